@@ -1,0 +1,52 @@
+"""The kaiojit runtime: backends, memory, streams, argument packing and launching.
+
+Importing it is cheap and never touches the CUDA driver; the driver is loaded the first time
+the cuda backend is used.
+"""
+
+from __future__ import annotations
+
+from kaiojit.runtime.args import typeof
+from kaiojit.runtime.backend import (
+    DeviceLimits,
+    GpuBackend,
+    backend,
+    get_backend,
+    is_cuda_available,
+    register_backend,
+    set_backend,
+)
+from kaiojit.runtime.launch import (
+    LaunchConfig,
+    LoadedKernel,
+    check_launch_config,
+    forall_config,
+    load_kernel,
+    suggest_block_size,
+)
+from kaiojit.runtime.memory import (
+    DeviceArray,
+    as_device_array,
+    device_array,
+    device_array_like,
+    to_device,
+)
+from kaiojit.runtime.module import Module
+from kaiojit.runtime.stream import (
+    Event,
+    Stream,
+    default_stream,
+    device,
+    device_count,
+    select_device,
+    synchronize,
+)
+from kaiojit.runtime.tensormap import TensorMap
+
+__all__ = [
+    "DeviceArray", "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel",
+    "Module", "Stream", "TensorMap", "as_device_array", "backend", "check_launch_config",
+    "default_stream", "device", "device_array", "device_array_like", "device_count",
+    "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
+    "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
+]

@@ -1,0 +1,404 @@
+"""From user arguments to kernel parameters: ``typeof`` and the per-signature packer.
+
+Both dispatch on the argument's Python class through tables filled the first time a class is
+seen, so a launch pays one dict lookup per argument, never an ``isinstance`` chain. An array
+argument becomes its parameters as ``kaiojit.types.param_parts`` says: the data pointer, the
+shape, and (layout 'A' only) the strides in bytes.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kaiojit import types as kt
+from kaiojit.errors import PerformanceWarning
+from kaiojit.runtime.memory import DeviceArray, array_type, layout_of
+from kaiojit.runtime.slots import ArgSlots, SlotLayout
+
+# An array's launch facts: (pointer, shape, strides in bytes or None when contiguous,
+# kaiojit type, device ordinal or -1 when unknown). DeviceArray keeps this tuple ready.
+ArrayInfo = tuple[int, tuple[int, ...], "tuple[int, ...] | None", kt.ArrayType, int]
+
+_SCALAR_OF_PYTHON = {bool: kt.bool_, int: kt.int64, float: kt.float64}
+
+
+# --- per-class array extractors -----------------------------------------------------------------
+
+def _device_array_info(a: DeviceArray) -> ArrayInfo:
+    return a._info
+
+
+def _torch_info(t: Any) -> ArrayInfo:
+    device = t.get_device()
+    if device < 0:
+        raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
+    scalar = _torch_scalar(t.dtype)
+    shape = tuple(t.shape)
+    if t.is_contiguous():
+        return t.data_ptr(), shape, None, array_type(scalar, len(shape), "C"), device
+    itemsize = scalar.itemsize
+    strides = tuple(s * itemsize for s in t.stride())
+    layout = layout_of(shape, strides, itemsize)
+    return t.data_ptr(), shape, strides, array_type(scalar, len(shape), layout), device
+
+
+_TORCH_DTYPES: dict[Any, kt.ScalarType] = {}
+
+
+def _torch_scalar(dtype: Any) -> kt.ScalarType:
+    scalar = _TORCH_DTYPES.get(dtype)
+    if scalar is None:
+        name = str(dtype).removeprefix("torch.")
+        if name not in kt.SCALARS:
+            raise TypeError(f"kaiojit has no type for PyTorch dtype {dtype}")
+        scalar = _TORCH_DTYPES[dtype] = kt.SCALARS[name]
+    return scalar
+
+
+def _cupy_info(a: Any) -> ArrayInfo:
+    scalar = kt.from_dtype(a.dtype)
+    shape, strides = a.shape, a.strides
+    layout = layout_of(shape, strides, scalar.itemsize)
+    return (a.data.ptr, shape, strides if layout == "A" else None,
+            array_type(scalar, len(shape), layout), a.data.device_id)
+
+
+def _cai_info(obj: Any) -> ArrayInfo:
+    cai = obj.__cuda_array_interface__
+    return cai_info(cai)
+
+
+def cai_info(cai: dict) -> ArrayInfo:
+    """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3)."""
+    if cai.get("mask") is not None:
+        raise TypeError("masked __cuda_array_interface__ arrays are not supported")
+    scalar = kt.from_dtype(np.dtype(cai["typestr"]))
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides")
+    strides = tuple(strides) if strides is not None else None
+    layout = layout_of(shape, strides, scalar.itemsize)
+    ptr = cai["data"][0] or 0
+    return ptr, shape, strides if layout == "A" else None, array_type(scalar, len(shape), layout), -1
+
+
+def _dlpack_info(obj: Any) -> ArrayInfo:
+    from kaiojit.runtime.dlpack import from_dlpack
+
+    return from_dlpack(obj)._info
+
+
+def _numpy_marker(a: np.ndarray) -> ArrayInfo:
+    raise AssertionError("NumPy arrays are staged, not extracted")  # pragma: no cover
+
+
+def _classify_array(cls: type) -> Callable[[Any], ArrayInfo] | None:
+    """The extractor for arrays of class ``cls``, or None if ``cls`` is no array kaiojit takes."""
+    if issubclass(cls, DeviceArray):
+        return _device_array_info
+    if issubclass(cls, np.ndarray):
+        return _numpy_marker
+    for base in cls.__mro__:
+        module = base.__module__ or ""
+        if module.startswith("torch") and base.__name__ == "Tensor":
+            return _torch_info
+        if module.startswith("cupy") and base.__name__ == "ndarray":
+            return _cupy_info
+    if hasattr(cls, "__cuda_array_interface__"):
+        return _cai_info
+    if hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__"):
+        return _dlpack_info
+    return None
+
+
+_ARRAY_EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {}
+
+
+def array_extractor(cls: type) -> Callable[[Any], ArrayInfo] | None:
+    try:
+        return _ARRAY_EXTRACTORS[cls]
+    except KeyError:
+        ex = _ARRAY_EXTRACTORS[cls] = _classify_array(cls)
+        return ex
+
+
+# --- typeof -------------------------------------------------------------------------------------
+
+def _typeof_numpy(a: np.ndarray) -> kt.ArrayType:
+    scalar = kt.from_dtype(a.dtype)
+    if a.flags.c_contiguous:
+        layout = "C"
+    elif a.flags.f_contiguous:
+        layout = "F"
+    else:
+        layout = "A"
+    return array_type(scalar, a.ndim, layout)
+
+
+def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
+    if cls in _SCALAR_OF_PYTHON:
+        t = _SCALAR_OF_PYTHON[cls]
+        return lambda v: t
+    if issubclass(cls, DeviceArray):
+        return operator.attrgetter("_type")
+    if issubclass(cls, np.generic):
+        try:
+            t = kt.from_dtype(np.dtype(cls))
+        except TypeError:
+            return _unsupported(cls)
+        return lambda v: t
+    if issubclass(cls, np.ndarray):
+        return _typeof_numpy
+    from kaiojit.runtime.tensormap import TensorMap
+
+    if issubclass(cls, TensorMap):
+        return lambda v: kt.tensormap
+    if issubclass(cls, bool):
+        return lambda v: kt.bool_
+    if issubclass(cls, int):
+        return lambda v: kt.int64
+    if issubclass(cls, float):
+        return lambda v: kt.float64
+    ex = array_extractor(cls)
+    if ex is not None:
+        return lambda v: ex(v)[3]
+    return _unsupported(cls)
+
+
+def _unsupported(cls: type) -> Callable[[Any], kt.Type]:
+    def fail(v: Any) -> kt.Type:
+        raise TypeError(f"kaiojit cannot pass an object of type {cls.__module__}.{cls.__qualname__}"
+                        " to a kernel")
+    return fail
+
+
+_TYPEOF: dict[type, Callable[[Any], kt.Type]] = {}
+
+
+def typeof(value: Any) -> kt.Type:
+    """The kaiojit type of a kernel argument (what signatures are specialized on)."""
+    cls = value.__class__
+    fn = _TYPEOF.get(cls)
+    if fn is None:
+        fn = _TYPEOF[cls] = _classify_typeof(cls)
+    return fn(value)
+
+
+# --- packing ------------------------------------------------------------------------------------
+
+class StagedArray:
+    """A NumPy argument copied to the device for one launch and copied back after it."""
+
+    __slots__ = ("host", "device_array")
+
+    def __init__(self, host: np.ndarray, device_array: DeviceArray):
+        self.host = host
+        self.device_array = device_array
+
+    def copy_back(self, stream: int | None) -> None:
+        if self.host.flags.writeable:
+            self.device_array.copy_to_host(self.host, stream=stream)
+
+
+Writer = Callable[[ArgSlots, Any, int], "StagedArray | None"]
+
+
+def _int_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
+    mask = (1 << t.bits) - 1
+
+    def write(slots: ArgSlots, value: Any, device: int) -> None:
+        if value.__class__ is not int:
+            value = _as_int(value, t, name)
+        slots.u64[slot] = value & mask
+    return write
+
+
+def _as_int(value: Any, t: kt.ScalarType, name: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"parameter {name!r} is {t}: got {_describe(value)}, which is not an "
+                        "integer") from None
+
+
+def _float_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
+    def as_float(value: Any) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"parameter {name!r} is {t}: got {_describe(value)}") from None
+
+    if t.bits == 32:
+        def write32(slots: ArgSlots, value: Any, device: int) -> None:
+            if value.__class__ is not float:
+                value = as_float(value)
+            try:
+                slots.f32[2 * slot] = value
+            except OverflowError:
+                slots.f32[2 * slot] = np.float32(value).item()  # inf, as a C cast gives
+        return write32
+    if t.bits == 64:
+        def write64(slots: ArgSlots, value: Any, device: int) -> None:
+            if value.__class__ is not float:
+                value = as_float(value)
+            slots.f64[slot] = value
+        return write64
+
+    def write16(slots: ArgSlots, value: Any, device: int) -> None:
+        try:
+            slots.write_f16(slot, as_float(value))
+        except OverflowError:
+            slots.write_bytes(slot, np.float16(as_float(value)).tobytes())
+    return write16
+
+
+def _bool_writer(slot: int, name: str) -> Writer:
+    def write(slots: ArgSlots, value: Any, device: int) -> None:
+        slots.u64[slot] = 1 if value else 0
+    return write
+
+
+def _tensormap_writer(slot: int, name: str) -> Writer:
+    from kaiojit.runtime.tensormap import TensorMap
+
+    def write(slots: ArgSlots, value: Any, device: int) -> None:
+        if value.__class__ is not TensorMap and not isinstance(value, TensorMap):
+            raise TypeError(f"parameter {name!r} is a tensormap: got {_describe(value)}")
+        slots.write_bytes(slot, value.bytes)
+    return write
+
+
+def _accepted_types(t: kt.ArrayType) -> frozenset[kt.ArrayType]:
+    if t.layout == "A":
+        return frozenset(t.with_layout(layout) for layout in "CFA")
+    return frozenset({t})
+
+
+def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
+    accepted = _accepted_types(t)
+    ndim = t.ndim
+    passes_strides = t.passes_strides
+    itemsize = t.dtype.itemsize
+
+    def write(slots: ArgSlots, value: Any, device: int) -> StagedArray | None:
+        ex = _ARRAY_EXTRACTORS.get(value.__class__) or array_extractor(value.__class__)
+        staged = None
+        if ex is None:
+            raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
+        if ex is _numpy_marker:
+            staged = _stage_numpy(value, name)
+            info = staged.device_array._info
+        else:
+            try:
+                info = ex(value)
+            except TypeError as e:
+                raise TypeError(f"parameter {name!r}: {e}") from None
+        ptr, shape, strides, vt, vdev = info
+        if vt not in accepted:
+            raise TypeError(f"parameter {name!r} is {t}: got an array of type {vt}")
+        if vdev != device and vdev >= 0:
+            raise TypeError(f"parameter {name!r}: the array is on device {vdev}, the launch "
+                            f"is on device {device}")
+        u64 = slots.u64
+        u64[first] = ptr
+        slot = first + 1
+        for n in shape:
+            u64[slot] = n
+            slot += 1
+        if passes_strides:
+            if strides is None:
+                strides = contiguous_strides(shape, itemsize, vt.layout)
+            for s in strides:
+                u64[slot] = s & 0xFFFFFFFFFFFFFFFF
+                slot += 1
+        return staged
+    return write
+
+
+def contiguous_strides(shape: Sequence[int], itemsize: int, layout: str) -> tuple[int, ...]:
+    """Byte strides of a contiguous array of ``shape`` in order 'C' or 'F'."""
+    strides = [0] * len(shape)
+    step = itemsize
+    order = range(len(shape) - 1, -1, -1) if layout != "F" else range(len(shape))
+    for i in order:
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
+    from kaiojit.runtime.memory import to_device
+
+    warnings.warn(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
+                  "and back after it; pass a kj.DeviceArray to avoid the copies",
+                  PerformanceWarning, stacklevel=5)
+    try:
+        kt.from_dtype(a.dtype)
+    except TypeError as e:
+        raise TypeError(f"parameter {name!r}: {e}") from None
+    return StagedArray(a, to_device(a))
+
+
+def _describe(value: Any) -> str:
+    cls = value.__class__
+    module = "" if cls.__module__ == "builtins" else f"{cls.__module__}."
+    text = repr(value) if cls in (int, float, bool, str) or value is None else ""
+    return f"{module}{cls.__qualname__}{f' {text}' if text and len(text) < 40 else ''}"
+
+
+class ArgPacker:
+    """Writes one signature's arguments into :class:`ArgSlots`; built once per signature."""
+
+    def __init__(self, arg_types: Sequence[kt.Type], arg_names: Sequence[str] | None = None):
+        self.arg_types = tuple(arg_types)
+        names = tuple(arg_names) if arg_names is not None else ()
+        if len(names) != len(self.arg_types):
+            names = tuple(f"arg{i}" for i in range(len(self.arg_types)))
+        self.arg_names = names
+        kinds: list[str] = []
+        starts: list[int] = []
+        for t in self.arg_types:
+            starts.append(len(kinds))
+            kinds.extend(kt.param_parts(t))
+        self.layout = SlotLayout.for_kinds(kinds)
+        self.writers: tuple[Writer, ...] = tuple(
+            self._writer(t, self.layout.first_slot[start], name)
+            for t, start, name in zip(self.arg_types, starts, names))
+        self.nargs = len(self.arg_types)
+
+    @staticmethod
+    def _writer(t: kt.Type, slot: int, name: str) -> Writer:
+        if isinstance(t, kt.ScalarType):
+            if t.is_bool:
+                return _bool_writer(slot, name)
+            if t.is_float:
+                return _float_writer(slot, t, name)
+            return _int_writer(slot, t, name)
+        if isinstance(t, kt.ArrayType):
+            return _array_writer(slot, t, name)
+        if isinstance(t, kt.TensorMapType):
+            return _tensormap_writer(slot, name)
+        raise TypeError(f"parameter {name!r}: type {t} cannot be a kernel parameter")
+
+    def pack(self, slots: ArgSlots, args: Sequence[Any], device: int) -> list[StagedArray] | None:
+        """Write ``args``; returns the NumPy arrays to copy back after the launch, if any."""
+        if len(args) != self.nargs:
+            self._wrong_count(args)
+        staged = None
+        for write, value in zip(self.writers, args):
+            s = write(slots, value, device)
+            if s is not None:
+                staged = [s] if staged is None else staged + [s]
+        return staged
+
+    def _wrong_count(self, args: Sequence[Any]) -> None:
+        n = len(args)
+        if n < self.nargs:
+            missing = ", ".join(repr(x) for x in self.arg_names[n:])
+            raise TypeError(f"kernel takes {self.nargs} arguments, got {n}: missing {missing}")
+        raise TypeError(f"kernel takes {self.nargs} arguments "
+                        f"({', '.join(self.arg_names)}), got {n}")

@@ -1,0 +1,163 @@
+"""DLPack export and import, with the capsule written through ctypes.
+
+Export: :func:`to_dlpack_capsule` builds a ``DLManagedTensor`` whose ``manager_ctx`` keeps
+the DeviceArray (and the shape/strides storage) alive until the consumer calls the deleter, or
+until the capsule dies unconsumed. Import: :func:`from_dlpack` views a producer's tensor,
+renames the capsule ``used_dltensor`` (the protocol's "consumed" mark) and calls the
+producer's deleter when the view is collected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from kaiojit.runtime.backend import get_backend
+
+K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
+_KIND_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
+_CODE_KINDS = {code: kind for kind, code in _KIND_CODES.items()}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                            ("deleter", _DELETER)]
+
+_NAME = ctypes.create_string_buffer(b"dltensor")
+_USED_NAME = ctypes.create_string_buffer(b"used_dltensor")
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
+
+# Exported tensors alive on the consumer's side, by the address of their DLManagedTensor.
+_exported: dict[int, Any] = {}
+_exported_lock = threading.Lock()
+
+
+class _Export:
+    """Everything one exported DLManagedTensor points into."""
+
+    __slots__ = ("managed", "shape", "strides", "array")
+
+    def __init__(self, array: Any):
+        ndim = array.ndim
+        itemsize = array.dtype.itemsize
+        self.array = array
+        self.shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
+        self.strides = (ctypes.c_int64 * max(ndim, 1))(*(s // itemsize for s in array.strides))
+        m = DLManagedTensor()
+        t = m.dl_tensor
+        t.data = array.ptr or None
+        t.device = DLDevice(array._backend.dlpack_device_type(), array.device_id)
+        t.ndim = ndim
+        t.dtype = DLDataType(_KIND_CODES[array.dtype.kind], itemsize * 8, 1)
+        t.shape = self.shape
+        t.strides = self.strides
+        t.byte_offset = 0
+        m.deleter = _deleter
+        self.managed = m
+
+
+def _delete_export(address: int) -> None:
+    with _exported_lock:
+        _exported.pop(address, None)
+
+
+@_DELETER
+def _deleter(managed: Any) -> None:
+    _delete_export(ctypes.cast(managed, ctypes.c_void_p).value or 0)
+
+
+@_CAPSULE_DESTRUCTOR
+def _capsule_destructor(capsule: int) -> None:
+    # Only a capsule nobody consumed still carries the name "dltensor".
+    if _capsule_is_valid_raw(capsule, ctypes.addressof(_NAME)):
+        address = _capsule_pointer_raw(capsule, ctypes.addressof(_NAME))
+        if address:
+            _delete_export(address)
+
+
+def to_dlpack_capsule(array: Any) -> Any:
+    """A ``dltensor`` capsule viewing ``array`` (a DeviceArray)."""
+    if array.dtype.kind not in _KIND_CODES:
+        raise BufferError(f"DLPack has no code for dtype {array.dtype}")
+    export = _Export(array)
+    address = ctypes.addressof(export.managed)
+    with _exported_lock:
+        _exported[address] = export
+    return _capsule_new(address, ctypes.addressof(_NAME),
+                        ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+
+def _call_deleter(address: int) -> None:
+    managed = DLManagedTensor.from_address(address)
+    if managed.deleter:
+        managed.deleter(ctypes.cast(address, ctypes.POINTER(DLManagedTensor)))
+
+
+def from_dlpack(obj: Any) -> Any:
+    """A zero-copy DeviceArray viewing a ``__dlpack__`` producer's device tensor."""
+    from kaiojit.runtime.memory import DeviceArray
+
+    backend = get_backend()
+    device_type, device_id = obj.__dlpack_device__()
+    accepted = {backend.dlpack_device_type(), K_DL_CUDA_MANAGED}
+    if int(device_type) not in accepted:
+        raise TypeError(f"a DLPack tensor on device type {int(device_type)}; kaiojit's "
+                        f"{backend.name} backend takes device type {backend.dlpack_device_type()}")
+    try:
+        capsule = obj.__dlpack__(stream=None)
+    except TypeError:
+        capsule = obj.__dlpack__()
+    if not _capsule_is_valid(capsule, ctypes.addressof(_NAME)):
+        raise TypeError("__dlpack__ did not return an unconsumed 'dltensor' capsule")
+    address = _capsule_pointer(capsule, ctypes.addressof(_NAME))
+    t = DLManagedTensor.from_address(address).dl_tensor
+    if t.dtype.lanes != 1 or t.dtype.code not in _CODE_KINDS:
+        raise TypeError(f"DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits, "
+                        f"{t.dtype.lanes} lanes) has no kaiojit type")
+    kind = _CODE_KINDS[t.dtype.code]
+    dtype = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = (tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
+               if t.strides else None)
+    _capsule_set_name(capsule, ctypes.addressof(_USED_NAME))
+    ptr = (t.data or 0) + t.byte_offset
+    view = DeviceArray(shape, strides, dtype, ptr, int(t.device.device_id), obj, backend)
+    weakref.finalize(view, _call_deleter, address).atexit = False
+    return view

@@ -1,0 +1,281 @@
+"""Launching compiled kernels: configuration checks, :class:`LoadedKernel`, occupancy.
+
+A :class:`LoadedKernel` is what the dispatcher launches: one compiled image (PTX, entry name,
+signature), loaded lazily on each device it is launched on. A launch normalizes and checks the
+configuration (cached per distinct configuration), packs the arguments into this thread's
+slots, and hands them to the backend. ``KAIOJIT_DEBUG_SYNC=1`` synchronizes after every launch
+so an asynchronous fault is raised at the launch that caused it.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+import weakref
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kaiojit.errors import CudaError, LaunchError
+from kaiojit.runtime.args import ArgPacker, StagedArray
+from kaiojit.runtime.backend import DeviceLimits, GpuBackend, launch_context
+from kaiojit.runtime.slots import ThreadSlots
+from kaiojit.runtime.stream import stream_handle
+
+DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+Dim3 = tuple[int, int, int]
+
+
+class KernelImage(Protocol):
+    """What the compiler hands the runtime."""
+
+    name: str
+    ptx: str
+    signature: Any  # kaiojit.types.Signature
+    arg_names: tuple[str, ...]
+    static_shared_bytes: int
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+def normalize_dim3(value: Any, what: str, kernel: str = "") -> Dim3:
+    """An int or a tuple of 1 to 3 ints as a 3-tuple, missing dimensions 1."""
+    where = f"kernel {kernel!r}: " if kernel else ""
+    if isinstance(value, (tuple, list)):
+        dims = tuple(value)
+    else:
+        dims = (value,)
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"{where}{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise LaunchError(f"{where}{what} must be an int or a tuple of 1 to 3 ints, "
+                              f"got {value!r}")
+        out.append(int(d.__index__()))
+    while len(out) < 3:
+        out.append(1)
+    return out[0], out[1], out[2]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    grid: Dim3
+    block: Dim3
+    shared_mem: int
+    cluster: Dim3 | None
+
+
+def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
+                        limits: DeviceLimits, kernel: str = "", static_shared: int = 0,
+                        max_threads_for_kernel: int | None = None) -> LaunchConfig:
+    """Normalize and check a launch configuration; :class:`LaunchError` names what is wrong."""
+    where = f"kernel {kernel!r}: " if kernel else ""
+    g = normalize_dim3(grid, "grid", kernel)
+    b = normalize_dim3(block, "block", kernel)
+    for what, dims in (("grid", g), ("block", b)):
+        for axis, n in zip("xyz", dims):
+            if n < 1:
+                raise LaunchError(f"{where}{what} {dims} has {what}.{axis} = {n}; every "
+                                  "dimension must be at least 1")
+    threads = b[0] * b[1] * b[2]
+    if threads > limits.max_threads_per_block:
+        raise LaunchError(f"{where}block {b} has {threads} threads; the device allows at most "
+                          f"{limits.max_threads_per_block} threads per block")
+    for axis, n, most in zip("xyz", b, limits.max_block):
+        if n > most:
+            raise LaunchError(f"{where}block {b} has block.{axis} = {n}; the device allows at "
+                              f"most {most}")
+    if max_threads_for_kernel is not None and threads > max_threads_for_kernel:
+        raise LaunchError(f"{where}block {b} has {threads} threads; this kernel can run at "
+                          f"most {max_threads_for_kernel} per block (its register use limits it)")
+    for axis, n, most in zip("xyz", g, limits.max_grid):
+        if n > most:
+            raise LaunchError(f"{where}grid {g} has grid.{axis} = {n}; the device allows at "
+                              f"most {most}")
+    if isinstance(shared_mem, bool) or not hasattr(shared_mem, "__index__"):
+        raise LaunchError(f"{where}shared memory must be an int number of bytes, "
+                          f"got {shared_mem!r}")
+    shm = int(shared_mem.__index__())
+    if shm < 0:
+        raise LaunchError(f"{where}shared memory must be >= 0 bytes, got {shm}")
+    if shm + static_shared > limits.max_shared_per_block_optin:
+        static = f" + {static_shared} static" if static_shared else ""
+        raise LaunchError(f"{where}{shm} bytes of dynamic shared memory{static} exceed the "
+                          f"device's {limits.max_shared_per_block_optin} bytes per block")
+    c = None
+    if cluster is not None:
+        c = normalize_dim3(cluster, "cluster", kernel)
+        size = c[0] * c[1] * c[2]
+        if limits.max_cluster_size == 0:
+            raise LaunchError(f"{where}thread-block clusters need a device of compute "
+                              "capability 9.0 or newer")
+        if min(c) < 1 or size > limits.max_cluster_size:
+            raise LaunchError(f"{where}cluster {c} has {size} blocks; a cluster holds 1 to "
+                              f"{limits.max_cluster_size} blocks")
+        for axis, n, k in zip("xyz", g, c):
+            if n % k:
+                raise LaunchError(f"{where}grid.{axis} = {n} is not a multiple of "
+                                  f"cluster.{axis} = {k}")
+    return LaunchConfig(g, b, shm, c)
+
+
+def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig) -> None:
+    """``KAIOJIT_DEBUG_SYNC``: wait for the launch; a fault names it and where it came from."""
+    try:
+        backend.stream_synchronize(stream)
+    except CudaError as e:
+        where = "".join(traceback.format_stack()[:-2])
+        context = (f"{launch_context(name, config.grid, config.block, config.shared_mem)}; "
+                   f"KAIOJIT_DEBUG_SYNC caught this fault right after that launch, which was "
+                   f"made at:\n{where}")
+        raise CudaError(e.name, e.text, context, e.code) from None
+
+
+# --- one kernel on one device -------------------------------------------------------------------
+
+class _DeviceKernel:
+    """A LoadedKernel's module and function on one device."""
+
+    __slots__ = ("device", "module", "fn", "limits", "max_threads", "static_shared",
+                 "dynamic_limit", "__weakref__")
+
+    def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
+        self.device = device
+        self.module = backend.load_module(image.ptx, device)
+        weakref.finalize(self, _unload, backend, self.module, device).atexit = False
+        self.fn = backend.get_function(self.module, image.name, device)
+        attrs = backend.function_attributes(self.fn)
+        self.limits = backend.device_limits(device)
+        self.max_threads = attrs.get("max_threads_per_block")
+        self.static_shared = max(attrs.get("shared_bytes", 0),
+                                 getattr(image, "static_shared_bytes", 0) or 0)
+        self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
+
+
+def _unload(backend: GpuBackend, module: Any, device: int) -> None:
+    if not getattr(backend, "closing", False):
+        try:
+            backend.unload_module(module, device)
+        except Exception:
+            pass
+
+
+class LoadedKernel:
+    """A compiled kernel ready to launch on any device of its backend."""
+
+    def __init__(self, backend: GpuBackend, image: KernelImage):
+        self.backend = backend
+        self.image = image
+        self.name = image.name
+        self.packer = ArgPacker(image.signature.args, getattr(image, "arg_names", None))
+        self._slots = ThreadSlots(self.packer.layout)
+        self._devices: dict[int, _DeviceKernel] = {}
+        self._configs: dict[Any, LaunchConfig] = {}
+        self._lock = threading.Lock()
+
+    def on_device(self, device: int) -> _DeviceKernel:
+        dk = self._devices.get(device)
+        if dk is None:
+            with self._lock:
+                dk = self._devices.get(device)
+                if dk is None:
+                    dk = self._devices[device] = _DeviceKernel(self.backend, self.image, device)
+        return dk
+
+    def attributes(self, device: int | None = None) -> dict[str, int]:
+        """Registers, shared, local and constant bytes of the kernel on a device."""
+        dev = self.backend.current_device() if device is None else device
+        return self.backend.function_attributes(self.on_device(dev).fn)
+
+    def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
+                  device: int | None = None) -> LaunchConfig:
+        """Check a configuration for this kernel (:class:`LaunchError` if it cannot run)."""
+        dev = self.backend.current_device() if device is None else device
+        return self._configure(self.on_device(dev), grid, block, shared_mem, cluster, None)
+
+    def _configure(self, dk: _DeviceKernel, grid: Any, block: Any, shared_mem: Any,
+                   cluster: Any, key: Any) -> LaunchConfig:
+        config = check_launch_config(grid, block, shared_mem, cluster, dk.limits, self.name,
+                                     dk.static_shared, dk.max_threads)
+        if config.shared_mem > dk.dynamic_limit:
+            self.backend.set_dynamic_shared(dk.fn, config.shared_mem)
+            dk.dynamic_limit = config.shared_mem
+        if key is not None:
+            if len(self._configs) > 1024:
+                self._configs.clear()
+            self._configs[key] = config
+        return config
+
+    def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any,
+               cluster: Any = None) -> None:
+        """Check, pack and launch. ``args`` are the user's values in signature order."""
+        backend = self.backend
+        device = backend.current_device()
+        dk = self._devices.get(device) or self.on_device(device)
+        key = (grid, block, shared_mem, cluster, device)
+        try:
+            config = self._configs[key]
+        except KeyError:
+            config = self._configure(dk, grid, block, shared_mem, cluster, key)
+        except TypeError:  # an unhashable configuration (lists): check it every time
+            config = self._configure(dk, grid, block, shared_mem, cluster, None)
+        handle = 0 if stream is None else stream_handle(stream)
+        slots = self._slots.get()
+        staged = self.packer.pack(slots, args, device)
+        backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
+                             config.cluster)
+        if staged is not None:
+            _copy_back(staged, backend, handle)
+        if backend.debug_sync:
+            debug_sync(backend, handle, self.name, config)
+
+    def suggest_block_size(self, dynamic_shared: int = 0) -> int:
+        return suggest_block_size(self, dynamic_shared)
+
+    def __repr__(self) -> str:
+        return f"<LoadedKernel {self.name} {self.image.signature} on {self.backend.name}>"
+
+
+def _copy_back(staged: list[StagedArray], backend: GpuBackend, stream: int) -> None:
+    for s in staged:
+        s.copy_back(stream)
+    backend.stream_synchronize(stream)
+
+
+# --- loading, cached per backend ----------------------------------------------------------------
+
+_LOADED: weakref.WeakKeyDictionary[Any, dict[Any, LoadedKernel]] = weakref.WeakKeyDictionary()
+_loaded_lock = threading.Lock()
+
+
+def load_kernel(backend: GpuBackend, image: KernelImage) -> LoadedKernel:
+    """The LoadedKernel of ``image`` on ``backend``; one per (PTX, entry name, signature)."""
+    key = (image.ptx, image.name, image.signature)
+    cache = _LOADED.get(backend)
+    if cache is not None:
+        loaded = cache.get(key)
+        if loaded is not None:
+            return loaded
+    with _loaded_lock:
+        cache = _LOADED.setdefault(backend, {})
+        loaded = cache.get(key)
+        if loaded is None:
+            loaded = cache[key] = LoadedKernel(backend, image)
+        return loaded
+
+
+# --- occupancy ------------------------------------------------------------------------------------
+
+def suggest_block_size(loaded: LoadedKernel, dynamic_shared: int = 0) -> int:
+    """The block size of highest occupancy (``cuOccupancyMaxPotentialBlockSize``)."""
+    dk = loaded.on_device(loaded.backend.current_device())
+    _, block = loaded.backend.occupancy_block_size(dk.fn, dynamic_shared)
+    return max(int(block), 1)
+
+
+def forall_config(loaded: LoadedKernel, n: int, dynamic_shared: int = 0) -> tuple[int, int]:
+    """``(grid, block)`` of a 1-D launch covering ``n`` threads, for ``.forall(n)``."""
+    if n < 0:
+        raise LaunchError(f"forall needs n >= 0, got {n}")
+    block = suggest_block_size(loaded, dynamic_shared)
+    return max((n + block - 1) // block, 1), block

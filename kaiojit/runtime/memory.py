@@ -1,0 +1,372 @@
+"""Device memory: :class:`DeviceArray` and the functions that make one.
+
+All memory goes through the active backend's ``alloc``/``free``/``memcpy_*`` methods, so the
+cpu and mock backends back arrays with host memory. An array frees its allocation when it is
+collected (never at interpreter exit, when the context may already be gone). Views (slices,
+wrappers of foreign CAI or DLPack arrays) keep their owner alive instead of owning memory.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kaiojit import types as kt
+from kaiojit.runtime.backend import GpuBackend, get_backend
+
+_ARRAY_TYPES: dict[tuple[kt.ScalarType, int, str], kt.ArrayType] = {}
+
+
+def array_type(scalar: kt.ScalarType, ndim: int, layout: str) -> kt.ArrayType:
+    """The interned ArrayType, so types compare and hash by identity in the common case."""
+    key = (scalar, ndim, layout)
+    t = _ARRAY_TYPES.get(key)
+    if t is None:
+        t = _ARRAY_TYPES[key] = kt.ArrayType(scalar, ndim, layout)
+    return t
+
+
+def layout_of(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> str:
+    """'C' if C-contiguous, else 'F' if F-contiguous, else 'A' (NumPy's rules: dimensions of
+    length 1 do not count, an empty array is contiguous; 1-D contiguous is 'C')."""
+    if strides is None or 0 in shape:
+        return "C"
+    if _contiguous(shape, strides, itemsize, reversed(range(len(shape)))):
+        return "C"
+    if _contiguous(shape, strides, itemsize, range(len(shape))):
+        return "F"
+    return "A"
+
+
+def _contiguous(shape: Sequence[int], strides: Sequence[int], itemsize: int, order: Any) -> bool:
+    expected = itemsize
+    for i in order:
+        if shape[i] != 1:
+            if strides[i] != expected:
+                return False
+            expected *= shape[i]
+    return True
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    return shape
+
+
+class _Allocation:
+    """Owns one device allocation; frees it when the last array using it is collected."""
+
+    __slots__ = ("ptr", "nbytes", "device", "__weakref__")
+
+    def __init__(self, backend: GpuBackend, nbytes: int):
+        self.ptr = backend.alloc(nbytes)
+        self.nbytes = nbytes
+        self.device = backend.current_device()
+        fin = weakref.finalize(self, _free, backend, self.ptr, self.device)
+        fin.atexit = False
+
+
+def _free(backend: GpuBackend, ptr: int, device: int) -> None:
+    if getattr(backend, "closing", False):
+        return
+    try:
+        backend.free(ptr, device)
+    except Exception:  # a poisoned context cannot free; the process is going down anyway
+        pass
+
+
+class DeviceArray:
+    """An N-d array in device memory (or a view of one), NumPy-like in its metadata."""
+
+    __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "_ptr", "_device",
+                 "_backend", "_owner", "_type", "_info", "__weakref__")
+
+    def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
+                 ptr: int, device: int, owner: Any, backend: GpuBackend):
+        self.dtype = np.dtype(dtype)
+        scalar = kt.from_dtype(self.dtype)
+        self.shape = tuple(int(n) for n in shape)
+        itemsize = self.dtype.itemsize
+        self.strides = (tuple(int(s) for s in strides) if strides is not None
+                        else _c_strides(self.shape, itemsize))
+        self.ndim = len(self.shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.nbytes = self.size * itemsize
+        self._ptr = int(ptr)
+        self._device = device
+        self._backend = backend
+        self._owner = owner
+        layout = layout_of(self.shape, self.strides, itemsize)
+        self._type = array_type(scalar, self.ndim, layout)
+        # What the packer needs at a launch, ready-made (see args.ArrayInfo).
+        self._info = (self._ptr, self.shape, self.strides if layout == "A" else None,
+                      self._type, device)
+
+    # --- metadata ---------------------------------------------------------------------------
+
+    @property
+    def device_ctypes_pointer(self) -> int:
+        return self._ptr
+
+    @property
+    def ptr(self) -> int:
+        return self._ptr
+
+    @property
+    def device_id(self) -> int:
+        return self._device
+
+    @property
+    def is_c_contiguous(self) -> bool:
+        return self._type.layout == "C"
+
+    @property
+    def is_f_contiguous(self) -> bool:
+        return self._type.layout == "F" or (self.ndim <= 1 and self._type.layout == "C")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"<kj.DeviceArray shape={self.shape} dtype={self.dtype} "
+                f"device={self._device} ptr=0x{self._ptr:x}>")
+
+    # --- interop exports ------------------------------------------------------------------
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        contiguous = self._type.layout == "C"
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self._ptr, False),
+            "strides": None if contiguous else self.strides,
+            "version": 3,
+            "stream": None,
+        }
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        from kaiojit.runtime.dlpack import to_dlpack_capsule
+
+        if copy:
+            raise BufferError("kaiojit's __dlpack__ does not copy")
+        return to_dlpack_capsule(self)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._backend.dlpack_device_type(), self._device
+
+    # --- copies -----------------------------------------------------------------------------
+
+    def _span(self) -> tuple[int, int]:
+        """Byte offsets (relative to ``ptr``) of the lowest and one past the highest element."""
+        if self.size == 0:
+            return 0, 0
+        lo = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s < 0)
+        hi = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s > 0)
+        return lo, hi + self.dtype.itemsize
+
+    def copy_to_host(self, out: np.ndarray | None = None, stream: Any = None) -> np.ndarray:
+        """Copy to a NumPy array (``out`` or a new one). With a stream the copy is
+        asynchronous on it: ``out`` is valid once the stream is synchronized."""
+        from kaiojit.runtime.stream import stream_handle
+
+        handle = None if stream is None else stream_handle(stream)
+        if out is None:
+            order = "F" if self._type.layout == "F" else "C"
+            out = np.empty(self.shape, self.dtype, order=order)
+        self._check_host_peer(out)
+        lo, hi = self._span()
+        if self._type.layout != "A" and out.strides == self.strides:
+            self._backend.memcpy_dtoh(out.ctypes.data, self._ptr, self.nbytes, handle)
+            return out
+        staging = np.empty(hi - lo, np.uint8)
+        self._backend.memcpy_dtoh(staging.ctypes.data, self._ptr + lo, hi - lo, None)
+        out[...] = _strided_view(staging, -lo, self.shape, self.strides, self.dtype)
+        return out
+
+    def copy_to_device(self, ary: Any, stream: Any = None) -> None:
+        """Copy a NumPy array (or another DeviceArray of the same shape) into this array."""
+        from kaiojit.runtime.stream import stream_handle
+
+        handle = None if stream is None else stream_handle(stream)
+        if isinstance(ary, DeviceArray):
+            if ary.shape != self.shape or ary.dtype != self.dtype:
+                raise ValueError(f"copy_to_device: got {ary.shape} {ary.dtype}, this array is "
+                                 f"{self.shape} {self.dtype}")
+            if ary.strides == self.strides and self._type.layout != "A":
+                self._backend.memcpy_dtod(self._ptr, ary._ptr, self.nbytes, handle)
+                return
+            ary = ary.copy_to_host()
+        host = np.asarray(ary, dtype=self.dtype)
+        if host.shape != self.shape:
+            host = np.broadcast_to(host, self.shape)
+        if self._type.layout != "A" and host.strides == self.strides:
+            # From pageable memory the driver stages the bytes before returning, so ``host``
+            # may be dropped even when the copy is asynchronous.
+            self._backend.memcpy_htod(self._ptr, host.ctypes.data, self.nbytes, handle)
+            return
+        lo, hi = self._span()
+        staging = np.empty(hi - lo, np.uint8)
+        self._backend.memcpy_dtoh(staging.ctypes.data, self._ptr + lo, hi - lo, None)
+        _strided_view(staging, -lo, self.shape, self.strides, self.dtype)[...] = host
+        self._backend.memcpy_htod(self._ptr + lo, staging.ctypes.data, hi - lo, None)
+
+    def _check_host_peer(self, out: np.ndarray) -> None:
+        if out.shape != self.shape or out.dtype != self.dtype:
+            raise ValueError(f"copy_to_host: out is {out.shape} {out.dtype}, this array is "
+                             f"{self.shape} {self.dtype}")
+
+    def copy_to_host_async(self, stream: Any) -> np.ndarray:
+        return self.copy_to_host(stream=stream)
+
+    # --- views --------------------------------------------------------------------------------
+
+    def __getitem__(self, index: Any) -> Any:
+        """Basic indexing: integers and slices give a view; all-integer indexing a scalar."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        if len(index) > self.ndim:
+            raise IndexError(f"too many indices for a {self.ndim}-d array")
+        offset, shape, strides = 0, [], []
+        for dim, idx in enumerate(index):
+            n, s = self.shape[dim], self.strides[dim]
+            if isinstance(idx, slice):
+                start, stop, step = idx.indices(n)
+                length = len(range(start, stop, step))
+                offset += start * s
+                shape.append(length)
+                strides.append(s * step)
+            elif isinstance(idx, (int, np.integer)):
+                i = int(idx)
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+                offset += (i % n) * s
+            else:
+                raise TypeError(f"DeviceArray supports integers and slices, got {idx!r}")
+        shape += self.shape[len(index):]
+        strides += self.strides[len(index):]
+        ptr = self._ptr + offset if self.size else self._ptr
+        view = DeviceArray(shape, strides, self.dtype, ptr, self._device, self, self._backend)
+        if not shape:
+            return view.copy_to_host()[()]
+        return view
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        index = index if isinstance(index, tuple) else (index,)
+        full = len(index) == self.ndim and all(isinstance(i, (int, np.integer)) for i in index)
+        target = self._scalar_view(index) if full else self[index]
+        target.copy_to_device(value)
+
+    def _scalar_view(self, index: tuple) -> DeviceArray:
+        offset = sum((int(i) % n) * s for i, n, s in zip(index, self.shape, self.strides))
+        return DeviceArray((), (), self.dtype, self._ptr + offset, self._device, self,
+                           self._backend)
+
+    def reshape(self, *shape: Any) -> DeviceArray:
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = tuple(shape[0])
+        shape = _normalize_shape(shape)
+        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
+        if self._type.layout != "C":
+            raise ValueError("reshape needs a C-contiguous array")
+        return DeviceArray(shape, None, self.dtype, self._ptr, self._device, self, self._backend)
+
+    def ravel(self) -> DeviceArray:
+        return self.reshape(self.size)
+
+
+def _strided_view(buffer: np.ndarray, origin: int, shape: tuple, strides: tuple,
+                  dtype: np.dtype) -> np.ndarray:
+    """An ndarray over ``buffer`` whose element 0 sits at byte ``origin``."""
+    return np.ndarray(shape, dtype, buffer=buffer, offset=origin, strides=strides)
+
+
+# --- making arrays ------------------------------------------------------------------------------
+
+def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str = "C",
+                 stream: Any = None) -> DeviceArray:
+    """An uninitialized array on the current device."""
+    backend = get_backend()
+    shape = _normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    strides = _c_strides(shape, dtype.itemsize)
+    if order == "F":
+        strides = tuple(reversed(_c_strides(tuple(reversed(shape)), dtype.itemsize)))
+    elif order != "C":
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
+    allocation = _Allocation(backend, nbytes)
+    return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
+                       backend)
+
+
+def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
+    """An uninitialized array with the shape and dtype of ``a`` (C order unless ``a`` is F)."""
+    order = "F" if getattr(a, "flags", None) is not None and not a.flags.c_contiguous \
+        and a.flags.f_contiguous else "C"
+    if isinstance(a, DeviceArray):
+        order = "F" if a._type.layout == "F" else "C"
+    return device_array(a.shape, a.dtype, order=order)
+
+
+def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
+              ) -> DeviceArray:
+    """Copy a NumPy array (or anything ``np.asarray`` takes) to the current device."""
+    if isinstance(ary, DeviceArray) and to is None:
+        return ary
+    host = np.asarray(ary)
+    kt.from_dtype(host.dtype)
+    if not (host.flags.c_contiguous or host.flags.f_contiguous):
+        host = np.ascontiguousarray(host)
+    target = to if to is not None else device_array_like(host)
+    target.copy_to_device(host, stream=stream)
+    return target
+
+
+def zeros(shape: int | Sequence[int], dtype: Any = np.float64) -> DeviceArray:
+    a = device_array(shape, dtype)
+    a._backend.memset(a._ptr, 0, a.nbytes)
+    return a
+
+
+def as_device_array(obj: Any) -> DeviceArray:
+    """A zero-copy DeviceArray viewing a CAI or DLPack array; keeps ``obj`` alive."""
+    if isinstance(obj, DeviceArray):
+        return obj
+    backend = get_backend()
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        from kaiojit.runtime.args import cai_info
+
+        ptr, shape, strides, t, _ = cai_info(cai)
+        device = backend.pointer_device(ptr) if ptr else -1
+        if device < 0:
+            device = backend.current_device()
+        if strides is None:
+            strides = cai.get("strides")
+        return DeviceArray(shape, strides, t.dtype.np_dtype, ptr, device, obj, backend)
+    if hasattr(obj, "__dlpack__"):
+        from kaiojit.runtime.dlpack import from_dlpack
+
+        return from_dlpack(obj)
+    raise TypeError(f"as_device_array needs an object with __cuda_array_interface__ or "
+                    f"__dlpack__, got {type(obj).__qualname__}")
