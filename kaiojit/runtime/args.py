@@ -115,6 +115,13 @@ def _classify_array(cls: type) -> Callable[[Any], ArrayInfo] | None:
     return None
 
 
+def _instance_extractor(value: Any) -> Callable[[Any], ArrayInfo] | None:
+    """Objects that carry ``__cuda_array_interface__`` as an instance attribute."""
+    if hasattr(value, "__cuda_array_interface__"):
+        return _cai_info
+    return None
+
+
 _ARRAY_EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {}
 
 
@@ -166,7 +173,12 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
     ex = array_extractor(cls)
     if ex is not None:
         return lambda v: ex(v)[3]
-    return _unsupported(cls)
+    fail = _unsupported(cls)
+
+    def by_instance(v: Any) -> kt.Type:
+        ex = _instance_extractor(v)
+        return ex(v)[3] if ex is not None else fail(v)
+    return by_instance
 
 
 def _unsupported(cls: type) -> Callable[[Any], kt.Type]:
@@ -280,13 +292,32 @@ def _accepted_types(t: kt.ArrayType) -> frozenset[kt.ArrayType]:
 
 def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
     accepted = _accepted_types(t)
+    exact = array_type(t.dtype, t.ndim, t.layout)
     ndim = t.ndim
     passes_strides = t.passes_strides
     itemsize = t.dtype.itemsize
 
     def write(slots: ArgSlots, value: Any, device: int) -> StagedArray | None:
+        if value.__class__ is DeviceArray and not passes_strides:
+            ptr, shape, _, vt, vdev = value._info
+            if vt is exact and vdev == device:  # the common case, in one step
+                u64 = slots.u64
+                u64[first] = ptr
+                if ndim == 1:
+                    u64[first + 1] = shape[0]
+                else:
+                    slot = first + 1
+                    for n in shape:
+                        u64[slot] = n
+                        slot += 1
+                return None
+        return write_any(slots, value, device)
+
+    def write_any(slots: ArgSlots, value: Any, device: int) -> StagedArray | None:
         ex = _ARRAY_EXTRACTORS.get(value.__class__) or array_extractor(value.__class__)
         staged = None
+        if ex is None:
+            ex = _instance_extractor(value)
         if ex is None:
             raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
         if ex is _numpy_marker:

@@ -1,0 +1,157 @@
+"""kaiojit: CUDA kernels written in Python, compiled through LLVM's NVPTX backend.
+
+Public names only; see API.md. The runtime (driver, memory, streams) is imported on first use,
+so ``import kaiojit`` and ``compile_ptx`` stay fast on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from . import types as _types
+from .compiler import CompileOptions as _CompileOptions
+from .compiler import TargetSpec as _TargetSpec
+from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
+from .errors import (
+    CompileError,
+    CudaError,
+    KernelError,
+    LaunchError,
+    LibdeviceNotFound,
+    PerformanceWarning,
+    TypingError,
+    UnsupportedError,
+)
+from .language import (
+    activemask,
+    all_sync,
+    any_sync,
+    atomic,
+    ballot_sync,
+    blockDim,
+    blockIdx,
+    brev,
+    clz,
+    const,
+    ffs,
+    fma,
+    grid,
+    gridDim,
+    gridsize,
+    laneid,
+    local,
+    popc,
+    shared,
+    shfl_down_sync,
+    shfl_sync,
+    shfl_up_sync,
+    shfl_xor_sync,
+    syncthreads,
+    syncthreads_and,
+    syncthreads_count,
+    syncthreads_or,
+    syncwarp,
+    threadfence,
+    threadfence_block,
+    threadfence_system,
+    threadIdx,
+    warpsize,
+)
+from .types import (
+    Signature,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+
+__version__ = "0.1.0"
+
+boolean = bool_
+b1 = bool_
+i1, i2, i4, i8 = int8, int16, int32, int64
+u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+f2, f4, f8 = float16, float32, float64
+i32, i64, i16, u32, u64, u16 = int32, int64, int16, uint32, uint64, uint16
+f16, f32, f64 = float16, float32, float64
+half, double = float16, float64
+intp, uintp = int64, uint64
+
+
+def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug: bool = False,
+        lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
+        cache: bool = False, **unknown):
+    """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
+
+    ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
+    launch with those types. ``@kj.jit("void(float32[:], int32)")`` (or a list of signatures,
+    or annotations of every parameter) compiles eagerly.
+    """
+    if unknown:
+        raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
+    if not 0 <= opt <= 3:
+        raise ValueError(f"opt must be 0 to 3, got {opt}")
+    options = _CompileOptions(fastmath=bool(fastmath), debug=bool(debug), lineinfo=bool(lineinfo),
+                              opt=int(opt), max_registers=max_registers, cache=bool(cache))
+
+    def decorate(pyfunc, sigs=()):
+        if not sigs:
+            ann = _annotations_signature(pyfunc)
+            if ann is not None:
+                sigs = (ann,)
+        try:
+            return Dispatcher(pyfunc, options, device=device, signatures=sigs)
+        except CompileError as e:
+            raise e.with_traceback(None) from None
+
+    if func_or_sig is None:
+        return decorate
+    if isinstance(func_or_sig, (str, Signature)):
+        return lambda f: decorate(f, (func_or_sig,))
+    if isinstance(func_or_sig, (list, tuple)) and all(
+        isinstance(s, (str, Signature)) for s in func_or_sig
+    ):
+        return lambda f: decorate(f, tuple(func_or_sig))
+    if callable(func_or_sig):
+        return decorate(func_or_sig)
+    raise TypeError(f"kj.jit takes a function or a signature string, got {func_or_sig!r}")
+
+
+def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | None = None,
+                device: bool = False, **options) -> str:
+    """PTX for ``pyfunc`` compiled for ``signature``; no GPU needed. Returns the PTX text."""
+    from .lower.ptx import ptx_version_for
+
+    spec = _TargetSpec("nvptx", arch, ptx_version or ptx_version_for(arch))
+    disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
+    try:
+        return disp.compile(signature, spec).ptx
+    except CompileError as e:
+        raise e.with_traceback(None) from None
+
+
+def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
+    """Optimized LLVM IR for ``pyfunc`` compiled for ``signature``."""
+    from .lower.ptx import ptx_version_for
+
+    spec = _TargetSpec("nvptx", arch, ptx_version_for(arch))
+    disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
+    return disp.compile(signature, spec).llvm
+
+
+def __getattr__(name: str):
+    # runtime names (DeviceArray, to_device, Stream, ...) load the runtime on first use
+    from . import runtime
+
+    try:
+        value = getattr(runtime, name)
+    except AttributeError:
+        raise AttributeError(f"module 'kaiojit' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value

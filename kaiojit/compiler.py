@@ -1,0 +1,218 @@
+"""The compile pipeline: an ordered table of named stages, each dumpable under its name.
+
+    python function --kir--> typed IR --llvm--> LLVM IR --opt--> optimized LLVM IR --ptx--> PTX
+
+A compile is a pure function of (function, signature, options, target): that is what the
+caches key on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field, replace
+
+from llvmlite import binding as llvm
+
+from . import types as T
+from .errors import CompileError, UnsupportedError
+from .frontend import kir
+from .frontend.source import function_source
+from .frontend.typer import type_function
+from .lower import ptx as ptx_stage
+from .lower.codegen import ModuleLowering
+
+
+@dataclass(frozen=True, slots=True)
+class CompileOptions:
+    fastmath: bool = False
+    debug: bool = False
+    lineinfo: bool = False
+    opt: int = 3
+    max_registers: int | None = None
+    cache: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """What a compile is for: 'nvptx' with an arch and PTX version, or 'host'."""
+
+    kind: str = "nvptx"
+    arch: str = "sm_90"
+    ptx_version: int = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The environment, read once at import (``KAIOJIT_DUMP``, ``KAIOJIT_DUMP_DIR``)."""
+
+    dump: frozenset = frozenset()
+    dump_dir: str = "."
+
+    @staticmethod
+    def from_env() -> Config:
+        stages = os.environ.get("KAIOJIT_DUMP", "")
+        return Config(
+            dump=frozenset(s.strip() for s in stages.split(",") if s.strip()),
+            dump_dir=os.environ.get("KAIOJIT_DUMP_DIR", "."),
+        )
+
+
+CONFIG = Config.from_env()
+
+
+@dataclass(slots=True)
+class CompiledKernel:
+    """A kernel compiled for one signature and target: every stage's text, and what the
+    runtime needs to load and launch it."""
+
+    name: str
+    symbol: str
+    signature: T.Signature
+    arg_names: tuple[str, ...]
+    kir: str
+    llvm: str
+    llvm_unoptimized: str
+    ptx: str
+    static_shared_bytes: int
+    uses_sync: bool
+    options: CompileOptions
+    target: TargetSpec
+    kfunc: kir.KFunction | None = None
+    host: object = None  # the cpu backend's compiled function
+    timings: dict = field(default_factory=dict)
+    resources: dict | None = None
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name}{self.signature}>"
+
+
+def mangle(pyfunc, signature: T.Signature) -> str:
+    digest = hashlib.blake2s(
+        f"{pyfunc.__module__}.{pyfunc.__qualname__}{signature}".encode(), digest_size=6
+    ).hexdigest()
+    base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in pyfunc.__name__)
+    return f"{base}_{digest}"
+
+
+def type_kernel(pyfunc, arg_types: tuple[T.Type, ...], specialize_device, is_kernel=True,
+                options: CompileOptions | None = None) -> kir.KFunction:
+    src = function_source(pyfunc)
+    return type_function(pyfunc, src, arg_types, is_kernel, specialize_device, options)
+
+
+def static_shared_bytes(kfunc: kir.KFunction) -> int:
+    seen, total = set(), 0
+    for f in _with_callees(kfunc):
+        for s in kir.walk_stmts(f.body):
+            for top in kir.stmt_exprs(s):
+                for e in kir.walk_expr(top):
+                    if e.op == "shared" and e.attr[0] and e.attr[2] not in seen:
+                        seen.add(e.attr[2])
+                        n = e.attr[1].itemsize
+                        for d in e.attr[0]:
+                            n *= d
+                        total += n
+    return total
+
+
+def _with_callees(kfunc, seen=None):
+    seen = seen if seen is not None else set()
+    if id(kfunc) in seen:
+        return
+    seen.add(id(kfunc))
+    yield kfunc
+    for c in kfunc.callees:
+        yield from _with_callees(c, seen)
+
+
+def uses_sync(kfunc: kir.KFunction) -> bool:
+    return any(f.uses_sync for f in _with_callees(kfunc))
+
+
+def lower_to_llvm(kfunc: kir.KFunction, symbol: str, options: CompileOptions, target) -> tuple:
+    mod = ModuleLowering(target, options, name=symbol)
+    mod.lower_kernel(kfunc, symbol)
+    return mod
+
+
+def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec: TargetSpec,
+                   specialize_device) -> CompiledKernel:
+    """Run the whole pipeline for one signature."""
+    timings = {}
+    t0 = time.perf_counter()
+    if signature.return_type != T.void:
+        raise TypeError(f"a kernel returns void, the signature says {signature.return_type}")
+    kfunc = type_kernel(pyfunc, signature.args, specialize_device, True, options)
+    t1 = time.perf_counter()
+    timings["kir"] = t1 - t0
+    symbol = mangle(pyfunc, signature)
+    if spec.kind == "host":
+        from .lower.host import compile_host  # the cpu backend's target
+        return compile_host(pyfunc, kfunc, signature, symbol, options, spec, timings)
+    from .lower.nvptx import NVPTXTarget
+
+    mod = lower_to_llvm(kfunc, symbol, options, NVPTXTarget())
+    llvm_text = str(mod.module)
+    t2 = time.perf_counter()
+    timings["llvm"] = t2 - t1
+    ptx_stage.initialize()
+    ftz = options.fastmath
+    try:
+        ref = llvm.parse_assembly(llvm_text + ptx_stage.module_flags_ir(ftz))
+        ref.verify()
+    except RuntimeError as e:  # an internal bug: say so plainly, with the IR's complaint
+        raise CompileError(f"internal error: kaiojit produced invalid LLVM IR for "
+                           f"{pyfunc.__qualname__}: {e}") from None
+    tm = ptx_stage.target_machine(spec.arch, spec.ptx_version, 3 if options.opt >= 3 else options.opt)
+    ptx_stage.optimize(ref, tm, options.opt, {symbol}, mod.needs_libdevice, ftz)
+    optimized = str(ref)
+    t3 = time.perf_counter()
+    timings["opt"] = t3 - t2
+    ptx_text = ptx_stage.emit(ref, tm)
+    if options.max_registers:
+        ptx_text = ptx_text.replace(
+            f".entry {symbol}(", f".entry {symbol}(", 1
+        )
+        ptx_text = _with_maxnreg(ptx_text, symbol, options.max_registers)
+    timings["ptx"] = time.perf_counter() - t3
+    ck = CompiledKernel(
+        name=pyfunc.__name__, symbol=symbol, signature=signature,
+        arg_names=tuple(n for n, _ in kfunc.params), kir=str(kfunc), llvm=optimized,
+        llvm_unoptimized=llvm_text, ptx=ptx_text, static_shared_bytes=static_shared_bytes(kfunc),
+        uses_sync=uses_sync(kfunc), options=options, target=spec, kfunc=kfunc, timings=timings,
+    )
+    if CONFIG.dump:
+        dump_stages(ck)
+    return ck
+
+
+def _with_maxnreg(ptx_text: str, symbol: str, n: int) -> str:
+    """Put ``.maxnreg n`` after the kernel's parameter list (before its body)."""
+    start = ptx_text.find(f".entry {symbol}(")
+    if start < 0:
+        return ptx_text
+    close = ptx_text.find(")", start)
+    return ptx_text[: close + 1] + f"\n.maxnreg {int(n)}" + ptx_text[close + 1:]
+
+
+def dump_stages(ck: CompiledKernel) -> None:
+    os.makedirs(CONFIG.dump_dir, exist_ok=True)
+    stages = {"kir": ck.kir, "llvm": ck.llvm, "llvm_unoptimized": ck.llvm_unoptimized,
+              "ptx": ck.ptx}
+    for stage in CONFIG.dump:
+        text = stages.get(stage)
+        if text is None:
+            continue
+        ext = {"kir": "kir", "ptx": "ptx"}.get(stage, "ll")
+        path = os.path.join(CONFIG.dump_dir, f"{ck.symbol}.{stage}.{ext}")
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def unsupported_target(kind: str):
+    raise UnsupportedError(f"unknown target {kind!r}")
+
+
+__all__ = ["CompileOptions", "TargetSpec", "CompiledKernel", "compile_kernel", "replace"]

@@ -1,0 +1,797 @@
+"""Python AST -> typed kernel IR: name resolution, type inference, located errors.
+
+One ``ast.NodeVisitor``. Variable types are inferred by running the visitor until the types
+of all variables stop changing (loops can widen a type); the last run builds the IR with the
+casts every assignment needs. Python literals are weak (NEP 50).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+import math
+
+import numpy as np
+
+from .. import language as L
+from .. import types as T
+from ..errors import CompileError, TypingError, UnsupportedError
+from . import kir
+from .kir import Expr
+from .source import FunctionSource
+
+_MAX_PASSES = 8
+
+_BINOPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_UNSUPPORTED = {
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Lambda: "lambda", ast.With: "'with' statements", ast.Try: "'try' statements",
+    ast.ClassDef: "class definitions", ast.Yield: "generators ('yield')",
+    ast.YieldFrom: "generators ('yield from')", ast.FunctionDef: "nested functions",
+    ast.Global: "'global'", ast.Nonlocal: "'nonlocal'", ast.Raise: "'raise'",
+    ast.Assert: "'assert'", ast.Delete: "'del'", ast.Import: "'import'",
+    ast.ImportFrom: "'import'", ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets",
+    ast.JoinedStr: "f-strings", ast.Await: "'await'", ast.AsyncFunctionDef: "async functions",
+    ast.Starred: "starred expressions", ast.Slice: "slices", ast.NamedExpr: "':='",
+}
+
+
+class PyObj:
+    """A Python object a name resolves to that is not a kernel value (a module, a builtin)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def const_expr(value, loc=None) -> Expr:
+    """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
+    if isinstance(value, (bool, np.bool_)):
+        return Expr("const", T.bool_, attr=bool(value), loc=loc, weak=not isinstance(value, np.bool_))
+    if isinstance(value, int):
+        return Expr("const", T.int64, attr=value, loc=loc, weak=True)
+    if isinstance(value, float):
+        return Expr("const", T.float64, attr=value, loc=loc, weak=True)
+    if isinstance(value, np.generic):
+        t = T.from_dtype(value.dtype)
+        return Expr("const", t, attr=value.item(), loc=loc)
+    raise TypeError(value)
+
+
+def is_constant_value(value) -> bool:
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return True
+    return isinstance(value, tuple) and all(is_constant_value(v) for v in value)
+
+
+class Typer(ast.NodeVisitor):
+    """Types one function for one tuple of argument types."""
+
+    def __init__(self, pyfunc, src: FunctionSource, arg_types: tuple[T.Type, ...],
+                 is_kernel: bool, specialize_device, options=None):
+        self.pyfunc = pyfunc
+        self.src = src
+        self.is_kernel = is_kernel
+        self.specialize_device = specialize_device
+        self.options = options
+        self.namespace = dict(pyfunc.__globals__)
+        if pyfunc.__closure__:
+            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+                try:
+                    self.namespace[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        fdef = src.node
+        self.param_names = [a.arg for a in fdef.args.args]
+        self.arg_types = arg_types
+        self.var_types: dict[str, T.Type] = {}
+        self.var_weak: dict[str, bool] = {}
+        self.cur: ast.AST = fdef
+        self.final = False
+        self.changed = False
+        self.loop_depth = 0
+        self.return_types: list[tuple[T.Type, bool]] = []
+        self.callees: list[kir.KFunction] = []
+        self.uses_sync = False
+        self.static_shared = 0
+        self._check_signature(fdef)
+
+    # --- driver ---------------------------------------------------------------------------------
+
+    def run(self) -> kir.KFunction:
+        fdef = self.src.node
+        for _ in range(_MAX_PASSES):
+            self._reset_pass()
+            self.final = False
+            self.changed = False
+            self._block(fdef.body)
+            if not self.changed:
+                break
+        self._reset_pass()
+        self.final = True
+        body = self._block(fdef.body)
+        ret = self._return_type()
+        if self.is_kernel and ret != T.void:
+            raise TypingError("a kernel cannot return a value", self._return_loc)
+        locals_ = {n: self.var_types[n] for n in self.var_types}
+        return kir.KFunction(
+            name=self.pyfunc.__name__, qualname=self.pyfunc.__qualname__,
+            params=tuple(zip(self.param_names, self.arg_types)), return_type=ret,
+            locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
+            callees=self.callees, uses_sync=self.uses_sync,
+        )
+
+    def _reset_pass(self):
+        for name, t in zip(self.param_names, self.arg_types):
+            if name not in self.var_types:
+                self.var_types[name] = t
+                self.var_weak[name] = False
+        self.return_types = []
+        self._return_loc = None
+        self.callees = []
+        self.uses_sync = False
+        self.shared_names = 0
+
+    def _check_signature(self, fdef: ast.FunctionDef):
+        a = fdef.args
+        for what, node in (("*args", a.vararg), ("**kwargs", a.kwarg)):
+            if node is not None:
+                self.error(f"kernels cannot take {what}", node, UnsupportedError)
+        if a.kwonlyargs or a.posonlyargs:
+            self.error("kernels take plain positional parameters only", fdef, UnsupportedError)
+        if len(self.param_names) != len(self.arg_types):
+            raise TypeError(
+                f"{self.pyfunc.__qualname__}() takes {len(self.param_names)} arguments, "
+                f"the signature gives {len(self.arg_types)}"
+            )
+
+    def _return_type(self) -> T.Type:
+        if not self.return_types:
+            return T.void
+        t, weak = self.return_types[0]
+        for t2, w2 in self.return_types[1:]:
+            t, weak = self.unify(t, weak, t2, w2, "the return value", self._return_loc)
+        return t
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def visit(self, node):
+        prev, self.cur = self.cur, node
+        try:
+            return super().visit(node)
+        finally:
+            self.cur = prev
+
+    def loc(self, node=None):
+        return self.src.loc(node if node is not None else self.cur)
+
+    def error(self, message: str, node=None, cls=TypingError):
+        raise cls(message, self.loc(node))
+
+    def generic_visit(self, node):
+        what = _UNSUPPORTED.get(type(node), f"'{type(node).__name__}'")
+        self.error(f"{what} not supported in kernels", node, UnsupportedError)
+
+    def expr(self, node) -> Expr:
+        """Visit an expression that must be a kernel value."""
+        r = self.visit(node)
+        if isinstance(r, PyObj):
+            r = self.pyobj_to_expr(r, node)
+        return r
+
+    def pyobj_to_expr(self, obj: PyObj, node) -> Expr:
+        v = obj.value
+        if is_constant_value(v):
+            return self.constant(v, node)
+        if isinstance(v, L.KernelBuiltin):
+            from .builtins import sreg_expr
+            e = sreg_expr(self, v, node)
+            if e is not None:
+                return e
+            self.error(f"kj.{v.name} is a function: call it", node)
+        if isinstance(v, np.ndarray):
+            self.error("a global NumPy array must be wrapped: kj.const.array_like(arr)", node)
+        self.error(f"{_describe(v)} is not a value a kernel can use", node)
+
+    def constant(self, v, node) -> Expr:
+        if isinstance(v, tuple):
+            elts = tuple(self.constant(x, node) for x in v)
+            return Expr("tuple", T.TupleType(tuple(e.type for e in elts)), elts, loc=self.loc(node))
+        return const_expr(v, self.loc(node))
+
+    def coerce(self, e: Expr, t: T.Type, node=None) -> Expr:
+        """``e`` converted to ``t`` (constants folded)."""
+        if e.type == t and not e.weak:
+            return e
+        if e.type == t:
+            return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False)
+        if isinstance(t, T.ScalarType) and isinstance(e.type, T.ScalarType):
+            if e.op == "const":
+                return Expr("const", t, attr=_convert_const(e.attr, t), loc=e.loc)
+            return Expr("cast", t, (e,), loc=e.loc)
+        if isinstance(t, T.ArrayType) and isinstance(e.type, T.ArrayType):
+            if e.type.dtype == t.dtype and e.type.ndim == t.ndim and t.layout == "A":
+                return Expr("cast", t, (e,), loc=e.loc)
+        if isinstance(t, T.TupleType) and isinstance(e.type, T.TupleType):
+            if len(t.elements) == len(e.type.elements):
+                items = tuple(
+                    self.coerce(self.tuple_item(e, i), et, node) for i, et in enumerate(t.elements)
+                )
+                return Expr("tuple", t, items, loc=e.loc)
+        self.error(f"cannot convert {e.type} to {t}", node)
+
+    def tuple_item(self, e: Expr, i: int) -> Expr:
+        if e.op == "tuple":
+            return e.args[i]
+        return Expr("getitem", e.type.elements[i], (e,), attr=i, loc=e.loc)
+
+    def unify(self, t1, w1, t2, w2, what, loc) -> tuple[T.Type, bool]:
+        """The type a variable takes when values of types t1 and t2 are both assigned to it."""
+        if t1 == t2:
+            return t1, w1 and w2
+        if isinstance(t1, T.ScalarType) and isinstance(t2, T.ScalarType):
+            return _result_scalar(t1, w1, t2, w2), w1 and w2
+        if isinstance(t1, T.ArrayType) and isinstance(t2, T.ArrayType):
+            if t1.dtype == t2.dtype and t1.ndim == t2.ndim:
+                return t1.with_layout("A"), False
+        if isinstance(t1, T.TupleType) and isinstance(t2, T.TupleType):
+            if len(t1.elements) == len(t2.elements):
+                elts = tuple(
+                    self.unify(a, w1, b, w2, what, loc)[0] for a, b in zip(t1.elements, t2.elements)
+                )
+                return T.TupleType(elts), w1 and w2
+        raise TypingError(
+            f"{what} cannot be both {t1} and {t2}: give it one type (or convert, e.g. kj.float32(x))",
+            loc,
+        )
+
+    def assign_var(self, name: str, value: Expr, node) -> kir.Assign:
+        if name in self.var_types:
+            old_t, old_w = self.var_types[name], self.var_weak[name]
+            new_t, new_w = self.unify(old_t, old_w, value.type, value.weak,
+                                      f"variable {name!r}", self.loc(node))
+            if (new_t, new_w) != (old_t, old_w):
+                if self.final:
+                    raise TypingError(f"the type of {name!r} did not settle", self.loc(node))
+                self.changed = True
+                self.var_types[name], self.var_weak[name] = new_t, new_w
+        else:
+            if self.final:
+                raise TypingError(f"the type of {name!r} did not settle", self.loc(node))
+            self.changed = True
+            if isinstance(value.type, (T.StringType, T.VoidType)):
+                self.error(f"cannot assign {_type_words(value.type)} to a variable", node)
+            self.var_types[name], self.var_weak[name] = value.type, value.weak
+        target = self.var_types[name]
+        if self.final:
+            value = self.coerce(value, target, node)
+        return kir.Assign(name, value, self.loc(node))
+
+    def var_expr(self, name: str, node) -> Expr:
+        return Expr("var", self.var_types[name], attr=name, loc=self.loc(node),
+                    weak=self.var_weak[name])
+
+    def intrinsic(self, name: str, t: T.Type, args=(), node=None) -> Expr:
+        return Expr("intrinsic", t, tuple(args), attr=name, loc=self.loc(node))
+
+    # --- statements ------------------------------------------------------------------------------
+
+    def _block(self, stmts) -> list:
+        out = []
+        for i, s in enumerate(stmts):
+            if (i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                    and isinstance(s.value.value, str)):
+                continue  # docstring
+            r = self.visit(s)
+            if r is None:
+                continue
+            if isinstance(r, list):
+                out.extend(r)
+            else:
+                out.append(r)
+        return out
+
+    def visit_Pass(self, node):
+        return None
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None  # a string used as a comment
+        e = self.expr(node.value)
+        return kir.ExprStmt(e, self.loc(node))
+
+    def visit_Assign(self, node):
+        value = self.expr(node.value)
+        out = []
+        for target in node.targets:
+            out.extend(self._assign_to(target, value, node))
+        return out
+
+    def visit_AnnAssign(self, node):
+        ann = self._resolve_type_annotation(node.annotation)
+        if not isinstance(node.target, ast.Name):
+            self.error("annotated assignment needs a plain name", node.target, UnsupportedError)
+        name = node.target.id
+        if name not in self.var_types:
+            self.var_types[name], self.var_weak[name] = ann, False
+            self.changed = True
+        elif self.var_types[name] != ann:
+            self.error(f"{name!r} is annotated {ann} but also holds {self.var_types[name]}", node)
+        if node.value is None:
+            return None
+        return self._assign_to(node.target, self.expr(node.value), node)
+
+    def _resolve_type_annotation(self, node):
+        r = self.visit(node)
+        if isinstance(r, PyObj) and isinstance(r.value, T.Type):
+            return r.value
+        if isinstance(r, PyObj) and isinstance(r.value, type) and issubclass(r.value, np.generic):
+            return T.from_dtype(r.value)
+        self.error("annotation is not a kaiojit type", node)
+
+    def _assign_to(self, target, value: Expr, node) -> list:
+        if isinstance(target, ast.Name):
+            if target.id in self.namespace and target.id not in self.var_types:
+                g = self.namespace[target.id]
+                if not is_constant_value(g) and not isinstance(g, (np.ndarray,)):
+                    pass  # shadowing a global name is allowed, as in Python
+            return [self.assign_var(target.id, value, target)]
+        if isinstance(target, ast.Subscript):
+            arr = self.expr(target.value)
+            if not isinstance(arr.type, T.ArrayType):
+                self.error(f"cannot assign into {_type_words(arr.type)}", target.value)
+            indices = self.index_exprs(arr, target.slice, target)
+            if len(indices) != arr.type.ndim:
+                self.error(
+                    f"assignment needs {arr.type.ndim} indices for a {arr.type.ndim}-d array, "
+                    f"got {len(indices)}", target)
+            val = self._scalar_for_store(value, arr.type.dtype, node)
+            return [kir.Store(arr, indices, val, self.loc(node))]
+        if isinstance(target, ast.Tuple):
+            if not isinstance(value.type, T.TupleType):
+                self.error(f"cannot unpack {_type_words(value.type)}", node)
+            n = len(value.type.elements)
+            if len(target.elts) != n:
+                self.error(f"cannot unpack a tuple of {n} into {len(target.elts)} names", node)
+            out = []
+            if value.op == "tuple":
+                tmp = value
+            else:
+                tmp_name = f"$tuple{target.lineno}_{target.col_offset}"
+                out.append(self.assign_var(tmp_name, value, node))
+                tmp = self.var_expr(tmp_name, node)
+            items = [self.tuple_item(tmp, i) for i in range(n)]
+            if value.op == "tuple" and len(items) > 1:
+                # a, b = b, a: evaluate every item before assigning any
+                tmps = []
+                for i, item in enumerate(items):
+                    tmp_name = f"$swap{target.lineno}_{target.col_offset}_{i}"
+                    out.append(self.assign_var(tmp_name, item, node))
+                    tmps.append(self.var_expr(tmp_name, node))
+                items = tmps
+            for elt, item in zip(target.elts, items):
+                out.extend(self._assign_to(elt, item, node))
+            return out
+        self.error("cannot assign to this", target, UnsupportedError)
+
+    def _scalar_for_store(self, value: Expr, dtype: T.ScalarType, node) -> Expr:
+        if not isinstance(value.type, T.ScalarType):
+            self.error(f"cannot store {_type_words(value.type)} into an array of {dtype}", node)
+        return self.coerce(value, dtype, node) if self.final else value
+
+    def visit_AugAssign(self, node):
+        op = _BINOPS.get(type(node.op))
+        target = node.target
+        if isinstance(target, ast.Name):
+            if target.id not in self.var_types:
+                self.error(f"name {target.id!r} is used before it is assigned", target)
+            cur = self.var_expr(target.id, target)
+            new = self.binop(op, cur, self.expr(node.value), node)
+            return self.assign_var(target.id, new, node)
+        if isinstance(target, ast.Subscript):
+            arr = self.expr(target.value)
+            if not isinstance(arr.type, T.ArrayType):
+                self.error(f"cannot assign into {_type_words(arr.type)}", target.value)
+            indices = self.index_exprs(arr, target.slice, target)
+            if len(indices) != arr.type.ndim:
+                self.error(f"augmented assignment needs {arr.type.ndim} indices", target)
+            cur = Expr("load", arr.type.dtype, (arr, *indices), loc=self.loc(target))
+            new = self.binop(op, cur, self.expr(node.value), node)
+            return kir.Store(arr, indices, self._scalar_for_store(new, arr.type.dtype, node),
+                             self.loc(node))
+        self.error("cannot assign to this", target, UnsupportedError)
+
+    def visit_If(self, node):
+        cond = self.truth(self.expr(node.test), node.test)
+        return kir.If(cond, self._block(node.body), self._block(node.orelse), self.loc(node))
+
+    def visit_While(self, node):
+        if node.orelse:
+            self.error("'while ... else' is not supported in kernels", node, UnsupportedError)
+        cond = self.truth(self.expr(node.test), node.test)
+        self.loop_depth += 1
+        body = self._block(node.body)
+        self.loop_depth -= 1
+        return kir.While(cond, body, self.loc(node))
+
+    def visit_For(self, node):
+        if node.orelse:
+            self.error("'for ... else' is not supported in kernels", node, UnsupportedError)
+        it = node.iter
+        fn = self.visit(it.func) if isinstance(it, ast.Call) else None
+        if not (isinstance(fn, PyObj) and fn.value is range):
+            self.error("kernels can only loop over range(...)", it, UnsupportedError)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            self.error("range() takes 1 to 3 positional arguments", it)
+        args = [self.expr(a) for a in it.args]
+        for a, n in zip(args, it.args):
+            if not (isinstance(a.type, T.ScalarType) and (a.type.is_int or a.type.is_bool)):
+                self.error(f"range() needs integers, got {_type_words(a.type)}", n)
+        if len(args) == 1:
+            args = [const_expr(0, self.loc(it)), args[0], const_expr(1, self.loc(it))]
+        elif len(args) == 2:
+            args.append(const_expr(1, self.loc(it)))
+        t, weak = args[0].type, args[0].weak
+        for a in args[1:]:
+            t, weak = self.unify(t, weak, a.type, a.weak, "range()", self.loc(it))
+        if not isinstance(node.target, ast.Name):
+            self.error("the loop variable must be a plain name", node.target, UnsupportedError)
+        name = node.target.id
+        sample = Expr("var", t, attr=name, weak=weak)
+        self.assign_var(name, sample, node.target)
+        vt = self.var_types[name]
+        if self.final:
+            args = [self.coerce(a, vt, it) for a in args]
+        self.loop_depth += 1
+        body = self._block(node.body)
+        self.loop_depth -= 1
+        return kir.ForRange(name, args[0], args[1], args[2], body, self.loc(node))
+
+    def visit_Break(self, node):
+        if not self.loop_depth:
+            self.error("'break' outside a loop", node)
+        return kir.Break(self.loc(node))
+
+    def visit_Continue(self, node):
+        if not self.loop_depth:
+            self.error("'continue' outside a loop", node)
+        return kir.Continue(self.loc(node))
+
+    def visit_Return(self, node):
+        if self._return_loc is None:
+            self._return_loc = self.loc(node)
+        if node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
+            self.return_types.append((T.void, False))
+            return kir.Return(None, self.loc(node))
+        value = self.expr(node.value)
+        if isinstance(value.type, (T.StringType, T.VoidType)):
+            self.error(f"cannot return {_type_words(value.type)}", node.value)
+        self.return_types.append((value.type, value.weak))
+        if self.final:
+            ret = self._return_type()
+            if ret == T.void:
+                self.error("this function returns both a value and nothing", node)
+            value = self.coerce(value, ret, node)
+        return kir.Return(value, self.loc(node))
+
+    # --- expressions ------------------------------------------------------------------------------
+
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, str):
+            return Expr("const", T.string, attr=v, loc=self.loc(node))
+        if v is None:
+            self.error("None is not a value in kernels", node, UnsupportedError)
+        if isinstance(v, complex):
+            self.error("complex numbers are not supported in kernels", node, UnsupportedError)
+        return const_expr(v, self.loc(node))
+
+    def visit_Name(self, node):
+        name = node.id
+        if name in self.var_types:
+            return self.var_expr(name, node)
+        if name in self.namespace:
+            return PyObj(self.namespace[name])
+        if hasattr(py_builtins, name):
+            return PyObj(getattr(py_builtins, name))
+        if name in _assigned_names(self.src.node):
+            self.error(f"name {name!r} is used before it is assigned", node)
+        self.error(f"name {name!r} is not defined", node)
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if isinstance(base, PyObj):
+            try:
+                return PyObj(getattr(base.value, node.attr))
+            except AttributeError:
+                self.error(f"{_describe(base.value)} has no attribute {node.attr!r}", node)
+        from .builtins import value_attribute
+        return value_attribute(self, base, node.attr, node)
+
+    def visit_Tuple(self, node):
+        elts = tuple(self.expr(e) for e in node.elts)
+        for e, n in zip(elts, node.elts):
+            if isinstance(e.type, (T.StringType, T.VoidType)):
+                self.error(f"a tuple cannot hold {_type_words(e.type)}", n)
+        return Expr("tuple", T.TupleType(tuple(e.type for e in elts)), elts, loc=self.loc(node),
+                    weak=all(e.weak for e in elts))
+
+    def visit_BinOp(self, node):
+        op = _BINOPS[type(node.op)]
+        if type(node.op) is ast.MatMult:
+            self.error("'@' is not supported in kernels", node, UnsupportedError)
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: str, a: Expr, b: Expr, node) -> Expr:
+        for e, side in ((a, node.left if hasattr(node, "left") else node),
+                        (b, node.right if hasattr(node, "right") else node)):
+            if not isinstance(e.type, T.ScalarType):
+                if op == "+" and isinstance(a.type, T.TupleType) and isinstance(b.type, T.TupleType):
+                    items = tuple(self.tuple_item(a, i) for i in range(len(a.type.elements)))
+                    items += tuple(self.tuple_item(b, i) for i in range(len(b.type.elements)))
+                    return Expr("tuple", T.TupleType(tuple(i.type for i in items)), items,
+                                loc=self.loc(node))
+                self.error(
+                    f"unsupported operand types for {op}: {_type_words(a.type)} and "
+                    f"{_type_words(b.type)}", node)
+        rt = _result_scalar(a.type, a.weak, b.type, b.weak)
+        weak = a.weak and b.weak
+        if op in ("<<", ">>", "&", "|", "^"):
+            if rt.is_float:
+                self.error(f"{op} needs integers, got {a.type} and {b.type}", node)
+            if a.type.is_bool and b.type.is_bool and op in "&|^":
+                rt = T.bool_
+        elif rt.is_bool:
+            rt = T.int64  # arithmetic on bools counts in integers, as Python does
+        operand_t = rt
+        if op == "/" and not rt.is_float:
+            operand_t, rt = T.float64, T.float64
+        if op == "**" and rt.is_int and b.op == "const" and b.attr < 0:
+            self.error("an integer to a negative integer power is not an integer", node)
+        if op in ("<<", ">>"):
+            operand_t = rt
+        a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
+        folded = _fold_binop(op, a2, b2, rt)
+        if folded is not None:
+            folded.weak = weak
+            folded.loc = self.loc(node)
+            return folded
+        return Expr("binop", rt, (a2, b2), attr=op, loc=self.loc(node), weak=weak)
+
+    def visit_UnaryOp(self, node):
+        e = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return Expr("not", T.bool_, (self.truth(e, node.operand),), loc=self.loc(node))
+        if not isinstance(e.type, T.ScalarType):
+            self.error(f"bad operand type for unary operator: {_type_words(e.type)}", node)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        op = "-" if isinstance(node.op, ast.USub) else "~"
+        t = e.type
+        if op == "~" and t.is_float:
+            self.error(f"~ needs an integer, got {t}", node)
+        if t.is_bool and op == "-":
+            t = T.int64
+            e = self.coerce(e, t, node)
+        if e.op == "const" and op == "-":
+            return Expr("const", t, attr=_convert_const(-e.attr, t), loc=self.loc(node), weak=e.weak)
+        return Expr("unop", t, (e,), attr=op, loc=self.loc(node), weak=e.weak)
+
+    def truth(self, e: Expr, node) -> Expr:
+        """A value as a condition (Python truthiness of scalars)."""
+        if e.type == T.bool_:
+            return e
+        if isinstance(e.type, T.ScalarType):
+            zero = Expr("const", e.type, attr=_convert_const(0, e.type))
+            return Expr("cmp", T.bool_, (e, zero), attr="!=", loc=e.loc)
+        self.error(f"{_type_words(e.type)} cannot be used as a condition", node)
+
+    def visit_BoolOp(self, node):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        values = [self.truth(self.expr(v), v) for v in node.values]
+        out = values[0]
+        for v in values[1:]:
+            out = Expr(op, T.bool_, (out, v), loc=self.loc(node))
+        return out
+
+    def visit_Compare(self, node):
+        left = self.expr(node.left)
+        out = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = _CMPOPS.get(type(op_node))
+            if op is None:
+                self.error(f"'{type(op_node).__name__}' comparison is not supported", node,
+                           UnsupportedError)
+            right = self.expr(right_node)
+            for e, n in ((left, node.left), (right, right_node)):
+                if not isinstance(e.type, T.ScalarType):
+                    self.error(f"cannot compare {_type_words(e.type)}", n)
+            t = _result_scalar(left.type, left.weak, right.type, right.weak)
+            cmp = Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
+                       attr=op, loc=self.loc(node))
+            out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
+            left = right
+        return out
+
+    def visit_IfExp(self, node):
+        cond = self.truth(self.expr(node.test), node.test)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        t, weak = self.unify(a.type, a.weak, b.type, b.weak, "the two branches of 'x if c else y'",
+                             self.loc(node))
+        return Expr("select", t, (cond, self.coerce(a, t, node), self.coerce(b, t, node)),
+                    loc=self.loc(node), weak=weak)
+
+    def visit_Subscript(self, node):
+        base = self.expr(node.value)
+        if isinstance(base.type, T.TupleType):
+            idx = self.visit(node.slice)
+            if isinstance(idx, PyObj):
+                idx = self.pyobj_to_expr(idx, node.slice)
+            if idx.op != "const" or not isinstance(idx.attr, int):
+                self.error("a tuple index must be a constant integer", node.slice)
+            n = len(base.type.elements)
+            i = idx.attr
+            if not -n <= i < n:
+                self.error(f"tuple index {i} out of range for a tuple of {n}", node.slice)
+            return self.tuple_item(base, i % n)
+        if not isinstance(base.type, T.ArrayType):
+            self.error(f"{_type_words(base.type)} cannot be indexed", node.value)
+        indices = self.index_exprs(base, node.slice, node)
+        at = base.type
+        if len(indices) > at.ndim:
+            self.error(f"too many indices for a {at.ndim}-d array: {len(indices)}", node)
+        if len(indices) == at.ndim:
+            return Expr("load", at.dtype, (base, *indices), loc=self.loc(node))
+        # a[i] of a 2-d array: a view of the remaining dimensions
+        layout = "C" if at.layout == "C" else "A"
+        vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
+        return Expr("intrinsic", vt, (base, *indices), attr="array.view", loc=self.loc(node))
+
+    def index_exprs(self, arr: Expr, slice_node, node) -> tuple[Expr, ...]:
+        if isinstance(slice_node, ast.Slice) or (
+            isinstance(slice_node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in slice_node.elts)
+        ):
+            self.error("array slicing is not supported in kernels; index with integers",
+                       slice_node, UnsupportedError)
+        idx = self.expr(slice_node)
+        items = [self.tuple_item(idx, i) for i in range(len(idx.type.elements))] \
+            if isinstance(idx.type, T.TupleType) else [idx]
+        out = []
+        for it in items:
+            if not (isinstance(it.type, T.ScalarType) and it.type.is_int):
+                self.error(f"array index must be an integer, got {_type_words(it.type)}", slice_node)
+            out.append(self.coerce(it, T.int64 if it.weak else it.type, node))
+        return tuple(out)
+
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        if not isinstance(fn, PyObj):
+            self.error(f"{_type_words(fn.type)} is not callable", node.func)
+        from .builtins import call_builtin
+        return call_builtin(self, fn.value, node)
+
+
+# --- promotion helpers ------------------------------------------------------------------------------
+
+
+def _result_scalar(t1: T.ScalarType, w1: bool, t2: T.ScalarType, w2: bool) -> T.ScalarType:
+    if w1 and w2:
+        order = {"b": 0, "u": 1, "i": 1, "f": 2}
+        return t1 if order[t1.kind] >= order[t2.kind] else t2
+    if w1:
+        return T.promote_weak(t2, t1.kind)
+    if w2:
+        return T.promote_weak(t1, t2.kind)
+    return T.promote(t1, t2)
+
+
+def _convert_const(v, t: T.ScalarType):
+    """A Python value converted as a cast to ``t`` would convert it (integers wrap)."""
+    if t.is_bool:
+        return bool(v)
+    if t.is_float:
+        return float(np.dtype(t.name).type(v)) if t.bits < 64 else float(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return 0
+        v = int(v)
+    v = int(v)
+    bits = t.bits
+    v &= (1 << bits) - 1
+    if t.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
+    """Fold an operation on two constants (used for module-level constants and literals)."""
+    if a.op != "const" or b.op != "const":
+        return None
+    x, y = a.attr, b.attr
+    try:
+        if op == "+":
+            r = x + y
+        elif op == "-":
+            r = x - y
+        elif op == "*":
+            r = x * y
+        elif op == "/":
+            r = x / y
+        elif op == "//":
+            r = x // y
+        elif op == "%":
+            r = x % y
+        elif op == "**":
+            r = x ** y
+        elif op == "<<":
+            r = x << y if 0 <= y < rt.bits else None
+        elif op == ">>":
+            r = x >> y if 0 <= y < rt.bits else None
+        elif op == "&":
+            r = x & y
+        elif op == "|":
+            r = x | y
+        elif op == "^":
+            r = x ^ y
+        else:
+            return None
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return None
+    if r is None or isinstance(r, complex):
+        return None
+    return Expr("const", rt, attr=_convert_const(r, rt))
+
+
+_ASSIGNED_CACHE: dict[int, frozenset] = {}
+
+
+def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
+    key = id(fdef)
+    names = _ASSIGNED_CACHE.get(key)
+    if names is None:
+        found = set()
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                found.add(n.id)
+        names = _ASSIGNED_CACHE[key] = frozenset(found)
+    return names
+
+
+def _describe(v) -> str:
+    if isinstance(v, type(math)):
+        return f"module {v.__name__!r}"
+    name = getattr(v, "__name__", None)
+    if name:
+        return f"{type(v).__name__} {name!r}"
+    return f"a {type(v).__name__}"
+
+
+def _type_words(t: T.Type) -> str:
+    if isinstance(t, T.ArrayType):
+        return f"an array {t}"
+    if isinstance(t, T.TupleType):
+        return f"a tuple {t}"
+    if isinstance(t, T.StringType):
+        return "a string"
+    if isinstance(t, T.VoidType):
+        return "nothing (a function that returns no value)"
+    return str(t)
+
+
+def type_function(pyfunc, src: FunctionSource, arg_types, is_kernel: bool, specialize_device,
+                  options=None) -> kir.KFunction:
+    """Type ``pyfunc`` for ``arg_types``: the typed IR, or a located CompileError."""
+    try:
+        return Typer(pyfunc, src, arg_types, is_kernel, specialize_device, options).run()
+    except CompileError:
+        raise
+    except RecursionError:
+        raise CompileError(f"{pyfunc.__qualname__}: recursion is not supported in kernels",
+                           src.loc(src.node)) from None

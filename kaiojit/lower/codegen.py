@@ -1,0 +1,508 @@
+"""Typed kernel IR -> llvmlite.ir, for any target.
+
+The lowering is one walk over the structured IR. Variables live in allocas (LLVM's mem2reg
+makes registers of them); arrays are ``{ptr, [n x i64] shape, [n x i64] byte strides}``
+values. What differs between the GPU and the host (special registers, shared memory,
+barriers, math libraries, the kernel's parameter list) goes through the ``Target`` hooks.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+from ..errors import UnsupportedError
+from ..frontend import kir
+from ..frontend.kir import Expr
+from . import ops
+from .llvmtypes import I1, I8, I64, PTR, array_struct, const, ll_mem_type, ll_type
+
+
+class ModuleLowering:
+    """One LLVM module: a kernel and the device functions it calls."""
+
+    def __init__(self, target, options, name: str):
+        self.target = target
+        self.options = options
+        self.module = ir.Module(name=name)
+        self.module.triple = target.triple
+        self.module.data_layout = target.data_layout
+        self.functions: dict[int, ir.Function] = {}
+        self.pending: list[kir.KFunction] = []
+        self.globals_by_name: dict[str, ir.GlobalVariable] = {}
+        self.needs_libdevice = False
+
+    def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
+        written = written_params(kfunc)
+        llfunc = self.target.define_kernel(self, kfunc, symbol, written)
+        FunctionLowering(self, kfunc, llfunc, None).lower()
+        while self.pending:
+            callee = self.pending.pop()
+            fn = self.functions[id(callee)]
+            FunctionLowering(self, callee, fn, list(fn.args)).lower()
+        return llfunc
+
+    def function_for(self, kfunc: kir.KFunction) -> ir.Function:
+        fn = self.functions.get(id(kfunc))
+        if fn is None:
+            fnty = ir.FunctionType(ll_type(kfunc.return_type),
+                                   [ll_type(t) for _, t in kfunc.params])
+            name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
+            fn = ir.Function(self.module, fnty, name=name)
+            fn.linkage = "internal"
+            self.functions[id(kfunc)] = fn
+            self.pending.append(kfunc)
+        return fn
+
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg=False) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name=name)
+        return fn
+
+
+def written_params(kfunc: kir.KFunction, _seen=None) -> set[str]:
+    """Parameters whose array may be written (stored to, atomics, or passed on or aliased)."""
+    written: set[str] = set()
+    params = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
+
+    def root(e: Expr):
+        while e.op in ("cast",) or (e.op == "intrinsic" and e.attr == "array.view"):
+            e = e.args[0]
+        return e.attr if e.op == "var" and e.attr in params else None
+
+    for s in kir.walk_stmts(kfunc.body):
+        if isinstance(s, kir.Store):
+            r = root(s.array)
+            if r:
+                written.add(r)
+        if isinstance(s, kir.Assign) and isinstance(s.value.type, T.ArrayType):
+            r = root(s.value)
+            if r and r != s.target:
+                written.add(r)  # aliased: be conservative
+        for top in kir.stmt_exprs(s):
+            for e in kir.walk_expr(top):
+                if e.op == "intrinsic" and e.attr.startswith("atomic."):
+                    r = root(e.args[0])
+                    if r:
+                        written.add(r)
+                elif e.op == "call":
+                    callee_written = written_params(e.attr)
+                    for (pname, _), arg in zip(e.attr.params, e.args):
+                        r = root(arg)
+                        if r and pname in callee_written:
+                            written.add(r)
+    for name in params:
+        if name in kfunc.locals and any(
+            isinstance(s, kir.Assign) and s.target == name for s in kir.walk_stmts(kfunc.body)
+        ):
+            written.add(name)
+    return written
+
+
+class FunctionLowering:
+    def __init__(self, mod: ModuleLowering, kfunc: kir.KFunction, llfunc: ir.Function,
+                 arg_values: list):
+        self.mod = mod
+        self.target = mod.target
+        self.options = mod.options
+        self.kfunc = kfunc
+        self.llfunc = llfunc
+        self.arg_values = arg_values
+        self.entry = llfunc.append_basic_block("entry")
+        self.builder = ir.IRBuilder(self.entry)
+        self.vars: dict[str, ir.AllocaInstr] = {}
+        self.loops: list[tuple[ir.Block, ir.Block]] = []
+        self.exit_block: ir.Block | None = None
+        self.ret_slot = None
+        self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
+
+    # --- structure --------------------------------------------------------------------------------
+
+    def lower(self):
+        b = self.builder
+        for name, t in self.kfunc.locals.items():
+            self.vars[name] = b.alloca(ll_type(t), name=name.replace("$", "."))
+        if self.kfunc.return_type != T.void:
+            self.ret_slot = b.alloca(ll_type(self.kfunc.return_type), name="retval")
+        if self.arg_values is None:
+            self.arg_values = self.target.kernel_arguments(self)
+        for (name, t), value in zip(self.kfunc.params, self.arg_values):
+            local_t = self.kfunc.locals[name]
+            if local_t != t:
+                value = self.convert(value, t, local_t)
+            b.store(value, self.vars[name])
+        self.target.begin_function(self)
+        body_bb = self.llfunc.append_basic_block("body")
+        self.exit_block = self.llfunc.append_basic_block("exit")
+        b.branch(body_bb)
+        b.position_at_end(body_bb)
+        self.block(self.kfunc.body)
+        if not b.block.is_terminated:
+            b.branch(self.exit_block)
+        b.position_at_end(self.exit_block)
+        self.target.end_function(self)
+        if self.ret_slot is not None:
+            b.ret(b.load(self.ret_slot))
+        else:
+            b.ret_void()
+
+    def alloca(self, ty: ir.Type, count=None, name: str = ""):
+        """An alloca in the entry block (so mem2reg and SROA see it)."""
+        b = self.builder
+        with b.goto_block(self.entry):
+            if self.entry.instructions:
+                b.position_before(self.entry.instructions[0])
+            return b.alloca(ty, size=count, name=name)
+
+    def block(self, stmts: list):
+        for s in stmts:
+            if self.builder.block.is_terminated:
+                # code after break/continue/return: unreachable, emitted into a dead block
+                self.builder.position_at_end(self.llfunc.append_basic_block("dead"))
+            self.stmt(s)
+
+    def stmt(self, s):
+        method = _STMT_LOWERING[type(s)]
+        method(self, s)
+
+    def lower_Assign(self, s: kir.Assign):
+        self.builder.store(self.expr(s.value), self.vars[s.target])
+
+    def lower_Store(self, s: kir.Store):
+        arr = self.expr(s.array)
+        indices = [self.expr(i) for i in s.indices]
+        ptr = self.element_pointer(arr, s.array.type, indices, s.indices, s.loc)
+        value = self.expr(s.value)
+        if s.array.type.dtype.is_bool:
+            value = self.builder.zext(value, I8)
+        self.target.store(self, ptr, value, s.array.type.dtype)
+
+    def lower_ExprStmt(self, s: kir.ExprStmt):
+        self.expr(s.expr)
+
+    def lower_If(self, s: kir.If):
+        b = self.builder
+        cond = self.expr(s.cond)
+        then_bb = self.llfunc.append_basic_block("if.then")
+        merge_bb = self.llfunc.append_basic_block("if.end")
+        else_bb = self.llfunc.append_basic_block("if.else") if s.orelse else merge_bb
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        self.block(s.body)
+        if not b.block.is_terminated:
+            b.branch(merge_bb)
+        if s.orelse:
+            b.position_at_end(else_bb)
+            self.block(s.orelse)
+            if not b.block.is_terminated:
+                b.branch(merge_bb)
+        b.position_at_end(merge_bb)
+
+    def lower_While(self, s: kir.While):
+        b = self.builder
+        head = self.llfunc.append_basic_block("while.cond")
+        body = self.llfunc.append_basic_block("while.body")
+        end = self.llfunc.append_basic_block("while.end")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.expr(s.cond), body, end)
+        b.position_at_end(body)
+        self.loops.append((head, end))
+        self.block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(head)
+        b.position_at_end(end)
+
+    def lower_ForRange(self, s: kir.ForRange):
+        b = self.builder
+        t = self.kfunc.locals[s.var]
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        counter = self.alloca(ll_type(t), name=f"{s.var}.counter")
+        b.store(start, counter)
+        head = self.llfunc.append_basic_block("for.cond")
+        body = self.llfunc.append_basic_block("for.body")
+        latch = self.llfunc.append_basic_block("for.inc")
+        end = self.llfunc.append_basic_block("for.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        lt, gt = ops.icmp_for(t, "<"), ops.icmp_for(t, ">")
+        if s.step.op == "const":
+            if s.step.attr > 0:
+                cond = lt(b, i, stop)
+            elif s.step.attr < 0:
+                cond = gt(b, i, stop)
+            else:
+                cond = ir.Constant(I1, 0)
+        else:
+            zero = ir.Constant(step.type, 0)
+            up = b.and_(gt(b, step, zero), lt(b, i, stop))
+            down = b.and_(lt(b, step, zero), gt(b, i, stop))
+            cond = b.or_(up, down)
+        b.cbranch(cond, body, end)
+        b.position_at_end(body)
+        b.store(i, self.vars[s.var])
+        self.loops.append((latch, end))
+        self.block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(latch)
+        b.position_at_end(latch)
+        nxt = b.add(b.load(counter), step, flags=("nsw",) if t.kind == "i" else ())
+        b.store(nxt, counter)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def lower_Break(self, s):
+        self.builder.branch(self.loops[-1][1])
+
+    def lower_Continue(self, s):
+        self.builder.branch(self.loops[-1][0])
+
+    def lower_Return(self, s: kir.Return):
+        if s.value is not None:
+            self.builder.store(self.expr(s.value), self.ret_slot)
+        self.builder.branch(self.exit_block)
+
+    # --- expressions ------------------------------------------------------------------------------
+
+    def expr(self, e: Expr):
+        return _EXPR_LOWERING[e.op](self, e)
+
+    def lower_const(self, e: Expr):
+        if isinstance(e.type, T.StringType):
+            return e.attr
+        return const(e.type, e.attr)
+
+    def lower_var(self, e: Expr):
+        return self.builder.load(self.vars[e.attr], name=e.attr.replace("$", "."))
+
+    lower_param = lower_var
+
+    def lower_binop(self, e: Expr):
+        a, b = self.expr(e.args[0]), self.expr(e.args[1])
+        return ops.binop(self, e.attr, e.args[0].type, a, b, e.type)
+
+    def lower_unop(self, e: Expr):
+        v = self.expr(e.args[0])
+        b = self.builder
+        if e.attr == "-":
+            return b.fneg(v, flags=self.fastmath) if e.type.is_float else b.neg(v)
+        return b.not_(v)
+
+    def lower_not(self, e: Expr):
+        return self.builder.not_(self.expr(e.args[0]))
+
+    def lower_cmp(self, e: Expr):
+        a, b = self.expr(e.args[0]), self.expr(e.args[1])
+        return ops.compare(self, e.attr, e.args[0].type, a, b)
+
+    def lower_and(self, e: Expr):
+        return self._short_circuit(e, is_and=True)
+
+    def lower_or(self, e: Expr):
+        return self._short_circuit(e, is_and=False)
+
+    def _short_circuit(self, e: Expr, is_and: bool):
+        b = self.builder
+        lhs = self.expr(e.args[0])
+        lhs_bb = b.block
+        rhs_bb = self.llfunc.append_basic_block("and.rhs" if is_and else "or.rhs")
+        end_bb = self.llfunc.append_basic_block("and.end" if is_and else "or.end")
+        if is_and:
+            b.cbranch(lhs, rhs_bb, end_bb)
+        else:
+            b.cbranch(lhs, end_bb, rhs_bb)
+        b.position_at_end(rhs_bb)
+        rhs = self.expr(e.args[1])
+        rhs_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(I1)
+        phi.add_incoming(ir.Constant(I1, 0 if is_and else 1), lhs_bb)
+        phi.add_incoming(rhs, rhs_end)
+        return phi
+
+    def lower_select(self, e: Expr):
+        c, a, b_ = e.args
+        if _is_pure(a) and _is_pure(b_):
+            return self.builder.select(self.expr(c), self.expr(a), self.expr(b_))
+        b = self.builder
+        cond = self.expr(c)
+        then_bb = self.llfunc.append_basic_block("sel.then")
+        else_bb = self.llfunc.append_basic_block("sel.else")
+        end_bb = self.llfunc.append_basic_block("sel.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        va = self.expr(a)
+        then_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(else_bb)
+        vb = self.expr(b_)
+        else_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(ll_type(e.type))
+        phi.add_incoming(va, then_end)
+        phi.add_incoming(vb, else_end)
+        return phi
+
+    def lower_cast(self, e: Expr):
+        return self.convert(self.expr(e.args[0]), e.args[0].type, e.type)
+
+    def convert(self, v, src: T.Type, dst: T.Type):
+        if isinstance(src, T.ArrayType):
+            return v  # layouts share one representation
+        return ops.convert(self, v, src, dst)
+
+    def lower_tuple(self, e: Expr):
+        b = self.builder
+        agg = ir.Constant(ll_type(e.type), ir.Undefined)
+        for i, a in enumerate(e.args):
+            agg = b.insert_value(agg, self.expr(a), i)
+        return agg
+
+    def lower_getitem(self, e: Expr):
+        return self.builder.extract_value(self.expr(e.args[0]), e.attr)
+
+    def lower_shape(self, e: Expr):
+        return self.builder.extract_value(self.expr(e.args[0]), [1, e.attr])
+
+    def lower_load(self, e: Expr):
+        arr_e, idx_e = e.args[0], e.args[1:]
+        arr = self.expr(arr_e)
+        indices = [self.expr(i) for i in idx_e]
+        ptr = self.element_pointer(arr, arr_e.type, indices, idx_e, e.loc)
+        v = self.target.load(self, ptr, arr_e.type.dtype)
+        if arr_e.type.dtype.is_bool:
+            v = self.builder.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        return v
+
+    def lower_call(self, e: Expr):
+        fn = self.mod.function_for(e.attr)
+        args = [self.expr(a) for a in e.args]
+        return self.builder.call(fn, args)
+
+    def lower_intrinsic(self, e: Expr):
+        return ops.intrinsic(self, e)
+
+    def lower_shared(self, e: Expr):
+        shape, dtype, name = e.attr
+        ptr = self.target.shared_array(self, name, shape, dtype)
+        if not shape:
+            # dynamic shared memory: one dimension, as long as the launch's bytes allow
+            nbytes = self.target.dynamic_shared_bytes(self)
+            n = self.builder.udiv(nbytes, ir.Constant(I64, dtype.itemsize))
+            return self.make_array(ptr, [n], dtype, "C")
+        return self.make_array(ptr, [ir.Constant(I64, d) for d in shape], dtype, "C")
+
+    def lower_local(self, e: Expr):
+        shape, dtype = e.attr
+        count = 1
+        for d in shape:
+            count *= d
+        ptr = self.target.local_array(self, ll_mem_type(dtype), count)
+        return self.make_array(ptr, [ir.Constant(I64, d) for d in shape], dtype, "C")
+
+    def lower_constarray(self, e: Expr):
+        arr, name = e.attr
+        ptr = self.target.const_array(self, name, arr)
+        shape = arr.shape or (1,)
+        return self.make_array(ptr, [ir.Constant(I64, d) for d in shape],
+                               T.from_dtype(arr.dtype), "C")
+
+    # --- arrays -------------------------------------------------------------------------------
+
+    def make_array(self, ptr, shape: list, dtype: T.ScalarType, layout: str, strides=None):
+        """An array value from a pointer and shape (strides derived from the layout if absent)."""
+        b = self.builder
+        ndim = len(shape)
+        if strides is None:
+            strides = contiguous_strides(b, shape, dtype.itemsize, layout)
+        agg = ir.Constant(array_struct(ndim), ir.Undefined)
+        agg = b.insert_value(agg, ptr, 0)
+        for d in range(ndim):
+            agg = b.insert_value(agg, shape[d], [1, d])
+            agg = b.insert_value(agg, strides[d], [2, d])
+        return agg
+
+    def element_pointer(self, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
+        b = self.builder
+        ndim = at.ndim
+        shape = [b.extract_value(arr, [1, d]) for d in range(ndim)]
+        idx = []
+        for d, (v, ie) in enumerate(zip(indices, idx_exprs)):
+            it = ie.type
+            v = ops.convert(self, v, it, T.int64) if it != T.int64 else v
+            if it.kind == "i" and not _nonnegative_const(ie):
+                # Python's negative indices count from the end
+                neg = b.icmp_signed("<", v, ir.Constant(I64, 0))
+                v = b.select(neg, b.add(v, shape[d]), v)
+            if getattr(self.options, "debug", False):
+                self.target.bounds_check(self, v, shape[d], at, d, loc)
+            idx.append(v)
+        base = b.extract_value(arr, 0)
+        if at.layout in ("C", "F"):
+            strides = contiguous_strides(b, shape, 1, at.layout)
+            offset = None
+            for v, st in zip(idx, strides):
+                term = v if isinstance(st, ir.Constant) and st.constant == 1 else \
+                    b.mul(v, st, flags=("nsw",))
+                offset = term if offset is None else b.add(offset, term, flags=("nsw",))
+            return b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
+        offset = None
+        for d, v in enumerate(idx):
+            term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
+            offset = term if offset is None else b.add(offset, term, flags=("nsw",))
+        return b.gep(base, [offset], inbounds=True, source_etype=I8)
+
+
+def contiguous_strides(b: ir.IRBuilder, shape: list, itemsize: int, layout: str) -> list:
+    """Strides (in units of ``itemsize``) of a C- or F-contiguous array of this shape."""
+    ndim = len(shape)
+    strides = [None] * ndim
+    acc = ir.Constant(I64, itemsize)
+    order = range(ndim - 1, -1, -1) if layout == "C" else range(ndim)
+    for d in order:
+        strides[d] = acc
+        acc = b.mul(acc, shape[d], flags=("nsw",)) if not (
+            isinstance(acc, ir.Constant) and isinstance(shape[d], ir.Constant)
+        ) else ir.Constant(I64, acc.constant * shape[d].constant)
+    return strides
+
+
+def _nonnegative_const(e: Expr) -> bool:
+    return e.op == "const" and e.attr >= 0
+
+
+def _is_pure(e: Expr) -> bool:
+    for x in kir.walk_expr(e):
+        if x.op in ("call", "and", "or", "select") or (
+            x.op == "intrinsic" and not x.attr.startswith(("sreg.", "grid", "math.", "bits."))
+        ):
+            return False
+    return True
+
+
+_STMT_LOWERING = {
+    kir.Assign: FunctionLowering.lower_Assign,
+    kir.Store: FunctionLowering.lower_Store,
+    kir.ExprStmt: FunctionLowering.lower_ExprStmt,
+    kir.If: FunctionLowering.lower_If,
+    kir.While: FunctionLowering.lower_While,
+    kir.ForRange: FunctionLowering.lower_ForRange,
+    kir.Break: FunctionLowering.lower_Break,
+    kir.Continue: FunctionLowering.lower_Continue,
+    kir.Return: FunctionLowering.lower_Return,
+}
+
+_EXPR_LOWERING = {
+    op: getattr(FunctionLowering, f"lower_{op}")
+    for op in kir.EXPR_OPS
+}
+
+
+def unsupported(what: str, loc=None):
+    raise UnsupportedError(f"{what} is not supported on this target", loc)

@@ -1,0 +1,62 @@
+"""kaiojit types as LLVM types, and the few value helpers every lowering needs."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+_SCALAR_LL = {
+    "b": lambda bits: I1,
+    "i": lambda bits: ir.IntType(bits),
+    "u": lambda bits: ir.IntType(bits),
+}
+_FLOAT_LL = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
+
+
+def ll_type(t: T.Type) -> ir.Type:
+    """The LLVM type of a value of type ``t`` in registers (bool is i1)."""
+    if isinstance(t, T.ScalarType):
+        if t.kind == "f":
+            return _FLOAT_LL[t.bits]
+        return _SCALAR_LL[t.kind](t.bits)
+    if isinstance(t, T.ArrayType):
+        return array_struct(t.ndim)
+    if isinstance(t, T.TupleType):
+        return ir.LiteralStructType([ll_type(e) for e in t.elements])
+    if isinstance(t, T.VoidType):
+        return VOID
+    raise TypeError(f"no LLVM type for {t}")
+
+
+def ll_mem_type(t: T.ScalarType) -> ir.Type:
+    """The LLVM type of an array element in memory (bool is one byte, as in NumPy)."""
+    return I8 if t.is_bool else ll_type(t)
+
+
+def array_struct(ndim: int) -> ir.LiteralStructType:
+    """An array value: data pointer, shape, strides in bytes."""
+    return ir.LiteralStructType([PTR, ir.ArrayType(I64, ndim), ir.ArrayType(I64, ndim)])
+
+
+def ll_param_type(part: str) -> ir.Type:
+    """The LLVM type of one kernel parameter (see ``kaiojit.types.param_parts``)."""
+    if part == T.PARAM_PTR:
+        return PTR
+    t = T.SCALARS[part]
+    return I8 if t.is_bool else ll_type(t)
+
+
+def const(t: T.ScalarType, value) -> ir.Constant:
+    if t.is_bool:
+        return ir.Constant(I1, int(bool(value)))
+    if t.is_float:
+        return ir.Constant(ll_type(t), float(value))
+    return ir.Constant(ll_type(t), int(value))

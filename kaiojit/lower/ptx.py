@@ -1,0 +1,105 @@
+"""LLVM IR -> optimized LLVM -> PTX, through llvmlite's NVPTX backend.
+
+libdevice is linked only when a kernel calls into it; every function but the kernel is then
+made internal before optimizing, so what the kernel does not use disappears.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from llvmlite import binding as llvm
+
+from ..errors import LibdeviceNotFound
+
+_LOCK = threading.Lock()
+_initialized = False
+
+# PTX ISA version each sm needs at least, and what LLVM 22 can write
+_MIN_PTX = {70: 60, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88,
+            110: 90, 120: 87, 121: 88}
+LLVM_MAX_PTX = 88
+
+
+def initialize() -> None:
+    global _initialized
+    if not _initialized:
+        with _LOCK:
+            if not _initialized:
+                llvm.initialize_all_targets()
+                llvm.initialize_all_asmprinters()
+                _initialized = True
+
+
+def parse_arch(arch: str) -> int:
+    """'sm_90' (or 'sm_90a', 'compute_90') -> 90."""
+    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
+    if not arch.startswith(("sm_", "compute_")) or not digits:
+        raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
+    return int(digits)
+
+
+def ptx_version_for(arch: str, driver_max: int | None = None) -> int:
+    """The PTX ISA version (e.g. 80 for 8.0) to write for ``arch`` under a driver's limit."""
+    cc = parse_arch(arch)
+    need = max((v for k, v in _MIN_PTX.items() if k <= cc), default=60)
+    version = max(need, 80 if cc >= 90 else need)
+    if driver_max is not None:
+        version = min(version, driver_max)
+    return min(version, LLVM_MAX_PTX)
+
+
+@functools.lru_cache(maxsize=16)
+def target_machine(arch: str, ptx_version: int, opt: int):
+    initialize()
+    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=opt,
+                                        codemodel="default")
+
+
+@functools.lru_cache(maxsize=1)
+def _libdevice_bitcode() -> bytes:
+    try:
+        from cuda.pathfinder import find_bitcode_lib
+        path = find_bitcode_lib("device")
+    except Exception as e:  # noqa: BLE001 - any failure means: not found
+        raise LibdeviceNotFound(
+            "this kernel uses math functions from libdevice, which was not found: install a CUDA "
+            "toolkit or the extra: pip install 'kaiojit[cu13]'"
+            f" ({type(e).__name__}: {e})"
+        ) from None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libdevice: bool,
+             ftz: bool) -> None:
+    """Link libdevice if needed, internalize, and run the O-level pipeline, in place."""
+    if libdevice:
+        lib = llvm.parse_bitcode(_libdevice_bitcode())
+        lib.triple = module.triple
+        lib.data_layout = module.data_layout
+        module.link_in(lib)
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name not in kernel_names:
+            fn.linkage = "internal"
+    for gv in module.global_variables:
+        if not gv.is_declaration and gv.linkage == llvm.Linkage.external:
+            gv.linkage = "internal"
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(module, pb)
+
+
+def module_flags_ir(ftz: bool) -> str:
+    """Module flags for libdevice's __nvvm_reflect (flush denormals to zero under fastmath)."""
+    return (
+        '!llvm.module.flags = !{!0}\n'
+        f'!0 = !{{i32 4, !"nvvm-reflect-ftz", i32 {1 if ftz else 0}}}\n'
+    )
+
+
+def emit(module: llvm.ModuleRef, tm) -> str:
+    return tm.emit_assembly(module)

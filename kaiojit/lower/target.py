@@ -1,0 +1,154 @@
+"""The hooks a target gives the shared lowering (codegen.py, ops.py).
+
+A target is a table of named methods: what a special register is, where shared memory lives,
+how a barrier or a math function is lowered, and the kernel's parameter list. Each hook
+without an implementation fails loudly.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+from ..errors import UnsupportedError
+from .llvmtypes import I8, I64, ll_mem_type, ll_param_type
+
+
+class Target:
+    name = "abstract"
+    triple = ""
+    data_layout = ""
+
+    # --- the kernel's parameters ------------------------------------------------------------------
+
+    def define_kernel(self, mod, kfunc, symbol: str, written: set[str]) -> ir.Function:
+        """The kernel function with one LLVM parameter per kernel parameter part."""
+        raise NotImplementedError
+
+    def kernel_arguments(self, fl) -> list:
+        """The values of the user's arguments, built from the flat parameters of ``fl.llfunc``."""
+        args = iter(fl.llfunc.args)
+        values = []
+        for name, t in fl.kfunc.params:
+            values.append(self.argument_value(fl, t, args))
+        return values
+
+    def argument_value(self, fl, t: T.Type, args):
+        b = fl.builder
+        if isinstance(t, T.ScalarType):
+            v = next(args)
+            if t.is_bool:
+                v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+            return v
+        if isinstance(t, T.ArrayType):
+            ptr = next(args)
+            shape = [next(args) for _ in range(t.ndim)]
+            strides = [next(args) for _ in range(t.ndim)] if t.passes_strides else None
+            return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
+        if isinstance(t, T.TensorMapType):
+            return next(args)
+        raise TypeError(f"type {t} cannot be a kernel parameter")
+
+    @staticmethod
+    def flat_param_types(kfunc) -> list[tuple[str, ir.Type]]:
+        out = []
+        for name, t in kfunc.params:
+            for i, part in enumerate(T.param_parts(t)):
+                suffix = "" if i == 0 else (f".shape{i - 1}" if i <= getattr(t, "ndim", 0)
+                                            else f".stride{i - 1 - t.ndim}")
+                ty = ir.PointerType() if part == T.PARAM_TENSORMAP else ll_param_type(part)
+                out.append((name + suffix, ty))
+        return out
+
+    # --- hooks ---------------------------------------------------------------------------------------
+
+    def begin_function(self, fl):
+        pass
+
+    def end_function(self, fl):
+        pass
+
+    def sreg(self, fl, name: str):
+        raise UnsupportedError(f"special register {name} on {self.name}")
+
+    def load(self, fl, ptr, dtype: T.ScalarType):
+        return fl.builder.load(ptr, typ=ll_mem_type(dtype), align=dtype.itemsize)
+
+    def store(self, fl, ptr, value, dtype: T.ScalarType):
+        fl.builder.store(value, ptr, align=dtype.itemsize)
+
+    def local_array(self, fl, llty: ir.Type, count: int):
+        return fl.alloca(ir.ArrayType(llty, count), name="local")
+
+    def dynamic_shared_bytes(self, fl):
+        raise UnsupportedError(f"dynamic shared memory on {self.name}")
+
+    def shared_array(self, fl, name, shape, dtype):
+        raise UnsupportedError(f"shared memory on {self.name}")
+
+    def const_array(self, fl, name, array):
+        raise UnsupportedError(f"constant memory on {self.name}")
+
+    def math(self, fl, name: str, t: T.ScalarType, args: list):
+        raise UnsupportedError(f"math.{name} on {self.name}")
+
+    def atomic(self, fl, op: str, dtype: T.ScalarType, ptr, vals: list):
+        raise UnsupportedError(f"atomics on {self.name}")
+
+    def print(self, fl, fmt: str, values: list):
+        raise UnsupportedError(f"print on {self.name}")
+
+    def sync(self, fl, name: str, args: list, e):
+        raise UnsupportedError(f"{name} on {self.name}")
+
+    def bounds_check(self, fl, index, extent, at, dim, loc):
+        pass
+
+
+def string_constant(mod, text: str, addrspace: int = 0) -> ir.GlobalVariable:
+    """A NUL-terminated string as a private global, shared by equal strings."""
+    data = bytearray(text.encode("utf-8") + b"\0")
+    key = f"str.{hash(text) & 0xFFFFFFFF:08x}.{len(data)}"
+    gv = mod.globals_by_name.get(key)
+    if gv is None:
+        ty = ir.ArrayType(I8, len(data))
+        gv = ir.GlobalVariable(mod.module, ty, name=key, addrspace=addrspace)
+        gv.initializer = ir.Constant(ty, data)
+        gv.global_constant = True
+        gv.linkage = "private"
+        mod.globals_by_name[key] = gv
+    return gv
+
+
+def atomic_rmw(fl, op: str, dtype: T.ScalarType, ptr, vals: list, scope: str = ""):
+    """The atomics every LLVM target lowers (atomicrmw and cmpxchg), returning the old value."""
+    b = fl.builder
+    ordering = f'syncscope("{scope}") monotonic' if scope else "monotonic"
+    if op == "cas":
+        old, new = vals
+        if dtype.is_float:
+            ity = ir.IntType(dtype.bits)
+            old, new = b.bitcast(old, ity), b.bitcast(new, ity)
+        pair = b.cmpxchg(ptr, old, new, ordering, "monotonic")
+        res = b.extract_value(pair, 0)
+        return b.bitcast(res, old.type if not dtype.is_float else fl_type(dtype)) \
+            if dtype.is_float else res
+    (v,) = vals
+    if dtype.is_float:
+        rmw = {"add": "fadd", "sub": "fsub", "max": "fmax", "min": "fmin", "exch": "xchg"}[op]
+    else:
+        signed = dtype.kind == "i"
+        rmw = {
+            "add": "add", "sub": "sub", "exch": "xchg", "and": "and", "or": "or", "xor": "xor",
+            "max": "max" if signed else "umax", "min": "min" if signed else "umin",
+            "inc": "uinc_wrap", "dec": "udec_wrap",
+        }[op]
+    return b.atomic_rmw(rmw, ptr, v, ordering)
+
+
+def fl_type(dtype: T.ScalarType) -> ir.Type:
+    from .llvmtypes import ll_type
+    return ll_type(dtype)
+
+
+__all__ = ["Target", "string_constant", "atomic_rmw", "I64"]

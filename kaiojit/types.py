@@ -1,0 +1,335 @@
+"""The type system shared by every stage: scalars, arrays, tuples, tensor maps, signatures.
+
+Types are immutable and hashable; ``str(t)`` is the numba-style spelling that signature
+strings use (``float32[:, ::1]``). This module imports no other part of kaiojit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Type:
+    """Base of every kaiojit type."""
+
+    __slots__ = ()
+
+    @property
+    def is_scalar(self) -> bool:
+        return False
+
+    @property
+    def is_array(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarType(Type):
+    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float)."""
+
+    name: str
+    kind: str
+    bits: int
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"kj.{self.name}"
+
+    @property
+    def is_scalar(self) -> bool:
+        return True
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "if"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def itemsize(self) -> int:
+        return max(self.bits // 8, 1)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.name)
+
+    def __getitem__(self, spec) -> ArrayType:
+        """``float32[:]``, ``float32[::1]``, ``float32[:, ::1]``: array types, as numba spells them."""
+        if not isinstance(spec, tuple):
+            spec = (spec,)
+        if not spec or not all(isinstance(s, slice) for s in spec):
+            raise TypeError(f"array type needs slices, as in {self.name}[:] or {self.name}[:, ::1]")
+        steps = [s.step for s in spec]
+        if any(s.start is not None or s.stop is not None for s in spec) or any(
+            st not in (None, 1) for st in steps
+        ):
+            raise TypeError(f"array type slices are ':' or '::1', got {spec!r}")
+        return ArrayType(self, len(spec), _layout_from_steps(steps))
+
+    def __call__(self, value):
+        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor."""
+        return self.np_dtype.type(value)
+
+
+def _layout_from_steps(steps: list) -> str:
+    if steps[-1] == 1 and all(st is None for st in steps[:-1]):
+        return "C"
+    if steps[0] == 1 and all(st is None for st in steps[1:]):
+        return "F"
+    if all(st is None for st in steps):
+        return "A"
+    raise TypeError("at most one '::1', on the first (F) or last (C) dimension")
+
+
+bool_ = ScalarType("bool", "b", 8)
+int8 = ScalarType("int8", "i", 8)
+int16 = ScalarType("int16", "i", 16)
+int32 = ScalarType("int32", "i", 32)
+int64 = ScalarType("int64", "i", 64)
+uint8 = ScalarType("uint8", "u", 8)
+uint16 = ScalarType("uint16", "u", 16)
+uint32 = ScalarType("uint32", "u", 32)
+uint64 = ScalarType("uint64", "u", 64)
+float16 = ScalarType("float16", "f", 16)
+float32 = ScalarType("float32", "f", 32)
+float64 = ScalarType("float64", "f", 64)
+
+SCALARS: dict[str, ScalarType] = {
+    t.name: t
+    for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, float32, float64)
+}
+ALIASES: dict[str, ScalarType] = {
+    "b1": bool_, "boolean": bool_, "bool_": bool_,
+    "i1": int8, "i2": int16, "i4": int32, "i8": int64,
+    "u1": uint8, "u2": uint16, "u4": uint32, "u8": uint64,
+    "f2": float16, "f4": float32, "f8": float64,
+    "i32": int32, "i64": int64, "i16": int16, "u32": uint32, "u64": uint64, "u16": uint16,
+    "f16": float16, "f32": float32, "f64": float64, "intp": int64, "uintp": uint64,
+    "half": float16, "float": float32, "double": float64,
+}
+
+
+def from_dtype(dtype) -> ScalarType:
+    """The scalar type of a NumPy dtype (or anything ``np.dtype`` accepts)."""
+    dt = np.dtype(dtype)
+    try:
+        return SCALARS[dt.name]
+    except KeyError:
+        raise TypeError(f"kaiojit has no scalar type for dtype {dt}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType(Type):
+    """An N-d array view. Layout 'C' or 'F' means contiguous (strides follow from the shape);
+    'A' means any strides, passed at launch (in bytes, as NumPy keeps them)."""
+
+    dtype: ScalarType
+    ndim: int
+    layout: str = "A"
+
+    def __str__(self) -> str:
+        dims = [":"] * self.ndim
+        if self.layout == "C":
+            dims[-1] = "::1"
+        elif self.layout == "F":
+            dims[0] = "::1"
+        return f"{self.dtype}[{', '.join(dims)}]"
+
+    def __repr__(self) -> str:
+        return f"kj.{self}"
+
+    @property
+    def is_array(self) -> bool:
+        return True
+
+    @property
+    def passes_strides(self) -> bool:
+        return self.layout == "A"
+
+    def with_layout(self, layout: str) -> ArrayType:
+        return ArrayType(self.dtype, self.ndim, layout)
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType(Type):
+    """A fixed-length, heterogeneous tuple (kernel-internal; also ``a.shape``)."""
+
+    elements: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(e) for e in self.elements)
+        return f"Tuple({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMapType(Type):
+    """A 128-byte CUtensorMap passed by value as a ``__grid_constant__`` parameter."""
+
+    def __str__(self) -> str:
+        return "tensormap"
+
+
+@dataclass(frozen=True, slots=True)
+class VoidType(Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True, slots=True)
+class StringType(Type):
+    """A string literal; legal only as an argument of ``print``."""
+
+    def __str__(self) -> str:
+        return "str"
+
+
+void = VoidType()
+tensormap = TensorMapType()
+string = StringType()
+
+
+# --- kernel parameters --------------------------------------------------------------------------
+# A user argument becomes one or more kernel parameters. The runtime writes one 8-byte slot for
+# each, except a tensor map, which takes 16 slots (128 bytes, 64-byte aligned) as one parameter.
+
+PARAM_PTR = "ptr"
+PARAM_TENSORMAP = "tensormap"
+
+
+def param_parts(t: Type) -> tuple[str, ...]:
+    """The kernel parameters one argument of type ``t`` becomes, in order.
+
+    Scalars: their own name. Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
+    then (layout 'A' only) one ``int64`` per dimension for the strides in bytes.
+    """
+    if isinstance(t, ScalarType):
+        return (t.name,)
+    if isinstance(t, ArrayType):
+        n = t.ndim * (2 if t.passes_strides else 1)
+        return (PARAM_PTR,) + ("int64",) * n
+    if isinstance(t, TensorMapType):
+        return (PARAM_TENSORMAP,)
+    raise TypeError(f"type {t} cannot be a kernel parameter")
+
+
+# --- signatures ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    args: tuple[Type, ...]
+    return_type: Type = void
+
+    def __str__(self) -> str:
+        return f"{self.return_type}({', '.join(str(a) for a in self.args)})"
+
+
+_ARRAY_RE = re.compile(r"^(\w+)\s*\[(.*)\]$")
+
+
+def parse_type(text: str) -> Type:
+    """Parse one numba-style type spelling: ``float32``, ``f4``, ``int32[:, ::1]``, ``tensormap``."""
+    s = text.strip()
+    if s in SCALARS:
+        return SCALARS[s]
+    if s in ALIASES:
+        return ALIASES[s]
+    if s == "void" or s == "none":
+        return void
+    if s == "tensormap":
+        return tensormap
+    m = _ARRAY_RE.match(s)
+    if m:
+        base = parse_type(m.group(1))
+        if not isinstance(base, ScalarType):
+            raise ValueError(f"array of non-scalar type in {text!r}")
+        steps = []
+        for dim in m.group(2).split(","):
+            d = dim.replace(" ", "")
+            if d == ":":
+                steps.append(None)
+            elif d == "::1":
+                steps.append(1)
+            else:
+                raise ValueError(f"bad array dimension {dim.strip()!r} in {text!r}: use ':' or '::1'")
+        try:
+            return ArrayType(base, len(steps), _layout_from_steps(steps))
+        except TypeError as e:
+            raise ValueError(f"{e} in {text!r}") from None
+    raise ValueError(f"unknown type {s!r}")
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return parts
+
+
+def parse_signature(text: str) -> Signature:
+    """Parse ``"void(float32[:], int32)"`` (or an argument list alone, ``"(float32[:], int32)"``)."""
+    s = text.strip()
+    open_at = s.find("(")
+    if open_at < 0 or not s.endswith(")"):
+        raise ValueError(f"signature {text!r} is not of the form 'void(type, ...)'")
+    ret_text = s[:open_at].strip() or "void"
+    ret = parse_type(ret_text)
+    args = tuple(parse_type(p) for p in _split_top_level(s[open_at + 1 : -1]))
+    return Signature(args, ret)
+
+
+# --- promotion (NumPy 2, NEP 50) ----------------------------------------------------------------
+
+
+def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
+    return from_dtype(np.result_type(a.np_dtype, b.np_dtype))
+
+
+_PROMOTE_CACHE: dict[tuple[ScalarType, ScalarType], ScalarType] = {}
+
+
+def promote(a: ScalarType, b: ScalarType) -> ScalarType:
+    """The result type of a binary operation on two strongly typed scalars, as NumPy 2 gives it."""
+    key = (a, b)
+    r = _PROMOTE_CACHE.get(key)
+    if r is None:
+        r = _PROMOTE_CACHE[key] = _np_result(a, b)
+    return r
+
+
+def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
+    """NEP 50: a Python scalar of kind 'b', 'i' or 'f' meets a typed scalar.
+
+    The typed side wins unless the Python value is of a higher kind: int meets bool gives
+    int64, float meets an integer or bool gives float64.
+    """
+    order = {"b": 0, "u": 1, "i": 1, "f": 2}
+    if order[weak_kind] <= order[strong.kind]:
+        return strong
+    return {"i": int64, "f": float64}[weak_kind]
