@@ -1,0 +1,60 @@
+"""``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
+[--emit kir|llvm|ptx|sass]``: print one stage of a kernel's compile."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+
+
+def _load_kernel(spec: str):
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise SystemExit(f"expected FILE.py:KERNEL, got {spec!r}")
+    if not os.path.exists(path):
+        raise SystemExit(f"no such file: {path}")
+    module_name = os.path.splitext(os.path.basename(path))[0]
+    mspec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(mspec)
+    sys.modules[module_name] = module
+    mspec.loader.exec_module(module)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise SystemExit(f"{path} has no {name!r}") from None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kaiojit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("ptx", help="print a stage of a kernel's compile")
+    p.add_argument("kernel", help="FILE.py:KERNEL")
+    p.add_argument("--sig", required=True, help='e.g. "void(float32[:], int32)"')
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--emit", choices=["kir", "llvm", "ptx", "sass"], default="ptx")
+    args = parser.parse_args(argv)
+
+    import kaiojit as kj
+    from kaiojit.compiler import TargetSpec
+    from kaiojit.dispatcher import Dispatcher, sass_of
+    from kaiojit.lower.ptx import ptx_version_for
+
+    obj = _load_kernel(args.kernel)
+    disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
+    spec = TargetSpec("nvptx", args.arch, ptx_version_for(args.arch))
+    try:
+        ck = disp.compile(args.sig, spec)
+    except kj.CompileError as e:
+        print(e, file=sys.stderr)
+        return 1
+    if args.emit == "sass":
+        print(sass_of(ck))
+    else:
+        print(getattr(ck, args.emit))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
