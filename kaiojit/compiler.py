@@ -67,8 +67,8 @@ class CompiledKernel:
     """A kernel compiled for one signature and target: every stage's text, and what the
     runtime needs to load and launch it."""
 
-    name: str
-    symbol: str
+    name: str  # the kernel's entry symbol in PTX (the Python name plus a signature hash)
+    py_name: str
     signature: T.Signature
     arg_names: tuple[str, ...]
     kir: str
@@ -84,8 +84,12 @@ class CompiledKernel:
     timings: dict = field(default_factory=dict)
     resources: dict | None = None
 
+    @property
+    def symbol(self) -> str:
+        return self.name
+
     def __repr__(self) -> str:
-        return f"<CompiledKernel {self.name}{self.signature}>"
+        return f"<CompiledKernel {self.py_name}{self.signature}>"
 
 
 def mangle(pyfunc, signature: T.Signature) -> str:
@@ -172,13 +176,10 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     timings["opt"] = t3 - t2
     ptx_text = ptx_stage.emit(ref, tm)
     if options.max_registers:
-        ptx_text = ptx_text.replace(
-            f".entry {symbol}(", f".entry {symbol}(", 1
-        )
         ptx_text = _with_maxnreg(ptx_text, symbol, options.max_registers)
     timings["ptx"] = time.perf_counter() - t3
     ck = CompiledKernel(
-        name=pyfunc.__name__, symbol=symbol, signature=signature,
+        name=symbol, py_name=pyfunc.__name__, signature=signature,
         arg_names=tuple(n for n, _ in kfunc.params), kir=str(kfunc), llvm=optimized,
         llvm_unoptimized=llvm_text, ptx=ptx_text, static_shared_bytes=static_shared_bytes(kfunc),
         uses_sync=uses_sync(kfunc), options=options, target=spec, kfunc=kfunc, timings=timings,

@@ -165,14 +165,17 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
-        rt = _runtime()
-        key = rt.launch_key(args)
-        loaded = self._launch_cache.get(key)
-        if loaded is None:
-            loaded = self._prepare(args, key)
-        loaded.launch(grid, block, stream, shared_mem, args, cluster)
+        self._loaded_for(args).launch(grid, block, stream, shared_mem, args, cluster)
 
-    def _prepare(self, args, key):
+    def _loaded_for(self, args):
+        try:
+            loaded = self._launch_cache.get(_launch_key(args))
+        except TypeError:  # an argument kaiojit cannot type: _prepare names it
+            loaded = None
+        return loaded if loaded is not None else self._prepare(args)
+
+    def _prepare(self, args):
+        """First launch with these argument types: type, compile, load (then cached)."""
         rt = _runtime()
         if self.device:
             raise TypeError(f"device function {self.__qualname__} cannot be launched")
@@ -180,12 +183,22 @@ class Dispatcher:
         if len(args) != len(params):
             raise TypeError(f"{self.__qualname__}() takes {len(params)} arguments "
                             f"({', '.join(params)}), got {len(args)}")
-        arg_types = tuple(rt.typeof(a, name) for a, name in zip(args, params))
+        arg_types = []
+        for a, name in zip(args, params):
+            try:
+                arg_types.append(rt.typeof(a))
+            except TypeError as e:
+                raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
+        arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
-        spec = backend.target_spec()
-        ck = self.compile(sig, spec)
-        loaded = backend.load_kernel(ck)
+        ck = self.compile(sig, target_spec_of(backend))
+        loader = getattr(backend, "load_kernel", None)
+        loaded = loader(ck) if loader is not None else rt.load_kernel(backend, ck)
+        try:
+            key = _launch_key(args)
+        except TypeError:
+            return loaded
         with self._lock:
             self._launch_cache[key] = loaded
         return loaded
@@ -223,10 +236,12 @@ class _Launcher:
 
     def __call__(self, *args):
         d = self.dispatcher
-        loaded = d._launch_cache.get(_runtime_launch_key(args))
+        try:
+            loaded = d._launch_cache.get(_launch_key(args))
+        except TypeError:  # an argument kaiojit cannot type: _prepare names it
+            loaded = None
         if loaded is None:
-            d._launch(self.grid, self.block, self.stream, self.shared_mem, args)
-            return
+            loaded = d._prepare(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
 
 
@@ -237,21 +252,42 @@ class _ForallLauncher:
     def __call__(self, *args):
         d = self.dispatcher
         rt = _runtime()
-        key = rt.launch_key(args)
-        loaded = d._launch_cache.get(key) or d._prepare(args, key)
-        block = d._block_size_cache.get(key)
+        loaded = d._loaded_for(args)
+        block = d._block_size_cache.get(loaded)
         if block is None:
-            block = d._block_size_cache[key] = rt.suggest_block_size(loaded, self.shared_mem)
+            block = d._block_size_cache[loaded] = rt.suggest_block_size(loaded, self.shared_mem)
         block = min(block, self.n)
         grid = (self.n + block - 1) // block
         loaded.launch(grid, block, self.stream, self.shared_mem, args, None)
 
 
-def _runtime_launch_key(args):
-    global _runtime_launch_key
-    from .runtime import launch_key
-    _runtime_launch_key = launch_key
+def _launch_key(args):
+    """What a launch's specialization depends on: the backend and every argument's type."""
+    global _launch_key
+    from .runtime import get_backend, typeof
+
+    def launch_key(args):
+        return (get_backend(), *map(typeof, args))
+
+    _launch_key = launch_key
     return launch_key(args)
+
+
+def target_spec_of(backend) -> TargetSpec:
+    """What to compile for on ``backend``: the host, or the current device's arch and PTX."""
+    spec = getattr(backend, "target_spec", None)
+    if spec is not None:
+        return spec()
+    from .lower.ptx import ptx_version_for
+
+    major, minor = backend.compute_capability(backend.current_device())
+    arch = f"sm_{major}{minor}"
+    driver_max = None
+    if backend.name == "cuda":
+        from .runtime.cuda import max_ptx_version
+        hi, lo = max_ptx_version()
+        driver_max = hi * 10 + lo
+    return TargetSpec("nvptx", arch, ptx_version_for(arch, driver_max))
 
 
 def _parse_config(config):

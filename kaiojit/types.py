@@ -7,7 +7,7 @@ strings use (``float32[:, ::1]``). This module imports no other part of kaiojit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,9 @@ class ScalarType(Type):
     name: str
     kind: str
     bits: int
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __str__(self) -> str:
         return self.name
@@ -142,6 +145,14 @@ class ArrayType(Type):
     dtype: ScalarType
     ndim: int
     layout: str = "A"
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        # launches hash argument types on every call: compute it once
+        object.__setattr__(self, "_hash", hash((self.dtype.name, self.ndim, self.layout)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __str__(self) -> str:
         dims = [":"] * self.ndim
