@@ -1,0 +1,130 @@
+"""Backend selection, the PTX version table and TensorMap constraints (no GPU needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kaiojit.runtime as rt
+from kaiojit.runtime.tensormap import TensorMap, tiled_fields
+
+ROOT = __file__.rsplit("/tests/", 1)[0]
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    full_env = {**os.environ, "PYTHONPATH": ROOT, **env}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, timeout=60)
+
+
+def test_import_does_not_load_the_driver_bindings():
+    r = _run("import sys, kaiojit.runtime; print('cuda.bindings' in sys.modules)")
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def test_environment_chooses_the_backend():
+    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="mock")
+    assert r.stdout.strip() == "mock", r.stderr
+
+
+def test_unknown_backend_name():
+    r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="tpu")
+    assert "ValueError: unknown kaiojit backend 'tpu'; choose one of cpu, cuda, mock" in r.stderr
+
+
+@pytest.mark.skipif(rt.is_cuda_available(), reason="checks the machine without CUDA")
+def test_forcing_cuda_without_a_device_is_a_clear_cuda_error():
+    r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="cuda")
+    assert "kaiojit.errors.CudaError: CUDA_ERROR_NO_DEVICE: no usable CUDA device" in r.stderr
+    assert "KAIOJIT_BACKEND=cpu" in r.stderr
+
+
+@pytest.mark.skipif(rt.is_cuda_available(), reason="checks the machine without CUDA")
+def test_default_without_cuda_is_cpu_and_says_so():
+    code = ("import logging; logging.basicConfig(level=logging.INFO)\n"
+            "import kaiojit.runtime as rt\n"
+            "try:\n    rt.backend()\nexcept RuntimeError as e:\n    print('ERR', e)\n")
+    r = _run(code)
+    assert "no usable CUDA device, using the cpu backend" in r.stderr
+    cpu_exists = __import__("importlib").util.find_spec("kaiojit.runtime.cpu") is not None
+    if not cpu_exists:
+        assert "ERR the cpu backend is not available" in r.stdout
+
+
+def test_register_backend_plugs_in_a_factory():
+    from kaiojit.runtime.backend import register_backend, set_backend
+    from kaiojit.runtime.mock import MockBackend
+
+    class Named(MockBackend):
+        name = "custom"
+
+    register_backend("custom", Named)
+    previous = set_backend("custom")
+    try:
+        assert rt.backend() == "custom"
+    finally:
+        set_backend(previous)
+
+
+@pytest.mark.parametrize("version, ptx", [
+    (11040, (7, 4)), (12000, (8, 0)), (12010, (8, 1)), (12040, (8, 4)), (12050, (8, 5)),
+    (12060, (8, 5)), (12070, (8, 6)), (12080, (8, 7)), (12090, (8, 8)), (13000, (9, 0)),
+    (13010, (9, 1)), (13050, (9, 5)), (14000, (9, 5)),
+])
+def test_ptx_version_for_driver(version, ptx):
+    from kaiojit.runtime.cuda import ptx_version_for_driver
+
+    assert ptx_version_for_driver(version) == ptx
+
+
+GOOD = dict(ptr=0x10000, shape=(64, 128), strides=(512, 4), dtype="float32", box=(16, 32))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(shape=(2,) * 6, strides=(4,) * 6, box=(1,) * 6),
+     "rank: a tensor map has 1 to 5 dimensions, the array has 6"),
+    (dict(ptr=0x10008), "global address: 0x10008 is not 16-byte aligned"),
+    (dict(strides=(520, 4)), "strides: dimension 0 has a stride of 520 bytes; tensor map "
+                             "strides must be positive multiples of 16 below 2**40"),
+    (dict(strides=(512, 8)), "strides: the last dimension must be contiguous (stride 4 bytes), "
+                             "got 8"),
+    (dict(box=(16, 257)), "box: box[1] = 257; box sizes must be 1 to 256"),
+    (dict(box=(0, 32)), "box: box[0] = 0; box sizes must be 1 to 256"),
+    (dict(box=(16, 3)), "box: the innermost box row is 12 bytes; it must be a multiple of "
+                        "16 bytes"),
+    (dict(box=(16, 64), swizzle="128B"), "box: the innermost box row is 256 bytes, more than "
+                                         "the 128-byte swizzle span"),
+    (dict(element_strides=(1, 9)), "element_strides: element_strides[1] = 9; each must be 1 "
+                                   "to 8"),
+    (dict(swizzle="256B"), "swizzle must be None or one of 'none', 32, 64, 128, '32B', '64B', "
+                           "'128B'; got '256B'"),
+    (dict(box=(16,)), "box: (16,) has 1 dimensions, the array has 2"),
+])
+def test_tensormap_constraints_name_what_is_broken(change, message):
+    args = {**GOOD, **change}
+    with pytest.raises(ValueError) as info:
+        tiled_fields(args["ptr"], args["shape"], args["strides"], args["dtype"], args["box"],
+                     swizzle=args.get("swizzle"), element_strides=args.get("element_strides"))
+    assert str(info.value) == message
+
+
+def test_tensormap_fields_are_innermost_first():
+    f = tiled_fields(**GOOD, swizzle=128)
+    assert f["dims"] == (128, 64) and f["strides"] == (512,) and f["box"] == (32, 16)
+    assert f["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B"
+    assert f["dtype"] == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+
+
+def test_tensormap_tiled_on_the_mock(mock):
+    a = rt.device_array((64, 128), np.float16)
+    tm = TensorMap.tiled(a, box=(64, 64), swizzle="128B")
+    assert len(tm.bytes) == 128 and tm.array is a
+    other = TensorMap.tiled(a, box=(32, 64), swizzle="128B")
+    assert other.bytes != tm.bytes
+    with pytest.raises(TypeError, match=r"TensorMap.tiled needs a device array, got ndarray"):
+        TensorMap.tiled(np.zeros((4, 4)), box=(4, 4))
