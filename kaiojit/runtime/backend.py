@@ -100,6 +100,7 @@ BACKEND_NAMES = ("cuda", "cpu", "mock")
 
 _lock = threading.RLock()
 _active: GpuBackend | None = None
+_instances: dict[str, GpuBackend] = {}  # one backend per name, made on first use
 _cuda_available: bool | None = None
 
 
@@ -125,6 +126,13 @@ def _factory(name: str) -> Callable[[], GpuBackend]:
         known = ", ".join(sorted(set(BACKEND_NAMES) | set(_FACTORIES)))
         raise ValueError(f"unknown kaiojit backend {name!r}; choose one of {known}")
     return _FACTORIES[name]
+
+
+def _instance(name: str) -> GpuBackend:
+    backend = _instances.get(name)
+    if backend is None:
+        backend = _instances[name] = _factory(name)()
+    return backend
 
 
 def is_cuda_available() -> bool:
@@ -162,7 +170,7 @@ def get_backend() -> GpuBackend:
                 from kaiojit.runtime import cuda as cuda_backend
 
                 cuda_backend.raise_unavailable()
-            _set(_factory(name)())
+            _set(_instance(name))
         return _active  # type: ignore[return-value]
 
 
@@ -180,7 +188,7 @@ def set_backend(backend: str | GpuBackend | None) -> GpuBackend | None:
     with _lock:
         previous = _active
         if isinstance(backend, str):
-            backend = _factory(backend)()
+            backend = _instance(backend)
         _set(backend)
         return previous
 

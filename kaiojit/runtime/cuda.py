@@ -494,7 +494,7 @@ class CudaBackend:
         self.current_device()
         flags = self.drv.CUevent_flags
         flag = flags.CU_EVENT_DEFAULT if timing else flags.CU_EVENT_DISABLE_TIMING
-        return int(check(self.drv.cuEventCreate(flag)))
+        return int(check(self.drv.cuEventCreate(int(flag))))
 
     def event_destroy(self, event: int) -> None:
         if not self.closing:
