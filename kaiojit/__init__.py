@@ -6,6 +6,8 @@ so ``import kaiojit`` and ``compile_ptx`` stay fast on machines without a GPU.
 
 from __future__ import annotations
 
+import functools
+
 from . import types as _types
 from .compiler import CompileOptions as _CompileOptions
 from .compiler import TargetSpec as _TargetSpec
@@ -113,13 +115,16 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug
     if func_or_sig is None:
         return decorate
     if isinstance(func_or_sig, (str, Signature)):
-        return lambda f: decorate(f, (func_or_sig,))
+        return functools.partial(decorate, sigs=(func_or_sig,))
     if isinstance(func_or_sig, (list, tuple)) and all(
         isinstance(s, (str, Signature)) for s in func_or_sig
     ):
-        return lambda f: decorate(f, tuple(func_or_sig))
+        return functools.partial(decorate, sigs=tuple(func_or_sig))
     if callable(func_or_sig):
-        return decorate(func_or_sig)
+        try:
+            return decorate(func_or_sig)
+        except CompileError as e:
+            raise e.with_traceback(None) from None
     raise TypeError(f"kj.jit takes a function or a signature string, got {func_or_sig!r}")
 
 
@@ -142,7 +147,10 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
 
     spec = _TargetSpec("nvptx", arch, ptx_version_for(arch))
     disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
-    return disp.compile(signature, spec).llvm
+    try:
+        return disp.compile(signature, spec).llvm
+    except CompileError as e:
+        raise e.with_traceback(None) from None
 
 
 def __getattr__(name: str):

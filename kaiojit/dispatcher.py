@@ -3,6 +3,7 @@ inspection of every stage."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import shutil
@@ -20,6 +21,18 @@ _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 def _runtime():
     from . import runtime
     return runtime
+
+
+def _user_facing(method):
+    """A public entry point: a CompileError leaves it with no frames of kaiojit's code below."""
+
+    @functools.wraps(method)
+    def entry_point(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except CompileError as e:
+            raise e.with_traceback(None) from None
+    return entry_point
 
 
 class Dispatcher:
@@ -75,6 +88,7 @@ class Dispatcher:
                     seen.append(sig)
         return seen
 
+    @_user_facing
     def compile(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """Compile for a signature (a string, a Signature, or a tuple of argument types)."""
         if self.device:
@@ -119,6 +133,7 @@ class Dispatcher:
             return getattr(self.compile(signature), attr)
         return {sig: getattr(ck, attr) for (_, sig), ck in self._compiled.items()}
 
+    @_user_facing
     def inspect_kir(self, signature=None):
         if self.device:
             if signature is not None:
@@ -126,13 +141,16 @@ class Dispatcher:
             return {T.Signature(a, k.return_type): str(k) for a, k in self._device_cache.items()}
         return _Shown.wrap(self._inspect("kir", signature), "python")
 
+    @_user_facing
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
         return _Shown.wrap(self._inspect("llvm", signature), "llvm")
 
+    @_user_facing
     def inspect_ptx(self, signature=None):
         return _Shown.wrap(self._inspect("ptx", signature), "nasm")
 
+    @_user_facing
     def inspect_sass(self, signature=None):
         if signature is None:
             return {sig: sass_of(ck) for (_, sig), ck in self._compiled.items()}
@@ -148,6 +166,7 @@ class Dispatcher:
                 self._launchers[config] = launcher
         return launcher
 
+    @_user_facing
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
@@ -241,7 +260,10 @@ class _Launcher:
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
             loaded = None
         if loaded is None:
-            loaded = d._prepare(args)
+            try:
+                loaded = d._prepare(args)
+            except CompileError as e:  # the user's error, without kaiojit's frames
+                raise e.with_traceback(None) from None
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
 
 
@@ -252,7 +274,10 @@ class _ForallLauncher:
     def __call__(self, *args):
         d = self.dispatcher
         rt = _runtime()
-        loaded = d._loaded_for(args)
+        try:
+            loaded = d._loaded_for(args)
+        except CompileError as e:  # the user's error, without kaiojit's frames
+            raise e.with_traceback(None) from None
         block = d._block_size_cache.get(loaded)
         if block is None:
             block = d._block_size_cache[loaded] = rt.suggest_block_size(loaded, self.shared_mem)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import inspect
 import math
 
 import numpy as np
@@ -375,37 +376,40 @@ def _fence(name: str):
     return typing
 
 
-def _atomic(op: str):
+def _atomic(user_name: str):
+    op = user_name.rstrip("_")
     nargs = 4 if op == "cas" else 3
 
     def typing(typer, node):
-        args = _args(typer, node, nargs, nargs, f"kj.atomic.{op}")
+        args = _args(typer, node, nargs, nargs, f"kj.atomic.{user_name}")
         arr = args[0]
         if not isinstance(arr.type, T.ArrayType):
-            typer.error(f"kj.atomic.{op}() needs an array first, got {_type_words(arr.type)}",
+            typer.error(f"kj.atomic.{user_name}() needs an array first, got {_type_words(arr.type)}",
                         node.args[0])
         dt = arr.type.dtype
         if dt not in ATOMIC_DTYPES or (dt.is_float and op in ATOMIC_INT_ONLY):
-            typer.error(f"kj.atomic.{op}() is not supported on {dt} arrays", node.args[0])
+            typer.error(f"kj.atomic.{user_name}() is not supported on {dt} arrays", node.args[0])
         if op in ("inc", "dec") and dt not in (T.uint32, T.uint64):
-            typer.error(f"kj.atomic.{op}() needs a uint32 or uint64 array, got {dt}", node.args[0])
+            typer.error(f"kj.atomic.{user_name}() needs a uint32 or uint64 array, got {dt}", node.args[0])
         idx_node = node.args[1]
         indices = typer.index_exprs(arr, idx_node, node)
         if len(indices) != arr.type.ndim:
-            typer.error(f"kj.atomic.{op}() needs {arr.type.ndim} indices for a "
+            typer.error(f"kj.atomic.{user_name}() needs {arr.type.ndim} indices for a "
                         f"{arr.type.ndim}-d array", idx_node)
         vals = []
         for v, n in zip(args[2:], node.args[2:]):
-            _scalar(typer, v, n, f"kj.atomic.{op}()")
+            _scalar(typer, v, n, f"kj.atomic.{user_name}()")
             vals.append(typer.coerce(v, dt, n))
         return typer.intrinsic(f"atomic.{op}", dt, (arr, *indices, *vals), node)
     return typing
 
 
 def _shuffle(kind: str):
+    user_name = "kj.shfl_sync" if kind == "idx" else f"kj.shfl_{kind}_sync"
+
     def typing(typer, node):
-        mask, value, lane = _args(typer, node, 3, 3, f"kj.shfl_{kind}_sync")
-        t = _scalar(typer, value, node.args[1], f"kj.shfl_{kind}_sync()")
+        mask, value, lane = _args(typer, node, 3, 3, user_name)
+        t = _scalar(typer, value, node.args[1], f"{user_name}()")
         if value.weak:
             value, t = typer.coerce(value, t, node), t
         if t not in SHUFFLE_DTYPES:
@@ -413,7 +417,7 @@ def _shuffle(kind: str):
                 value, t = typer.coerce(value, T.int32 if t.kind in "ib" else T.uint32, node), \
                     T.int32 if t.kind in "ib" else T.uint32
             else:
-                typer.error(f"kj.shfl_{kind}_sync() cannot shuffle {t}: use 32- or 64-bit "
+                typer.error(f"{user_name}() cannot shuffle {t}: use 32- or 64-bit "
                             "integers or floats", node.args[1])
         typer.uses_sync = True
         return typer.intrinsic(
@@ -465,7 +469,7 @@ def _build_table():
     for name in ("popc", "clz", "ffs", "brev"):
         table[getattr(L, name)] = _bits(name)
     for op in ("add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec", "cas"):
-        table[getattr(L.atomic, op)] = _atomic(op.rstrip("_"))
+        table[getattr(L.atomic, op)] = _atomic(op)
     for name in MATH_UNARY:
         table[getattr(math, name)] = _math_unary(name)
     for name in MATH_BINARY:
@@ -518,12 +522,21 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
     if isinstance(fn, L.KernelBuiltin):
         typer.error(f"kj.{fn.name} is not callable like this", node)
     from .typer import _describe
+    if inspect.isfunction(fn):
+        typer.error(f"function {fn.__name__!r} cannot be called from a kernel: decorate it with "
+                    "@kj.jit(device=True) (or @kj.jit) to make it a device function", node.func,
+                    UnsupportedError)
     typer.error(f"{_describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
 
 
 def _device_call(typer, dispatcher, node) -> Expr:
     if node.keywords:
         typer.error("device functions take positional arguments only", node.keywords[0].value)
+    params = dispatcher.py_func.__code__.co_varnames[:dispatcher.py_func.__code__.co_argcount]
+    if len(node.args) != len(params):
+        typer.error(f"{dispatcher.__name__}() takes {len(params)} argument"
+                    f"{'' if len(params) == 1 else 's'} ({', '.join(params)}), "
+                    f"got {len(node.args)}", node)
     args = [typer.expr(a) for a in node.args]
     arg_types = []
     for a, n in zip(args, node.args):

@@ -309,6 +309,8 @@ class Typer(ast.NodeVisitor):
 
     def visit_Assign(self, node):
         value = self.expr(node.value)
+        if isinstance(value.type, T.StringType):
+            self.error(_STRING_ONLY_IN_PRINT, node.value)
         out = []
         for target in node.targets:
             out.extend(self._assign_to(target, value, node))
@@ -388,6 +390,8 @@ class Typer(ast.NodeVisitor):
 
     def visit_AugAssign(self, node):
         op = _BINOPS.get(type(node.op))
+        if op is None:
+            self.error("'@=' is not supported in kernels", node, UnsupportedError)
         target = node.target
         if isinstance(target, ast.Name):
             if target.id not in self.var_types:
@@ -491,6 +495,8 @@ class Typer(ast.NodeVisitor):
             self.error("None is not a value in kernels", node, UnsupportedError)
         if isinstance(v, complex):
             self.error("complex numbers are not supported in kernels", node, UnsupportedError)
+        if not isinstance(v, (bool, int, float)):
+            self.error(f"{v!r} is not a value in kernels", node, UnsupportedError)
         return const_expr(v, self.loc(node))
 
     def visit_Name(self, node):
@@ -524,8 +530,8 @@ class Typer(ast.NodeVisitor):
                     weak=all(e.weak for e in elts))
 
     def visit_BinOp(self, node):
-        op = _BINOPS[type(node.op)]
-        if type(node.op) is ast.MatMult:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
             self.error("'@' is not supported in kernels", node, UnsupportedError)
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
@@ -607,8 +613,9 @@ class Typer(ast.NodeVisitor):
         for op_node, right_node in zip(node.ops, node.comparators):
             op = _CMPOPS.get(type(op_node))
             if op is None:
-                self.error(f"'{type(op_node).__name__}' comparison is not supported", node,
-                           UnsupportedError)
+                what = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+                self.error(f"'{what.get(type(op_node), '?')}' is not supported in kernels: "
+                           "compare numbers with ==, !=, <, <=, >, >=", node, UnsupportedError)
             right = self.expr(right_node)
             for e, n in ((left, node.left), (right, right_node)):
                 if not isinstance(e.type, T.ScalarType):
@@ -764,10 +771,17 @@ def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
     return names
 
 
+_STRING_ONLY_IN_PRINT = "a string can only be an argument of print() in kernels"
+
+
 def _describe(v) -> str:
     if isinstance(v, type(math)):
         return f"module {v.__name__!r}"
     name = getattr(v, "__name__", None)
+    module = getattr(v, "__module__", None)
+    if name and callable(v) and isinstance(module, str) and module.split(".")[0] in (
+            "numpy", "math", "builtins"):
+        return f"{'' if module == 'builtins' else module.split('.')[0] + '.'}{name}"
     if name:
         return f"{type(v).__name__} {name!r}"
     return f"a {type(v).__name__}"
