@@ -155,8 +155,13 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
 
 def __getattr__(name: str):
     # runtime names (DeviceArray, to_device, Stream, ...) load the runtime on first use
-    from . import runtime
+    import importlib
 
+    if name.startswith("__"):
+        raise AttributeError(name)
+    runtime = importlib.import_module("kaiojit.runtime")
+    if name == "runtime":
+        return runtime
     try:
         value = getattr(runtime, name)
     except AttributeError:

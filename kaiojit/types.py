@@ -7,7 +7,8 @@ strings use (``float32[:, ::1]``). This module imports no other part of kaiojit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,16 +27,14 @@ class Type:
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarType(Type):
-    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float)."""
+class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
+    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
 
-    name: str
-    kind: str
-    bits: int
+    Scalar and array types are tuples underneath: launches hash argument types on every
+    call, and a tuple's hash and equality run in C.
+    """
 
-    def __hash__(self) -> int:
-        return hash(self.name)
+    __slots__ = ()
 
     def __str__(self) -> str:
         return self.name
@@ -137,22 +136,14 @@ def from_dtype(dtype) -> ScalarType:
         raise TypeError(f"kaiojit has no scalar type for dtype {dt}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class ArrayType(Type):
+class ArrayType(namedtuple("_Array", "dtype ndim layout"), Type):
     """An N-d array view. Layout 'C' or 'F' means contiguous (strides follow from the shape);
     'A' means any strides, passed at launch (in bytes, as NumPy keeps them)."""
 
-    dtype: ScalarType
-    ndim: int
-    layout: str = "A"
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
+    __slots__ = ()
 
-    def __post_init__(self):
-        # launches hash argument types on every call: compute it once
-        object.__setattr__(self, "_hash", hash((self.dtype.name, self.ndim, self.layout)))
-
-    def __hash__(self) -> int:
-        return self._hash
+    def __new__(cls, dtype: ScalarType, ndim: int, layout: str = "A"):
+        return super().__new__(cls, dtype, ndim, layout)
 
     def __str__(self) -> str:
         dims = [":"] * self.ndim
