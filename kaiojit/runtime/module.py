@@ -67,10 +67,15 @@ class Function:
         self._slots: dict[tuple[str, ...], ThreadSlots] = {}
         self._lock = threading.Lock()
         self._dynamic_limit: int | None = None
+        self._attributes: dict[str, int] | None = None
+        self.limits = self.backend.device_limits(module.device)
 
     @property
     def attributes(self) -> dict[str, int]:
-        return self.backend.function_attributes(self.handle)
+        """Registers, shared/local/constant bytes and the most threads a block may have."""
+        if self._attributes is None:
+            self._attributes = self.backend.function_attributes(self.handle)
+        return self._attributes
 
     def slots_for(self, kinds: tuple[str, ...]) -> ArgSlots:
         ts = self._slots.get(kinds)
@@ -193,11 +198,10 @@ class KernelLaunch:
     def launch(self, stream: Any = None) -> None:
         fn = self.function
         backend = fn.backend
-        limits = backend.device_limits(fn.module.device)
-        attrs = backend.function_attributes(fn.handle)
+        attrs = fn.attributes
         static = attrs.get("shared_bytes", 0)
         config = check_launch_config(self._grid, self._block, self._shared_mem, self._cluster,
-                                     limits, fn.name, static, attrs.get("max_threads_per_block"))
+                                     fn.limits, fn.name, static, attrs.get("max_threads_per_block"))
         limit = fn._dynamic_limit if fn._dynamic_limit is not None else 48 * 1024 - static
         if config.shared_mem > limit:
             backend.set_dynamic_shared(fn.handle, config.shared_mem)
