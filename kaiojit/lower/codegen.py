@@ -441,7 +441,9 @@ class FunctionLowering:
                 neg = b.icmp_signed("<", v, ir.Constant(I64, 0))
                 v = b.select(neg, b.add(v, shape[d]), v)
             if getattr(self.options, "debug", False):
-                self.target.bounds_check(self, v, shape[d], at, d, loc)
+                checked = self.target.bounds_check(self, v, shape[d], at, d, loc)
+                if checked is not None:  # a target that reports instead of trapping: a safe index
+                    v = checked
             idx.append(v)
         base = b.extract_value(arr, 0)
         if at.layout in ("C", "F"):
