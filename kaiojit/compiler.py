@@ -158,13 +158,14 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     from .lower.nvptx import NVPTXTarget
 
     mod = lower_to_llvm(kfunc, symbol, options, NVPTXTarget())
+    ftz = options.fastmath
+    ptx_stage.prepare_module(mod.module, ftz)
     llvm_text = str(mod.module)
     t2 = time.perf_counter()
     timings["llvm"] = t2 - t1
     ptx_stage.initialize()
-    ftz = options.fastmath
     try:
-        ref = llvm.parse_assembly(llvm_text + ptx_stage.module_flags_ir(ftz))
+        ref = llvm.parse_assembly(llvm_text)
         ref.verify()
     except RuntimeError as e:  # an internal bug: say so plainly, with the IR's complaint
         raise CompileError(f"internal error: kaiojit produced invalid LLVM IR for "

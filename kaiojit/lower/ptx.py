@@ -93,12 +93,21 @@ def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libde
     mpm.run(module, pb)
 
 
-def module_flags_ir(ftz: bool) -> str:
-    """Module flags for libdevice's __nvvm_reflect (flush denormals to zero under fastmath)."""
-    return (
-        '!llvm.module.flags = !{!0}\n'
-        f'!0 = !{{i32 4, !"nvvm-reflect-ftz", i32 {1 if ftz else 0}}}\n'
-    )
+def prepare_module(module, ftz: bool) -> None:
+    """Set the module flag libdevice's __nvvm_reflect reads and, under fastmath, make every
+    function flush float32 denormals to zero (so NVPTX writes the .ftz variants).
+
+    ``module`` is an ``llvmlite.ir.Module``; metadata goes through it, so it never collides
+    with metadata the lowering added (branch weights of bounds checks, for one)."""
+    from llvmlite import ir
+
+    i32 = ir.IntType(32)
+    module.add_named_metadata(
+        "llvm.module.flags", [i32(4), "nvvm-reflect-ftz", i32(1 if ftz else 0)])
+    if ftz:
+        for fn in module.functions:
+            if not fn.is_declaration:
+                set.add(fn.attributes, '"denormal-fp-math-f32"="preserve-sign,preserve-sign"')
 
 
 def emit(module: llvm.ModuleRef, tm) -> str:
