@@ -1,0 +1,321 @@
+"""Memory-bound kernels on the GPU: kaiojit against every peer importable, in one process.
+
+saxpy over 2^28 float32 (12 bytes/element), a sum of 2^28 float32 (4 bytes/element), and a
+transpose of a 16384 x 16384 float32 matrix (8 bytes/element). Each result is checked against
+NumPy before timing; times are CUDA-event medians after warm-up, rotating between input sets
+so L2 never serves them. numba-cuda runs in a subprocess (benchmarks/_numba_peer.py) because
+it needs an older NumPy there: give its directory with KAIOJIT_NUMBA_PYTHONPATH.
+
+    PYTHONPATH=. python3 benchmarks/bandwidth.py [--small]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import kaiojit as kj
+
+SAXPY_N = 1 << 28
+SUM_N = 1 << 28
+TRANSPOSE_N = 16384
+SETS = 2
+REPS = 20
+
+
+# --- kaiojit kernels ------------------------------------------------------------------------------
+
+
+@kj.jit
+def saxpy(out, x, y, a, n):
+    i = kj.grid(1)
+    if i < n:
+        out[i] = a * x[i] + y[i]
+
+
+UNROLL = 4
+
+
+@kj.jit
+def saxpy_unrolled(out, x, y, a, n):
+    # each block covers UNROLL * blockDim consecutive elements, every access still coalesced
+    base = kj.blockIdx.x * kj.blockDim.x * UNROLL + kj.threadIdx.x
+    for k in range(UNROLL):
+        i = base + k * kj.blockDim.x
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+
+@kj.jit
+def block_sum(out, x, n):
+    # grid-stride accumulation, warp shuffles, one shared slot per warp, one atomic per block
+    warp_sums = kj.shared.array(32, kj.float32)
+    acc = kj.float32(0.0)
+    stride = kj.gridsize(1)
+    i = kj.grid(1)
+    while i < n:
+        acc += x[i]
+        i += stride
+    offset = 16
+    while offset > 0:
+        acc += kj.shfl_down_sync(0xFFFFFFFF, acc, offset)
+        offset //= 2
+    lane = kj.threadIdx.x % 32
+    warp = kj.threadIdx.x // 32
+    if lane == 0:
+        warp_sums[warp] = acc
+    kj.syncthreads()
+    if warp == 0:
+        nwarps = kj.blockDim.x // 32
+        v = warp_sums[lane] if lane < nwarps else kj.float32(0.0)
+        offset = 16
+        while offset > 0:
+            v += kj.shfl_down_sync(0xFFFFFFFF, v, offset)
+            offset //= 2
+        if lane == 0:
+            kj.atomic.add(out, 0, v)
+
+
+TILE = 32
+ROWS = 8
+
+
+@kj.jit
+def transpose(out, a):
+    tile = kj.shared.array((TILE, TILE + 1), kj.float32)
+    x = kj.blockIdx.x * TILE + kj.threadIdx.x
+    y = kj.blockIdx.y * TILE + kj.threadIdx.y
+    n0, n1 = a.shape
+    for k in range(0, TILE, ROWS):
+        if y + k < n0 and x < n1:
+            tile[kj.threadIdx.y + k, kj.threadIdx.x] = a[y + k, x]
+    kj.syncthreads()
+    x = kj.blockIdx.y * TILE + kj.threadIdx.x
+    y = kj.blockIdx.x * TILE + kj.threadIdx.y
+    for k in range(0, TILE, ROWS):
+        if y + k < n1 and x < n0:
+            out[y + k, x] = tile[kj.threadIdx.x, kj.threadIdx.y + k]
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+
+def time_ms(launch, sets: int, reps: int = REPS) -> float:
+    """Median ms of ``launch(k)`` over reps, rotating k over the input sets (CUDA events)."""
+    for k in range(sets):
+        launch(k)
+    kj.synchronize()
+    times = []
+    start, end = kj.Event(), kj.Event()
+    for r in range(reps):
+        k = r % sets
+        start.record()
+        launch(k)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return float(np.median(times))
+
+
+def tbps(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e12
+
+
+# --- the three problems ------------------------------------------------------------------------
+
+
+def bench_saxpy(n: int, rows: list, peers: dict):
+    rng = np.random.default_rng()
+    hx = [rng.standard_normal(n, dtype=np.float32) for _ in range(SETS)]
+    hy = [rng.standard_normal(n, dtype=np.float32) for _ in range(SETS)]
+    a = np.float32(rng.uniform(0.5, 2.0))
+    xs = [kj.to_device(v) for v in hx]
+    ys = [kj.to_device(v) for v in hy]
+    outs = [kj.to_device(np.full(n, np.nan, np.float32)) for _ in range(SETS)]
+    nbytes = 12 * n
+    block = 256
+    n32 = np.int32(n)
+
+    def check(out_host, k):
+        ref = a * hx[k] + hy[k]
+        if not np.allclose(out_host, ref, rtol=1e-5, atol=1e-5):
+            raise AssertionError("saxpy result wrong")
+
+    grid1 = (n + block - 1) // block
+    saxpy[grid1, block](outs[0], xs[0], ys[0], a, n32)
+    check(outs[0].copy_to_host(), 0)
+    ms = time_ms(lambda k: saxpy[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
+    rows.append(("saxpy", "kaiojit", ms, tbps(nbytes, ms)))
+
+    grid4 = (n + block * UNROLL - 1) // (block * UNROLL)
+    outs[1] = kj.to_device(np.full(n, np.nan, np.float32))
+    saxpy_unrolled[grid4, block](outs[1], xs[1], ys[1], a, n32)
+    check(outs[1].copy_to_host(), 1)
+    ms = time_ms(lambda k: saxpy_unrolled[grid4, block](outs[k], xs[k], ys[k], a, n32), SETS)
+    rows.append(("saxpy", "kaiojit (4/thread)", ms, tbps(nbytes, ms)))
+
+    if "torch" in peers:
+        torch = peers["torch"]
+        tx = [torch.from_numpy(v).cuda() for v in hx]
+        ty = [torch.from_numpy(v).cuda() for v in hy]
+        tout = [torch.empty_like(v) for v in tx]
+        af = float(a)
+        torch.add(ty[0], tx[0], alpha=af, out=tout[0])
+        check(tout[0].cpu().numpy(), 0)
+        ms = time_ms(lambda k: torch.add(ty[k], tx[k], alpha=af, out=tout[k]), SETS)
+        rows.append(("saxpy", "torch", ms, tbps(nbytes, ms)))
+        if "triton" in peers:
+            tri = peers["triton"]
+            tri.saxpy(tout[1], tx[1], ty[1], af, n)
+            check(tout[1].cpu().numpy(), 1)
+            ms = time_ms(lambda k: tri.saxpy(tout[k], tx[k], ty[k], af, n), SETS)
+            rows.append(("saxpy", "triton", ms, tbps(nbytes, ms)))
+    if "cupy" in peers:
+        cp = peers["cupy"]
+        kern = cp.RawKernel(r'''
+        extern "C" __global__ void saxpy(float* out, const float* x, const float* y, float a,
+                                         int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = a * x[i] + y[i];
+        }''', "saxpy")
+        cx = [cp.asarray(v) for v in hx]
+        cy = [cp.asarray(v) for v in hy]
+        cout = [cp.empty_like(v) for v in cx]
+        kern((grid1,), (block,), (cout[0], cx[0], cy[0], a, n32))
+        check(cp.asnumpy(cout[0]), 0)
+        ms = time_ms(lambda k: kern((grid1,), (block,), (cout[k], cx[k], cy[k], a, n32)), SETS)
+        rows.append(("saxpy", "cupy RawKernel", ms, tbps(nbytes, ms)))
+
+
+def bench_sum(n: int, rows: list, peers: dict):
+    rng = np.random.default_rng()
+    hx = [rng.standard_normal(n, dtype=np.float32) for _ in range(SETS)]
+    xs = [kj.to_device(v) for v in hx]
+    outs = [kj.to_device(np.zeros(1, np.float32)) for _ in range(SETS)]
+    nbytes = 4 * n
+    sms = 132
+    block = 512
+    grid = sms * 8
+    n64 = np.int64(n)
+
+    def check(value, k):
+        ref = hx[k].sum(dtype=np.float64)
+        if not abs(value - ref) <= 1e-3 * math.sqrt(n) + 1e-5 * abs(ref):
+            raise AssertionError(f"sum wrong: {value} vs {ref}")
+
+    block_sum[grid, block](outs[0], xs[0], n64)
+    check(float(outs[0].copy_to_host()[0]), 0)
+
+    ms = time_ms(lambda k: block_sum[grid, block](outs[k], xs[k], n64), SETS)
+    rows.append(("sum", "kaiojit", ms, tbps(nbytes, ms)))
+    if "torch" in peers:
+        torch = peers["torch"]
+        tx = [torch.from_numpy(v).cuda() for v in hx]
+        check(float(tx[0].sum().item()), 0)
+        ms = time_ms(lambda k: tx[k].sum(), SETS)
+        rows.append(("sum", "torch", ms, tbps(nbytes, ms)))
+        if "triton" in peers:
+            tri = peers["triton"]
+            tout = [torch.zeros(1, device="cuda") for _ in range(SETS)]
+            tri.total(tout[0], tx[0], n)
+            check(float(tout[0].item()), 0)
+            ms = time_ms(lambda k: tri.total(tout[k], tx[k], n), SETS)
+            rows.append(("sum", "triton", ms, tbps(nbytes, ms)))
+    if "cupy" in peers:
+        cp = peers["cupy"]
+        cx = [cp.asarray(v) for v in hx]
+        check(float(cx[0].sum()), 0)
+        ms = time_ms(lambda k: cx[k].sum(), SETS)
+        rows.append(("sum", "cupy", ms, tbps(nbytes, ms)))
+
+
+def bench_transpose(n: int, rows: list, peers: dict):
+    rng = np.random.default_rng()
+    ha = [rng.standard_normal((n, n), dtype=np.float32) for _ in range(SETS)]
+    As = [kj.to_device(v) for v in ha]
+    outs = [kj.to_device(np.full((n, n), np.nan, np.float32)) for _ in range(SETS)]
+    nbytes = 8 * n * n
+    grid = ((n + TILE - 1) // TILE, (n + TILE - 1) // TILE)
+    transpose[grid, (TILE, ROWS)](outs[0], As[0])
+    if not np.array_equal(outs[0].copy_to_host(), ha[0].T):
+        raise AssertionError("transpose wrong")
+    ms = time_ms(lambda k: transpose[grid, (TILE, ROWS)](outs[k], As[k]), SETS)
+    rows.append(("transpose", "kaiojit", ms, tbps(nbytes, ms)))
+    if "torch" in peers:
+        torch = peers["torch"]
+        ta = [torch.from_numpy(v).cuda() for v in ha]
+        tout = [torch.empty_like(v) for v in ta]
+        tout[0].copy_(ta[0].t())
+        if not np.array_equal(tout[0].cpu().numpy(), ha[0].T):
+            raise AssertionError("torch transpose wrong")
+        ms = time_ms(lambda k: tout[k].copy_(ta[k].t()), SETS)
+        rows.append(("transpose", "torch", ms, tbps(nbytes, ms)))
+        if "triton" in peers:
+            tri = peers["triton"]
+            tri.transpose(tout[1], ta[1], n)
+            if not np.array_equal(tout[1].cpu().numpy(), ha[1].T):
+                raise AssertionError("triton transpose wrong")
+            ms = time_ms(lambda k: tri.transpose(tout[k], ta[k], n), SETS)
+            rows.append(("transpose", "triton", ms, tbps(nbytes, ms)))
+    if "cupy" in peers:
+        cp = peers["cupy"]
+        ca = [cp.asarray(v) for v in ha]
+        cout = [cp.empty_like(v) for v in ca]
+        ms = time_ms(lambda k: cp.copyto(cout[k], ca[k].T), SETS)
+        if not np.array_equal(cp.asnumpy(cout[0]), ha[0].T):
+            raise AssertionError("cupy transpose wrong")
+        rows.append(("transpose", "cupy", ms, tbps(nbytes, ms)))
+
+
+def load_peers() -> dict:
+    peers = {}
+    for name in ("torch", "cupy"):
+        try:
+            peers[name] = __import__(name)
+        except Exception:  # noqa: BLE001 - a peer that does not import is left out
+            pass
+    try:
+        sys.path.insert(0, os.path.dirname(__file__))
+        import _triton_peer
+        peers["triton"] = _triton_peer
+    except Exception:  # noqa: BLE001
+        pass
+    return peers
+
+
+def numba_rows(small: bool) -> list:
+    path = os.environ.get("KAIOJIT_NUMBA_PYTHONPATH")
+    if not path:
+        return []
+    env = dict(os.environ, PYTHONPATH=path)
+    script = os.path.join(os.path.dirname(__file__), "_numba_peer.py")
+    args = [sys.executable, script] + (["--small"] if small else [])
+    r = subprocess.run(args, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("numba-cuda peer failed:", r.stderr[-2000:])
+        return []
+    return [tuple(row) for row in json.loads(r.stdout.strip().splitlines()[-1])]
+
+
+def main() -> None:
+    small = "--small" in sys.argv
+    scale = 8 if small else 1
+    rows: list = []
+    peers = load_peers()
+    bench_saxpy(SAXPY_N // scale, rows, peers)
+    bench_sum(SUM_N // scale, rows, peers)
+    bench_transpose(TRANSPOSE_N // (2 if small else 1), rows, peers)
+    rows += numba_rows(small)
+    print(f"{'kernel':<10} {'who':<20} {'ms':>9} {'TB/s':>7}")
+    for kernel in ("saxpy", "sum", "transpose"):
+        for row in sorted((r for r in rows if r[0] == kernel), key=lambda r: -r[3]):
+            print(f"{row[0]:<10} {row[1]:<20} {row[2]:>9.3f} {row[3]:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()
