@@ -1,0 +1,368 @@
+"""The cpu backend: kernels compiled for the host (``kaiojit/lower/host.py``) and run natively.
+
+Memory is host memory (NumPy buffers kept alive by the backend), so ``DeviceArray``, copies,
+DLPack and the argument packer work unchanged. Streams run their work synchronously (a launch
+has finished when it returns); events record host times. A launch checks its configuration
+with the GPU's rules and limits, packs the arguments into the runtime's 8-byte slots, and runs
+the grid's blocks natively, split between worker threads (one per core, at most two halves of
+the grid each call; ctypes releases the GIL while native code runs). Faults detected in native
+code (debug bounds checks, divergent barriers) raise :class:`kaiojit.KernelError`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import itertools
+import os
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from kaiojit.errors import CudaError, KernelError, LaunchError
+from kaiojit.runtime.args import ArgPacker
+from kaiojit.runtime.backend import DeviceLimits, register_backend
+from kaiojit.runtime.launch import check_launch_config
+from kaiojit.runtime.slots import ThreadSlots
+
+KDL_CPU = 1
+PRINT_BUFFER_BYTES = 1 << 20          # like CUDA's default printf FIFO
+WORKER_STACK_BYTES = 512 << 20        # block mode keeps one copy of every variable per thread
+SMALL_LAUNCH_THREADS = 1 << 15        # fast-path launches smaller than this run on the caller
+ALIGN = 256
+
+
+class _Worker:
+    """A thread with a large stack that runs native calls handed to it."""
+
+    def __init__(self, index: int):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        previous = threading.stack_size()
+        threading.stack_size(WORKER_STACK_BYTES)
+        try:
+            self.thread = threading.Thread(target=self._loop, name=f"kaiojit-cpu-{index}",
+                                           daemon=True)
+            self.thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def _loop(self) -> None:
+        while True:
+            fn, args, done = self.jobs.get()
+            try:
+                fn(*args)
+            finally:
+                done.release()
+
+    def submit(self, fn, args, done: threading.Semaphore) -> None:
+        self.jobs.put((fn, args, done))
+
+
+class _LaunchBuffers(threading.local):
+    """Per calling thread: worker contexts, shared memory, the launch state, the print buffer."""
+
+    def __init__(self) -> None:
+        from kaiojit.lower import host as H
+
+        self.launch = np.zeros(H.LAUNCH_WORDS, np.int64)
+        self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
+        self.ctx = [np.zeros(H.CTX_WORDS, np.int64) for _ in range(2)]
+        self.shared = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+        self.launch[H.LAUNCH_PRINT_CAP] = PRINT_BUFFER_BYTES
+        self.launch[H.LAUNCH_PRINT_BUF] = self.prints.ctypes.data
+        for ctx in self.ctx:
+            ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
+
+    def shared_for(self, worker: int, nbytes: int) -> int:
+        buf = self.shared[worker]
+        if buf.size < nbytes + ALIGN:
+            buf = self.shared[worker] = np.zeros(nbytes + ALIGN, np.uint8)
+        return (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
+
+
+class CpuKernel:
+    """A host-compiled kernel ready to launch (what ``backend.load_kernel`` returns)."""
+
+    def __init__(self, backend: CpuBackend, image: Any):
+        self.backend = backend
+        self.image = image
+        self.host = image.host
+        self.name = getattr(image, "py_name", image.name)
+        self.fn = self  # the protocol's per-device function handle (occupancy queries)
+        self.packer = ArgPacker(image.signature.args, getattr(image, "arg_names", None))
+        self._slots = ThreadSlots(self.packer.layout)
+        self._configs: dict[Any, Any] = {}
+        self._run = self.host.run
+
+    def on_device(self, device: int) -> CpuKernel:
+        return self
+
+    def attributes(self, device: int | None = None) -> dict[str, int]:
+        return self.backend.function_attributes(self)
+
+    def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
+                  device: int | None = None):
+        return check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
+                                   self.name, self.host.static_shared_bytes)
+
+    def suggest_block_size(self, dynamic_shared: int = 0) -> int:
+        return self.backend.occupancy_block_size(self, dynamic_shared)[1]
+
+    def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any,
+               cluster: Any = None) -> None:
+        key = (grid, block, shared_mem, cluster)
+        try:
+            config = self._configs[key]
+        except KeyError:
+            config = self._configs[key] = self.configure(grid, block, shared_mem, cluster)
+        except TypeError:  # unhashable (lists): check every time
+            config = self.configure(grid, block, shared_mem, cluster)
+        slots = self._slots.get()
+        staged = self.packer.pack(slots, args, 0)
+        self.backend.run_grid(self, config, slots.address)
+        if staged is not None:
+            for s in staged:
+                s.copy_back(None)
+
+    def __repr__(self) -> str:
+        return f"<CpuKernel {self.name} {self.image.signature}>"
+
+
+class CpuBackend:
+    """The GpuBackend protocol on the host."""
+
+    name = "cpu"
+    debug_sync = False
+    closing = False
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.limits = DeviceLimits()
+        self._lock = threading.Lock()
+        self._buffers: dict[int, np.ndarray] = {}
+        self._handles = itertools.count(0x10, 0x10)
+        self._events: dict[int, float | None] = {}
+        self._kernels: dict[int, tuple[Any, CpuKernel]] = {}
+        self._local = _LaunchBuffers()
+        n = workers if workers is not None else min(os.cpu_count() or 1, 2)
+        self._workers = [_Worker(i) for i in range(max(n, 1))]
+        if not faulthandler.is_enabled():
+            try:  # a crash in generated code then prints where it happened, not nothing
+                faulthandler.enable()
+            except (RuntimeError, ValueError, AttributeError, OSError):
+                pass
+
+    # --- devices ---------------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def select_device(self, device: int) -> None:
+        if device != 0:
+            raise ValueError(f"no device {device}: the cpu backend has one device, 0")
+
+    set_default_device = select_device
+
+    def device_limits(self, device: int) -> DeviceLimits:
+        return self.limits
+
+    def compute_capability(self, device: int) -> tuple[int, int]:
+        return (9, 0)
+
+    def target_spec(self):
+        from kaiojit.compiler import TargetSpec
+
+        return TargetSpec(kind="host")
+
+    # --- code --------------------------------------------------------------------------------------
+    def load_kernel(self, image: Any) -> CpuKernel:
+        if getattr(image, "host", None) is None:
+            raise TypeError(f"kernel {image.name!r} was not compiled for the host")
+        entry = self._kernels.get(id(image))
+        if entry is None or entry[0] is not image:
+            entry = self._kernels[id(image)] = (image, CpuKernel(self, image))
+        return entry[1]
+
+    def load_module(self, ptx: str, device: int) -> Any:
+        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "the cpu backend runs host code, not PTX")
+
+    def unload_module(self, module: Any, device: int) -> None:
+        pass
+
+    def get_function(self, module: Any, name: str, device: int) -> Any:
+        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "the cpu backend runs host code, not PTX")
+
+    def function_attributes(self, fn: Any) -> dict[str, int]:
+        static = fn.host.static_shared_bytes if isinstance(fn, CpuKernel) else 0
+        return {"max_threads_per_block": self.limits.max_threads_per_block,
+                "shared_bytes": static, "local_bytes": 0, "registers": 0, "const_bytes": 0}
+
+    def set_dynamic_shared(self, fn: Any, nbytes: int) -> None:
+        pass
+
+    def occupancy_block_size(self, fn: Any, dynamic_shared: int) -> tuple[int, int]:
+        return 1, 256
+
+    def launch_typed(self, fn: Any, grid, block, shared_mem, stream, slots, cluster=None) -> None:
+        config = check_launch_config(grid, block, shared_mem, cluster, self.limits, fn.name,
+                                     fn.host.static_shared_bytes)
+        self.run_grid(fn, config, slots.address)
+
+    def run_grid(self, kernel: CpuKernel, config: Any, slots_address: int) -> None:
+        """Run every block of a checked configuration; raise KernelError on a fault."""
+        from kaiojit.lower import host as H
+
+        gx, gy, gz = config.grid
+        bx, by, bz = config.block
+        nblocks = gx * gy * gz
+        local = self._local
+        launch = local.launch
+        launch[H.LAUNCH_ERROR] = 0
+        launch[H.LAUNCH_PRINT_USED] = 0
+        host = kernel.host
+        shared_bytes = host.static_shared_bytes + config.shared_mem
+        block_mode = host.uses_block_mode
+        threads = nblocks * bx * by * bz
+        parts = 1 if nblocks == 1 or (not block_mode and threads < SMALL_LAUNCH_THREADS) \
+            else min(len(self._workers), 2)
+        bounds = [nblocks * i // parts for i in range(parts + 1)]
+        calls = []
+        for w in range(parts):
+            ctx = local.ctx[w]
+            ctx[H.CTX_GRID:H.CTX_GRID + 3] = config.grid
+            ctx[H.CTX_BLOCK:H.CTX_BLOCK + 3] = config.block
+            ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
+            ctx[H.CTX_DYN_BYTES] = config.shared_mem
+            calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
+        run = kernel._run
+        if parts == 1 and not block_mode:
+            run(*calls[0])
+        else:
+            done = threading.Semaphore(0)
+            for w, call in enumerate(calls):
+                self._workers[w].submit(run, call, done)
+            for _ in calls:
+                done.acquire()
+        used = int(launch[H.LAUNCH_PRINT_USED])
+        if used:
+            text = local.prints[:min(used, PRINT_BUFFER_BYTES)].tobytes()
+            sys.stdout.write(text.decode("utf-8", "replace"))
+            if used > PRINT_BUFFER_BYTES:
+                sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
+                                 f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
+            sys.stdout.flush()
+        if launch[H.LAUNCH_ERROR]:
+            raise kernel_error(kernel, config, launch)
+
+    # --- memory ------------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        buf = np.empty(max(nbytes, 1) + ALIGN, np.uint8)
+        ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
+        with self._lock:
+            self._buffers[ptr] = buf
+        return ptr
+
+    def free(self, ptr: int, device: int) -> None:
+        with self._lock:
+            self._buffers.pop(ptr, None)
+
+    @property
+    def live_allocations(self) -> int:
+        return len(self._buffers)
+
+    def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if nbytes:
+            ctypes.memmove(dst, src, nbytes)
+
+    memcpy_dtoh = memcpy_htod
+    memcpy_dtod = memcpy_htod
+
+    def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
+        if nbytes:
+            ctypes.memset(ptr, byte, nbytes)
+
+    def pointer_device(self, ptr: int) -> int:
+        with self._lock:
+            for base, buf in self._buffers.items():
+                if base <= ptr < base + buf.size:
+                    return 0
+        return -1
+
+    def dlpack_device_type(self) -> int:
+        return KDL_CPU
+
+    # --- streams and events (work is done when a launch returns) ------------------------------------
+    def synchronize(self) -> None:
+        pass
+
+    def stream_create(self) -> int:
+        return next(self._handles)
+
+    def stream_destroy(self, stream: int) -> None:
+        pass
+
+    def stream_synchronize(self, stream: int) -> None:
+        pass
+
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        pass
+
+    def event_create(self, timing: bool = True) -> int:
+        handle = next(self._handles)
+        self._events[handle] = None
+        return handle
+
+    def event_destroy(self, event: int) -> None:
+        self._events.pop(event, None)
+
+    def event_record(self, event: int, stream: int) -> None:
+        self._events[event] = time.perf_counter()
+
+    def event_synchronize(self, event: int) -> None:
+        pass
+
+    def event_elapsed_ms(self, start: int, end: int) -> float:
+        t0, t1 = self._events.get(start), self._events.get(end)
+        if t0 is None or t1 is None:
+            raise CudaError("CUDA_ERROR_INVALID_HANDLE", "an event was not recorded")
+        return (t1 - t0) * 1000.0
+
+    def encode_tensormap_tiled(self, **fields: Any) -> bytes:
+        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "tensor maps need a GPU; the cpu backend "
+                        "cannot encode them")
+
+
+def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
+    """The KernelError for the fault native code recorded in ``launch``."""
+    from kaiojit.lower import host as H
+
+    site = kernel.host.sites[int(launch[H.LAUNCH_SITE])]
+    gx, gy, _ = config.grid
+    bx, by, _ = config.block
+    lb, lt = int(launch[H.LAUNCH_BLOCK]), int(launch[H.LAUNCH_THREAD])
+    block = (lb % gx, lb // gx % gy, lb // (gx * gy))
+    thread = (lt % bx, lt // bx % by, lt // (bx * by))
+    loc = site["loc"]
+    where = f"{loc.filename}:{loc.line}" if loc is not None else "an unknown line"
+    source = f"\n    {loc.source_line.strip()}" if loc is not None and loc.source_line else ""
+    if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
+        msg = (f"kernel {kernel.name!r}: index {int(launch[H.LAUNCH_INDEX])} is out of bounds "
+               f"for dimension {site['dim']} of array {site['array']!r} (size "
+               f"{int(launch[H.LAUNCH_EXTENT])}) at {where}, block {block}, thread {thread}"
+               f"{source}")
+    else:
+        msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
+               f"of the block reached the barrier at {where} and thread {thread} did not (a "
+               f"barrier must be reached by every thread of the block that has not returned)"
+               f"{source}")
+    return KernelError(msg)
+
+
+register_backend("cpu", CpuBackend)
+
+__all__ = ["CpuBackend", "CpuKernel", "LaunchError"]
