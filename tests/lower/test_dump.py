@@ -1,0 +1,52 @@
+"""KAIOJIT_DUMP writes each compiled kernel's stages (read once, at import: a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SCRIPT = textwrap.dedent('''
+    import kaiojit as kj
+
+    def scale(out, x):
+        i = kj.grid(1)
+        out[i] = x[i] * 2.0
+
+    kj.compile_ptx(scale, "void(float32[::1], float32[::1])")
+''')
+
+
+def run_with_dump(tmp_path, stages: str) -> dict[str, str]:
+    script = tmp_path / "kernel_file.py"
+    script.write_text(SCRIPT)
+    dump_dir = tmp_path / "dump"
+    env = dict(os.environ, KAIOJIT_DUMP=stages, KAIOJIT_DUMP_DIR=str(dump_dir),
+               PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    if not dump_dir.exists():
+        return {}
+    return {p.name: p.read_text() for p in dump_dir.iterdir()}
+
+
+def test_dump_writes_the_requested_stages(tmp_path):
+    files = run_with_dump(tmp_path, "kir,llvm,ptx")
+    by_stage = {name.split(".")[-2]: text for name, text in files.items()}
+    assert set(by_stage) == {"kir", "llvm", "ptx"}
+    assert all(name.startswith("scale_") for name in files)
+    assert by_stage["kir"].startswith("kernel scale(out: float32[::1], x: float32[::1])")
+    assert "define ptx_kernel void @scale_" in by_stage["llvm"]
+    assert ".entry scale_" in by_stage["ptx"] and "ld.global.nc" in by_stage["ptx"]
+
+
+def test_dump_of_one_stage_only(tmp_path):
+    files = run_with_dump(tmp_path, "ptx")
+    assert len(files) == 1 and next(iter(files)).endswith(".ptx")
+
+
+def test_no_dump_without_the_variable(tmp_path):
+    assert run_with_dump(tmp_path, "") == {}
