@@ -16,6 +16,12 @@ from kaiojit.runtime.backend import (
     register_backend,
     set_backend,
 )
+from kaiojit.runtime.cuda import (
+    device_compute_capability,
+    driver_version,
+    max_ptx_version,
+    ptx_version_for_driver,
+)
 from kaiojit.runtime.launch import (
     LaunchConfig,
     LoadedKernel,
@@ -47,6 +53,7 @@ __all__ = [
     "DeviceArray", "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel",
     "Module", "Stream", "TensorMap", "as_device_array", "backend", "check_launch_config",
     "default_stream", "device", "device_array", "device_array_like", "device_count",
+    "device_compute_capability", "driver_version", "max_ptx_version", "ptx_version_for_driver",
     "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
     "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
 ]
