@@ -153,12 +153,18 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
         raise e.with_traceback(None) from None
 
 
+_SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "language", "types", "errors",
+                         "frontend", "lower", "testing"})
+
+
 def __getattr__(name: str):
     # runtime names (DeviceArray, to_device, Stream, ...) load the runtime on first use
     import importlib
 
-    if name.startswith("__"):
-        raise AttributeError(name)
+    if name.startswith("_"):
+        raise AttributeError(f"module 'kaiojit' has no attribute {name!r}")
+    if name in _SUBMODULES:  # `from . import x` asks for submodules here before importing them
+        return importlib.import_module(f"kaiojit.{name}")
     runtime = importlib.import_module("kaiojit.runtime")
     if name == "runtime":
         return runtime

@@ -102,7 +102,10 @@ class Dispatcher:
             with self._lock:
                 ck = self._compiled.get(key)
                 if ck is None:
-                    ck = _compile_user_facing(self, sig, spec)
+                    if self.options.cache and spec.kind == "nvptx":
+                        ck = _compile_cached(self, sig, spec)
+                    else:
+                        ck = _compile_user_facing(self, sig, spec)
                     self._compiled[key] = ck
         return ck
 
@@ -356,6 +359,29 @@ def _compile_user_facing(dispatcher, sig, spec) -> CompiledKernel:
         return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec, _specialize_device)
     except KaiojitError as e:
         raise e.with_traceback(None) from None
+
+
+def _compile_cached(dispatcher, sig, spec) -> CompiledKernel:
+    """A compile through the disk cache (``cache=True``): a hit skips every stage."""
+    from . import __version__
+    from . import diskcache
+
+    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, __version__)
+    entry = diskcache.load(key)
+    if entry is not None:
+        return CompiledKernel(
+            name=entry["name"], py_name=dispatcher.py_func.__name__, signature=sig,
+            arg_names=tuple(entry["arg_names"]), kir=entry["kir"], llvm=entry["llvm"],
+            llvm_unoptimized="", ptx=entry["ptx"],
+            static_shared_bytes=entry["static_shared_bytes"], uses_sync=entry["uses_sync"],
+            options=dispatcher.options, target=spec, timings={"cache": True},
+        )
+    ck = _compile_user_facing(dispatcher, sig, spec)
+    diskcache.store(key, {
+        "name": ck.name, "arg_names": list(ck.arg_names), "kir": ck.kir, "llvm": ck.llvm,
+        "ptx": ck.ptx, "static_shared_bytes": ck.static_shared_bytes, "uses_sync": ck.uses_sync,
+    })
+    return ck
 
 
 def annotations_signature(pyfunc) -> T.Signature | None:
