@@ -1,0 +1,79 @@
+"""kaiojit's pytest plugin, registered on install (``pytest11`` entry point).
+
+* marker ``gpu``: the test needs a CUDA device; it is skipped where none is usable.
+* fixture ``kj_backend``: runs the test on a kaiojit backend made active for its duration and
+  yields the backend's name. Which backends: ``--kaiojit-backend=cuda|cpu|all`` (``all`` runs
+  each test on both; cuda is skipped without a device). The default is cuda when a CUDA device
+  is usable, else cpu.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+BACKEND_CHOICES = ("cuda", "cpu", "all")
+_instances: dict[str, object] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kaiojit")
+    group.addoption(
+        "--kaiojit-backend", choices=BACKEND_CHOICES, default=None,
+        help="kaiojit backend(s) for tests using the kj_backend fixture: cuda, cpu or all "
+             "(default: cuda when a CUDA device is usable, else cpu)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
+
+
+def _cuda_available() -> bool:
+    from kaiojit.runtime import is_cuda_available
+
+    return is_cuda_available()
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    choice = config.getoption("--kaiojit-backend", default=None)
+    if choice == "all":
+        return ["cpu", "cuda"]
+    if choice:
+        return [choice]
+    return ["cuda" if _cuda_available() else "cpu"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kj_backend" in metafunc.fixturenames:
+        metafunc.parametrize("kj_backend", selected_backends(metafunc.config), indirect=True)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not _cuda_available():
+        pytest.skip("needs a CUDA device")
+
+
+def _backend(name: str):
+    """One instance per backend for the whole session, so compiled kernels stay loaded."""
+    from kaiojit.runtime import get_backend, set_backend
+
+    backend = _instances.get(name)
+    if backend is None:
+        previous = set_backend(name)
+        backend = _instances[name] = get_backend()
+        set_backend(previous)
+    return backend
+
+
+@pytest.fixture
+def kj_backend(request: pytest.FixtureRequest):
+    """The name of the kaiojit backend this test runs on (made active for the test)."""
+    from kaiojit.runtime import set_backend
+
+    name = getattr(request, "param", None) or selected_backends(request.config)[0]
+    if name == "cuda" and not _cuda_available():
+        pytest.skip("needs a CUDA device")
+    previous = set_backend(_backend(name))
+    try:
+        yield name
+    finally:
+        set_backend(previous)
