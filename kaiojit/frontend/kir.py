@@ -31,9 +31,11 @@ from ..types import Signature, Type
 #   shared     attr = (shape, dtype, name): a static shared array (shape () = dynamic)
 #   local      attr = (shape, dtype): a per-thread local array
 #   constarray attr = (ndarray, name): a constant-memory array
+#   reuse      args = (value,): one node used in two places, evaluated once (the middle operand
+#              of a chained comparison that has side effects); its first use dominates the rest
 EXPR_OPS = frozenset(
     "const var param binop unop not cmp and or select cast load shape tuple getitem intrinsic "
-    "call shared local constarray".split()
+    "call shared local constarray reuse".split()
 )
 
 
@@ -87,6 +89,8 @@ class Expr:
             return f"local.array({shape}, {dtype})"
         if self.op == "constarray":
             return f"const.array_like({self.attr[1]})"
+        if self.op == "reuse":
+            return str(self.args[0])
         return f"<{self.op}>"
 
 

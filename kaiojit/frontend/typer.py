@@ -617,6 +617,9 @@ class Typer(ast.NodeVisitor):
                 self.error(f"'{what.get(type(op_node), '?')}' is not supported in kernels: "
                            "compare numbers with ==, !=, <, <=, >, >=", node, UnsupportedError)
             right = self.expr(right_node)
+            if len(node.ops) > 1 and not _is_pure(right):
+                # a < f() < b evaluates f() once, as Python does
+                right = Expr("reuse", right.type, (right,), loc=right.loc, weak=right.weak)
             for e, n in ((left, node.left), (right, right_node)):
                 if not isinstance(e.type, T.ScalarType):
                     self.error(f"cannot compare {_type_words(e.type)}", n)
@@ -754,6 +757,12 @@ def _fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
     if r is None or isinstance(r, complex):
         return None
     return Expr("const", rt, attr=_convert_const(r, rt))
+
+
+def _is_pure(e: Expr) -> bool:
+    """No side effects: evaluating it twice is the same as once."""
+    return not any(x.op == "call" or (x.op == "intrinsic" and not x.attr.startswith(
+        ("sreg.", "grid", "math.", "bits.", "array.view"))) for x in kir.walk_expr(e))
 
 
 _ASSIGNED_CACHE: dict[int, frozenset] = {}

@@ -31,6 +31,8 @@ class ModuleLowering:
         self.pending: list[kir.KFunction] = []
         self.globals_by_name: dict[str, ir.GlobalVariable] = {}
         self.needs_libdevice = False
+        lines = getattr(options, "lineinfo", False) or getattr(options, "debug", False)
+        self.debug_info = DebugInfo(self.module) if lines else None
 
     def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
         written = written_params(kfunc)
@@ -59,6 +61,56 @@ class ModuleLowering:
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name=name)
         return fn
+
+
+class DebugInfo:
+    """Line tables (``lineinfo=True``): each statement's instructions carry its source line,
+    so PTX gets ``.loc`` directives that profilers and debuggers map back to the kernel."""
+
+    def __init__(self, module: ir.Module):
+        self.module = module
+        self.files: dict[str, object] = {}
+        self.unit = None
+        i32 = ir.IntType(32)
+        module.add_named_metadata("llvm.module.flags", [i32(2), "Debug Info Version", i32(3)])
+        module.add_named_metadata("llvm.module.flags", [i32(7), "Dwarf Version", i32(4)])
+
+    def _file(self, filename: str):
+        f = self.files.get(filename)
+        if f is None:
+            import os
+            f = self.files[filename] = self.module.add_debug_info("DIFile", {
+                "filename": os.path.basename(filename),
+                "directory": os.path.dirname(os.path.abspath(filename)),
+            })
+            if self.unit is None:
+                self.unit = self.module.add_debug_info("DICompileUnit", {
+                    "language": ir.DIToken("DW_LANG_Python"), "file": f,
+                    "producer": "kaiojit", "runtimeVersion": 0, "isOptimized": True,
+                    "emissionKind": ir.DIToken("LineTablesOnly"),
+                }, is_distinct=True)
+                self.module.add_named_metadata("llvm.dbg.cu", self.unit)
+        return f
+
+    def subprogram(self, llfunc: ir.Function, kfunc: kir.KFunction):
+        loc = kfunc.loc
+        if loc is None:
+            return None
+        f = self._file(loc.filename)
+        sp = self.module.add_debug_info("DISubprogram", {
+            "name": kfunc.qualname, "linkageName": llfunc.name, "file": f, "line": loc.line,
+            "type": self.module.add_debug_info(
+                "DISubroutineType", {"types": self.module.add_metadata([])}),
+            "scopeLine": loc.line, "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+            "unit": self.unit,
+        }, is_distinct=True)
+        llfunc.set_metadata("dbg", sp)
+        return sp
+
+    def location(self, loc, subprogram):
+        return self.module.add_debug_info("DILocation", {
+            "line": loc.line, "column": loc.col + 1, "scope": subprogram,
+        })
 
 
 def written_params(kfunc: kir.KFunction, _seen=None) -> set[str]:
@@ -116,11 +168,14 @@ class FunctionLowering:
         self.exit_block: ir.Block | None = None
         self.ret_slot = None
         self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
+        self.reused: dict[int, ir.Value] = {}
 
     # --- structure --------------------------------------------------------------------------------
 
     def lower(self):
         b = self.builder
+        self.subprogram = self.mod.debug_info.subprogram(self.llfunc, self.kfunc) \
+            if self.mod.debug_info else None
         for name, t in self.kfunc.locals.items():
             self.vars[name] = b.alloca(ll_type(t), name=name.replace("$", "."))
         if self.kfunc.return_type != T.void:
@@ -163,6 +218,8 @@ class FunctionLowering:
             self.stmt(s)
 
     def stmt(self, s):
+        if self.subprogram is not None and s.loc is not None:
+            self.builder.debug_metadata = self.mod.debug_info.location(s.loc, self.subprogram)
         method = _STMT_LOWERING[type(s)]
         method(self, s)
 
@@ -384,6 +441,13 @@ class FunctionLowering:
         fn = self.mod.function_for(e.attr)
         args = [self.expr(a) for a in e.args]
         return self.builder.call(fn, args)
+
+    def lower_reuse(self, e: Expr):
+        # evaluated where first used; later uses are dominated by it (see kir's 'reuse')
+        value = self.reused.get(id(e))
+        if value is None:
+            value = self.reused[id(e)] = self.expr(e.args[0])
+        return value
 
     def lower_intrinsic(self, e: Expr):
         return ops.intrinsic(self, e)

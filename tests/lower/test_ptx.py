@@ -319,3 +319,13 @@ def test_ptxas_rejects_broken_ptx():
     assemble(good)
     with pytest.raises(AssertionError, match="rejected"):
         assemble(good.replace("fma.rn.f32", "fma.bogus.f32"))
+
+
+def k_chained_side_effect(out, counter):
+    if 0 < kj.atomic.add(counter, 0, 1) < 5:
+        out[0] = 1
+
+
+def test_chained_comparison_evaluates_the_middle_once():
+    ptx = ptx_of(k_chained_side_effect, "void(int32[::1], int32[::1])")
+    assert len(re.findall(r"\batom\.", ptx)) == 1
