@@ -172,6 +172,7 @@ class BlockLowering(HostFunctionLowering):
     def lower(self):
         b = self.builder
         kf = self.kfunc
+        self.subprogram = None  # no line tables for block-mode functions
         hoister = Hoister(self.mod.needs_block)
         body = hoister.block(kf.body)
         for name, t in hoister.temps.items():
