@@ -38,6 +38,7 @@ from kaiojit.runtime.memory import (
     to_device,
 )
 from kaiojit.runtime.module import Module
+from kaiojit.runtime.peer import can_access_peer, copy_peer, enable_peer_access
 from kaiojit.runtime.stream import (
     Event,
     Stream,
@@ -50,6 +51,7 @@ from kaiojit.runtime.stream import (
 from kaiojit.runtime.tensormap import TensorMap
 
 __all__ = [
+    "can_access_peer", "copy_peer", "enable_peer_access",
     "DeviceArray", "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel",
     "Module", "Stream", "TensorMap", "as_device_array", "backend", "check_launch_config",
     "default_stream", "device", "device_array", "device_array_like", "device_count",

@@ -454,6 +454,42 @@ class CudaBackend:
             else:
                 check(self.drv.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
 
+    def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
+                    stream: int | None = None) -> None:
+        """Copy between two devices' memory (``cuMemcpyPeer[Async]``)."""
+        if not nbytes:
+            return
+        dst_ctx, src_ctx = self._context(dst_device), self._context(src_device)
+        context = f"peer copy of {nbytes} bytes from device {src_device} to {dst_device}"
+        if stream is None:
+            check(self.drv.cuMemcpyPeer(dst, dst_ctx, src, src_ctx, nbytes), context)
+        else:
+            check(self.drv.cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, nbytes, stream),
+                  context)
+
+    def can_access_peer(self, device: int, peer: int) -> bool:
+        if device == peer:
+            return True
+        return bool(check(self.drv.cuDeviceCanAccessPeer(device, peer)))
+
+    def enable_peer_access(self, device: int, peer: int) -> bool:
+        """Map ``peer``'s memory into ``device``'s context; False where the hardware cannot."""
+        if device == peer:
+            return True
+        if not self.can_access_peer(device, peer):
+            return False
+        pushed = self._on_device(device)
+        try:
+            err = self.drv.cuCtxEnablePeerAccess(self._context(peer), 0)
+            err = err[0] if isinstance(err, tuple) else err
+            already = self.drv.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+            if err != self.drv.CUresult.CUDA_SUCCESS and err != already:
+                check((err,), f"enabling peer access from device {device} to {peer}")
+        finally:
+            if pushed:
+                self._pop()
+        return True
+
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             if stream is None:
