@@ -96,11 +96,15 @@ class Hoister:
     def stmt(self, s) -> list:
         pre: list = []
         if isinstance(s, kir.Assign):
-            return [*pre, kir.Assign(s.target, self.expr(s.value, pre, True), s.loc)] \
-                if self.has_split(s.value) else [s]
+            if not self.has_split(s.value):
+                return [s]
+            value = self.expr(s.value, pre, True)
+            return [*pre, kir.Assign(s.target, value, s.loc)]
         if isinstance(s, kir.ExprStmt):
-            return [*pre, kir.ExprStmt(self.expr(s.expr, pre, True), s.loc)] \
-                if self.has_split(s.expr) else [s]
+            if not self.has_split(s.expr):
+                return [s]
+            value = self.expr(s.expr, pre, True)
+            return [*pre, kir.ExprStmt(value, s.loc)]
         if isinstance(s, kir.Store):
             array = self.expr(s.array, pre)
             indices = tuple(self.expr(i, pre) for i in s.indices)
