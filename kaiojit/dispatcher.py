@@ -424,7 +424,7 @@ def sass_of(ck: CompiledKernel) -> str:
     if ptxas is None or disasm is None:
         missing = "ptxas" if ptxas is None else "nvdisasm or cuobjdump"
         raise RuntimeError(f"inspect_sass needs {missing}: install a CUDA toolkit (or the "
-                           "nvidia-cuda-nvcc and nvidia-cuda-cuobjdump packages)")
+                           "nvidia-cuda-nvcc and nvidia-cuda-nvdisasm packages: pip install 'kaiojit[test]')")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.ptx")
         cubin = os.path.join(tmp, "k.cubin")
