@@ -10,8 +10,7 @@ import ast
 import builtins as py_builtins
 import inspect
 import math
-
-import numpy as np
+import sys
 
 from .. import language as L
 from .. import types as T
@@ -341,7 +340,8 @@ def _const_array_like(typer, node):
         typer.error("kj.const.array_like(ndarray) takes one argument", node)
     r = typer.visit(node.args[0])
     arr = r.value if isinstance(r, PyObj) else None
-    if not isinstance(arr, np.ndarray):
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(arr, np.ndarray):
         typer.error("kj.const.array_like() needs a NumPy array defined outside the kernel",
                     node.args[0])
     dtype = T.from_dtype(arr.dtype)
@@ -480,6 +480,10 @@ def _build_table():
         table[getattr(math, name)] = _math_predicate(name)
     for t in T.SCALARS.values():
         table[t] = _cast(t)
+    np = sys.modules.get("numpy")
+    if np is None:
+        return table  # NumPy's functions and scalar types join once the program imports it
+    for t in T.SCALARS.values():
         if t is not T.bool_:
             table[t.np_dtype.type] = _cast(t)
     table[np.bool_] = _cast(T.bool_)
@@ -505,11 +509,13 @@ def _np_round_fn(name: str):
 
 
 _TABLE = None
+_TABLE_HAS_NUMPY = False
 
 
 def call_builtin(typer, fn, node: ast.Call) -> Expr:
-    global _TABLE
-    if _TABLE is None:
+    global _TABLE, _TABLE_HAS_NUMPY
+    if _TABLE is None or (not _TABLE_HAS_NUMPY and "numpy" in sys.modules):
+        _TABLE_HAS_NUMPY = "numpy" in sys.modules
         _TABLE = _build_table()
     try:
         typing = _TABLE.get(fn)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 import math
-
-import numpy as np
+import struct
+import sys
 
 from .. import language as L
 from .. import types as T
@@ -51,24 +51,39 @@ class PyObj:
         self.value = value
 
 
+def numpy_if_imported():
+    """NumPy if the program imported it, else None: compiling does not need NumPy, and without
+    it no value a kernel sees can be a NumPy object."""
+    return sys.modules.get("numpy")
+
+
 def const_expr(value, loc=None) -> Expr:
     """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
-    if isinstance(value, (bool, np.bool_)):
-        return Expr("const", T.bool_, attr=bool(value), loc=loc, weak=not isinstance(value, np.bool_))
+    if isinstance(value, bool):
+        return Expr("const", T.bool_, attr=value, loc=loc, weak=True)
     if isinstance(value, int):
         return Expr("const", T.int64, attr=value, loc=loc, weak=True)
     if isinstance(value, float):
         return Expr("const", T.float64, attr=value, loc=loc, weak=True)
-    if isinstance(value, np.generic):
+    np = numpy_if_imported()
+    if np is not None and isinstance(value, np.generic):
         t = T.from_dtype(value.dtype)
         return Expr("const", t, attr=value.item(), loc=loc)
     raise TypeError(value)
 
 
 def is_constant_value(value) -> bool:
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (bool, int, float)):
         return True
-    return isinstance(value, tuple) and all(is_constant_value(v) for v in value)
+    if isinstance(value, tuple):
+        return all(is_constant_value(v) for v in value)
+    np = numpy_if_imported()
+    return np is not None and isinstance(value, (np.bool_, np.integer, np.floating))
+
+
+def _is_ndarray(value) -> bool:
+    np = numpy_if_imported()
+    return np is not None and isinstance(value, np.ndarray)
 
 
 class Typer(ast.NodeVisitor):
@@ -196,7 +211,7 @@ class Typer(ast.NodeVisitor):
             if e is not None:
                 return e
             self.error(f"kj.{v.name} is a function: call it", node)
-        if isinstance(v, np.ndarray):
+        if _is_ndarray(v):
             self.error("a global NumPy array must be wrapped: kj.const.array_like(arr)", node)
         self.error(f"{_describe(v)} is not a value a kernel can use", node)
 
@@ -334,16 +349,15 @@ class Typer(ast.NodeVisitor):
         r = self.visit(node)
         if isinstance(r, PyObj) and isinstance(r.value, T.Type):
             return r.value
-        if isinstance(r, PyObj) and isinstance(r.value, type) and issubclass(r.value, np.generic):
+        np = numpy_if_imported()
+        if (isinstance(r, PyObj) and isinstance(r.value, type) and np is not None
+                and issubclass(r.value, np.generic)):
             return T.from_dtype(r.value)
         self.error("annotation is not a kaiojit type", node)
 
     def _assign_to(self, target, value: Expr, node) -> list:
         if isinstance(target, ast.Name):
-            if target.id in self.namespace and target.id not in self.var_types:
-                g = self.namespace[target.id]
-                if not is_constant_value(g) and not isinstance(g, (np.ndarray,)):
-                    pass  # shadowing a global name is allowed, as in Python
+            # shadowing a global name is allowed, as in Python
             return [self.assign_var(target.id, value, target)]
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
@@ -707,7 +721,7 @@ def _convert_const(v, t: T.ScalarType):
     if t.is_bool:
         return bool(v)
     if t.is_float:
-        return float(np.dtype(t.name).type(v)) if t.bits < 64 else float(v)
+        return _round_to_float(float(v), t.bits)
     if isinstance(v, float):
         if not math.isfinite(v):
             return 0
@@ -718,6 +732,17 @@ def _convert_const(v, t: T.ScalarType):
     if t.kind == "i" and v >= 1 << (bits - 1):
         v -= 1 << bits
     return v
+
+
+def _round_to_float(v: float, bits: int) -> float:
+    """``v`` rounded to a float of ``bits`` bits (IEEE, round to nearest even)."""
+    if bits == 64 or not math.isfinite(v):
+        return v
+    fmt = "e" if bits == 16 else "f"
+    try:
+        return struct.unpack(fmt, struct.pack(fmt, v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
 
 
 def _fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:

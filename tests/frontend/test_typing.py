@@ -302,3 +302,10 @@ def test_min_max_round_pow_types():
     assert types[:3] == [np.result_type(np.float32, np.int32).name, "int32", "int64"]
     # float32 ** int32 computes in float64, as NumPy promotes them
     assert types[3] == str(np.result_type(np.float32, np.int32))
+
+
+def test_promotion_of_every_pair_matches_numpy():
+    from kaiojit import types as T
+    for a in T.SCALARS.values():
+        for b in T.SCALARS.values():
+            assert T.promote(a, b).name == np.result_type(a.np_dtype, b.np_dtype).name, (a, b)

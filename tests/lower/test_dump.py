@@ -50,3 +50,11 @@ def test_dump_of_one_stage_only(tmp_path):
 
 def test_no_dump_without_the_variable(tmp_path):
     assert run_with_dump(tmp_path, "") == {}
+
+
+def test_import_and_compile_do_not_import_numpy(tmp_path):
+    script = tmp_path / "no_numpy.py"
+    script.write_text(SCRIPT + "import sys\nassert 'numpy' not in sys.modules, 'numpy imported'\n")
+    r = subprocess.run([sys.executable, str(script)], env=dict(os.environ, PYTHONPATH=ROOT),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
