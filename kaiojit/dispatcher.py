@@ -257,16 +257,13 @@ class _Launcher:
         self.shared_mem = shared_mem
 
     def __call__(self, *args):
-        d = self.dispatcher
+        # the hot path: one key of the backend and the argument types, one dict lookup
         try:
-            loaded = d._launch_cache.get(_launch_key(args))
-        except TypeError:  # an argument kaiojit cannot type: _prepare names it
+            loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
+        except TypeError:  # first launch (runtime not bound yet) or an argument kaiojit can't type
             loaded = None
         if loaded is None:
-            try:
-                loaded = d._prepare(args)
-            except CompileError as e:  # the user's error, without kaiojit's frames
-                raise e.with_traceback(None) from None
+            loaded = self.dispatcher._prepare(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
 
 
@@ -289,16 +286,23 @@ class _ForallLauncher:
         loaded.launch(grid, block, self.stream, self.shared_mem, args, None)
 
 
+_get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch
+_typeof = None
+
+
 def _launch_key(args):
     """What a launch's specialization depends on: the backend and every argument's type."""
-    global _launch_key
+    if _get_backend is None:
+        _bind_runtime()
+    return (_get_backend(), *map(_typeof, args))
+
+
+def _bind_runtime():
+    global _get_backend, _typeof
     from .runtime import get_backend, typeof
 
-    def launch_key(args):
-        return (get_backend(), *map(typeof, args))
-
-    _launch_key = launch_key
-    return launch_key(args)
+    _typeof = typeof
+    _get_backend = get_backend
 
 
 def target_spec_of(backend) -> TargetSpec:
