@@ -187,7 +187,11 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
-        self._loaded_for(args).launch(grid, block, stream, shared_mem, args, cluster)
+        try:
+            loaded = self._loaded_for(args)
+        except CompileError as e:
+            raise e.with_traceback(None) from None
+        loaded.launch(grid, block, stream, shared_mem, args, cluster)
 
     def _loaded_for(self, args):
         try:
@@ -263,7 +267,10 @@ class _Launcher:
         except TypeError:  # first launch (runtime not bound yet) or an argument kaiojit can't type
             loaded = None
         if loaded is None:
-            loaded = self.dispatcher._prepare(args)
+            try:
+                loaded = self.dispatcher._prepare(args)
+            except CompileError as e:  # the user's line, not kaiojit's frames
+                raise e.with_traceback(None) from None
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
 
 

@@ -199,3 +199,23 @@ def test_compile_ptx_needs_no_device_and_picks_arch():
 def test_unknown_jit_option():
     with pytest.raises(TypeError, match="unknown option"):
         kj.jit(fastmaths=True)
+
+
+def test_compile_error_at_launch_points_at_user_line(mock):
+    import inspect
+    import traceback
+
+    def bad(out, x, n):
+        i = kj.grid(1)
+        if i < n:
+            out[i] = x[i] + "one"
+
+    k = kj.jit(bad)
+    x = fresh(8)
+    with pytest.raises(kj.TypingError) as info:
+        k[1, 8](x, x, np.int32(8))
+    line = inspect.getsourcelines(bad)[1] + 3
+    assert str(info.value).startswith(f"{__file__}:{line}:22: unsupported operand types for +")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    internal = [f for f in frames if "/kaiojit/" in f.filename.replace("\\", "/")]
+    assert len(internal) <= 1  # the launch call itself, nothing below it
