@@ -19,7 +19,8 @@ steps=${*:-all}
 for step in $steps; do
     case $step in
     tests|all)
-        timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;&
+        # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
+        timeout 400 python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;&
     launch|all)
         PYTHONPATH=.:$NP22 timeout 200 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch.log" | tail -20 ;;&
     bandwidth|all)
