@@ -16,7 +16,7 @@ from .. import language as L
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from .kir import Expr
-from .typer import PyObj, _type_words
+from .values import PyObj, type_words
 
 # math functions of one float argument whose result has the argument's type
 MATH_UNARY = (
@@ -64,7 +64,7 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
                 size = Expr("binop", T.int64, (size, dim), attr="*", loc=typer.loc(node))
             return size
         typer.error(f"arrays in kernels have .shape, .size and .ndim, not .{attr}", node)
-    typer.error(f"{_type_words(t)} has no attribute {attr!r}", node)
+    typer.error(f"{type_words(t)} has no attribute {attr!r}", node)
 
 
 def _args(typer, node, n_min: int, n_max: int | None = None, name: str = "") -> list[Expr]:
@@ -80,7 +80,7 @@ def _args(typer, node, n_min: int, n_max: int | None = None, name: str = "") -> 
 
 def _scalar(typer, e: Expr, node, what: str) -> T.ScalarType:
     if not isinstance(e.type, T.ScalarType):
-        typer.error(f"{what} needs a number, got {_type_words(e.type)}", node)
+        typer.error(f"{what} needs a number, got {type_words(e.type)}", node)
     return e.type
 
 
@@ -161,7 +161,7 @@ def _py_len(typer, node):
         return Expr("shape", T.int64, (a,), attr=0, loc=typer.loc(node))
     if isinstance(a.type, T.TupleType):
         return Expr("const", T.int64, attr=len(a.type.elements), loc=typer.loc(node), weak=True)
-    typer.error(f"len() of {_type_words(a.type)}", node.args[0])
+    typer.error(f"len() of {type_words(a.type)}", node.args[0])
 
 
 def _py_abs(typer, node):
@@ -180,11 +180,11 @@ def _minmax(which: str):
         if len(node.args) == 1:
             typer.error(f"{which}() of one value: pass two or more numbers", node)
         args = _args(typer, node, 2, 64, which)
-        from .typer import _result_scalar
+        from .values import result_scalar
         t, weak = _scalar(typer, args[0], node.args[0], f"{which}()"), args[0].weak
         for a, n in zip(args[1:], node.args[1:]):
             _scalar(typer, a, n, f"{which}()")
-            t, weak = _result_scalar(t, weak, a.type, a.weak), weak and a.weak
+            t, weak = result_scalar(t, weak, a.type, a.weak), weak and a.weak
         out = typer.coerce(args[0], t, node)
         for a in args[1:]:
             out = Expr("intrinsic", t, (out, typer.coerce(a, t, node)), attr=f"math.{which}",
@@ -216,7 +216,7 @@ def _py_print(typer, node):
             if e.weak:
                 e = typer.coerce(e, e.type, a)
         elif not isinstance(e.type, T.StringType):
-            typer.error(f"print() takes scalars and string literals, not {_type_words(e.type)}", a)
+            typer.error(f"print() takes scalars and string literals, not {type_words(e.type)}", a)
         args.append(e)
     return typer.intrinsic("print", T.void, args, node)
 
@@ -234,8 +234,8 @@ def _math_unary(name: str):
 def _math_binary(name: str):
     def typing(typer, node):
         a, b = _args(typer, node, 2, 2, f"math.{name}")
-        from .typer import _result_scalar
-        t = _result_scalar(_scalar(typer, a, node.args[0], f"math.{name}()"), a.weak,
+        from .values import result_scalar
+        t = result_scalar(_scalar(typer, a, node.args[0], f"math.{name}()"), a.weak,
                            _scalar(typer, b, node.args[1], f"math.{name}()"), b.weak)
         ft = _float_type(t)
         return Expr("intrinsic", ft, (typer.coerce(a, ft, node), typer.coerce(b, ft, node)),
@@ -266,11 +266,11 @@ def _math_predicate(name: str):
 
 def _kj_fma(typer, node):
     args = _args(typer, node, 3, 3, "kj.fma")
-    from .typer import _result_scalar
+    from .values import result_scalar
     t, weak = args[0].type, args[0].weak
     for a, n in zip(args, node.args):
         _scalar(typer, a, n, "kj.fma()")
-        t, weak = _result_scalar(t, weak, a.type, a.weak), weak and a.weak
+        t, weak = result_scalar(t, weak, a.type, a.weak), weak and a.weak
     ft = _float_type(t)
     return Expr("intrinsic", ft, tuple(typer.coerce(a, ft, node) for a in args), attr="math.fma",
                 loc=typer.loc(node))
@@ -281,7 +281,7 @@ def _bits(name: str):
         (a,) = _args(typer, node, 1, 1, f"kj.{name}")
         t = _scalar(typer, a, node.args[0], f"kj.{name}()")
         if not t.is_int:
-            typer.error(f"kj.{name}() needs an integer, got {_type_words(t)}", node.args[0])
+            typer.error(f"kj.{name}() needs an integer, got {type_words(t)}", node.args[0])
         if a.weak:
             a, t = typer.coerce(a, T.int64, node), T.int64
         rt = t if name == "brev" else T.int32
@@ -384,7 +384,7 @@ def _atomic(user_name: str):
         args = _args(typer, node, nargs, nargs, f"kj.atomic.{user_name}")
         arr = args[0]
         if not isinstance(arr.type, T.ArrayType):
-            typer.error(f"kj.atomic.{user_name}() needs an array first, got {_type_words(arr.type)}",
+            typer.error(f"kj.atomic.{user_name}() needs an array first, got {type_words(arr.type)}",
                         node.args[0])
         dt = arr.type.dtype
         if dt not in ATOMIC_DTYPES or (dt.is_float and op in ATOMIC_INT_ONLY):
@@ -527,12 +527,12 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
         return _device_call(typer, fn, node)
     if isinstance(fn, L.KernelBuiltin):
         typer.error(f"kj.{fn.name} is not callable like this", node)
-    from .typer import _describe
+    from .values import describe
     if inspect.isfunction(fn):
         typer.error(f"function {fn.__name__!r} cannot be called from a kernel: decorate it with "
                     "@kj.jit(device=True) (or @kj.jit) to make it a device function", node.func,
                     UnsupportedError)
-    typer.error(f"{_describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
+    typer.error(f"{describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
 
 
 def _device_call(typer, dispatcher, node) -> Expr:
@@ -547,7 +547,7 @@ def _device_call(typer, dispatcher, node) -> Expr:
     arg_types = []
     for a, n in zip(args, node.args):
         if isinstance(a.type, (T.StringType, T.VoidType)):
-            typer.error(f"cannot pass {_type_words(a.type)} to a device function", n)
+            typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
     try:
         callee = typer.specialize_device(dispatcher, tuple(arg_types), typer.loc(node))

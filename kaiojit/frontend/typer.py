@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
-import math
-import struct
-import sys
 
 from .. import language as L
 from .. import types as T
 from ..errors import CompileError, TypingError, UnsupportedError
 from . import kir
 from .kir import Expr
+from .values import (
+    STRING_ONLY_IN_PRINT,
+    PyObj,
+    const_expr,
+    convert_const,
+    describe,
+    fold_binop,
+    is_constant_value,
+    is_ndarray,
+    numpy_if_imported,
+    result_scalar,
+    type_words,
+)
 from .source import FunctionSource
 
 _MAX_PASSES = 8
@@ -40,50 +50,6 @@ _UNSUPPORTED = {
     ast.JoinedStr: "f-strings", ast.Await: "'await'", ast.AsyncFunctionDef: "async functions",
     ast.Starred: "starred expressions", ast.Slice: "slices", ast.NamedExpr: "':='",
 }
-
-
-class PyObj:
-    """A Python object a name resolves to that is not a kernel value (a module, a builtin)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-def numpy_if_imported():
-    """NumPy if the program imported it, else None: compiling does not need NumPy, and without
-    it no value a kernel sees can be a NumPy object."""
-    return sys.modules.get("numpy")
-
-
-def const_expr(value, loc=None) -> Expr:
-    """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
-    if isinstance(value, bool):
-        return Expr("const", T.bool_, attr=value, loc=loc, weak=True)
-    if isinstance(value, int):
-        return Expr("const", T.int64, attr=value, loc=loc, weak=True)
-    if isinstance(value, float):
-        return Expr("const", T.float64, attr=value, loc=loc, weak=True)
-    np = numpy_if_imported()
-    if np is not None and isinstance(value, np.generic):
-        t = T.from_dtype(value.dtype)
-        return Expr("const", t, attr=value.item(), loc=loc)
-    raise TypeError(value)
-
-
-def is_constant_value(value) -> bool:
-    if isinstance(value, (bool, int, float)):
-        return True
-    if isinstance(value, tuple):
-        return all(is_constant_value(v) for v in value)
-    np = numpy_if_imported()
-    return np is not None and isinstance(value, (np.bool_, np.integer, np.floating))
-
-
-def _is_ndarray(value) -> bool:
-    np = numpy_if_imported()
-    return np is not None and isinstance(value, np.ndarray)
 
 
 class Typer(ast.NodeVisitor):
@@ -211,9 +177,9 @@ class Typer(ast.NodeVisitor):
             if e is not None:
                 return e
             self.error(f"kj.{v.name} is a function: call it", node)
-        if _is_ndarray(v):
+        if is_ndarray(v):
             self.error("a global NumPy array must be wrapped: kj.const.array_like(arr)", node)
-        self.error(f"{_describe(v)} is not a value a kernel can use", node)
+        self.error(f"{describe(v)} is not a value a kernel can use", node)
 
     def constant(self, v, node) -> Expr:
         if isinstance(v, tuple):
@@ -229,7 +195,7 @@ class Typer(ast.NodeVisitor):
             return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False)
         if isinstance(t, T.ScalarType) and isinstance(e.type, T.ScalarType):
             if e.op == "const":
-                return Expr("const", t, attr=_convert_const(e.attr, t), loc=e.loc)
+                return Expr("const", t, attr=convert_const(e.attr, t), loc=e.loc)
             return Expr("cast", t, (e,), loc=e.loc)
         if isinstance(t, T.ArrayType) and isinstance(e.type, T.ArrayType):
             if e.type.dtype == t.dtype and e.type.ndim == t.ndim and t.layout == "A":
@@ -252,7 +218,7 @@ class Typer(ast.NodeVisitor):
         if t1 == t2:
             return t1, w1 and w2
         if isinstance(t1, T.ScalarType) and isinstance(t2, T.ScalarType):
-            return _result_scalar(t1, w1, t2, w2), w1 and w2
+            return result_scalar(t1, w1, t2, w2), w1 and w2
         if isinstance(t1, T.ArrayType) and isinstance(t2, T.ArrayType):
             if t1.dtype == t2.dtype and t1.ndim == t2.ndim:
                 return t1.with_layout("A"), False
@@ -282,7 +248,7 @@ class Typer(ast.NodeVisitor):
                 raise TypingError(f"the type of {name!r} did not settle", self.loc(node))
             self.changed = True
             if isinstance(value.type, (T.StringType, T.VoidType)):
-                self.error(f"cannot assign {_type_words(value.type)} to a variable", node)
+                self.error(f"cannot assign {type_words(value.type)} to a variable", node)
             self.var_types[name], self.var_weak[name] = value.type, value.weak
         target = self.var_types[name]
         if self.final:
@@ -325,7 +291,7 @@ class Typer(ast.NodeVisitor):
     def visit_Assign(self, node):
         value = self.expr(node.value)
         if isinstance(value.type, T.StringType):
-            self.error(_STRING_ONLY_IN_PRINT, node.value)
+            self.error(STRING_ONLY_IN_PRINT, node.value)
         out = []
         for target in node.targets:
             out.extend(self._assign_to(target, value, node))
@@ -362,7 +328,7 @@ class Typer(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
-                self.error(f"cannot assign into {_type_words(arr.type)}", target.value)
+                self.error(f"cannot assign into {type_words(arr.type)}", target.value)
             indices = self.index_exprs(arr, target.slice, target)
             if len(indices) != arr.type.ndim:
                 self.error(
@@ -372,7 +338,7 @@ class Typer(ast.NodeVisitor):
             return [kir.Store(arr, indices, val, self.loc(node))]
         if isinstance(target, ast.Tuple):
             if not isinstance(value.type, T.TupleType):
-                self.error(f"cannot unpack {_type_words(value.type)}", node)
+                self.error(f"cannot unpack {type_words(value.type)}", node)
             n = len(value.type.elements)
             if len(target.elts) != n:
                 self.error(f"cannot unpack a tuple of {n} into {len(target.elts)} names", node)
@@ -399,7 +365,7 @@ class Typer(ast.NodeVisitor):
 
     def _scalar_for_store(self, value: Expr, dtype: T.ScalarType, node) -> Expr:
         if not isinstance(value.type, T.ScalarType):
-            self.error(f"cannot store {_type_words(value.type)} into an array of {dtype}", node)
+            self.error(f"cannot store {type_words(value.type)} into an array of {dtype}", node)
         return self.coerce(value, dtype, node) if self.final else value
 
     def visit_AugAssign(self, node):
@@ -416,7 +382,7 @@ class Typer(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
-                self.error(f"cannot assign into {_type_words(arr.type)}", target.value)
+                self.error(f"cannot assign into {type_words(arr.type)}", target.value)
             indices = self.index_exprs(arr, target.slice, target)
             if len(indices) != arr.type.ndim:
                 self.error(f"augmented assignment needs {arr.type.ndim} indices", target)
@@ -451,7 +417,7 @@ class Typer(ast.NodeVisitor):
         args = [self.expr(a) for a in it.args]
         for a, n in zip(args, it.args):
             if not (isinstance(a.type, T.ScalarType) and (a.type.is_int or a.type.is_bool)):
-                self.error(f"range() needs integers, got {_type_words(a.type)}", n)
+                self.error(f"range() needs integers, got {type_words(a.type)}", n)
         if len(args) == 1:
             args = [const_expr(0, self.loc(it)), args[0], const_expr(1, self.loc(it))]
         elif len(args) == 2:
@@ -490,7 +456,7 @@ class Typer(ast.NodeVisitor):
             return kir.Return(None, self.loc(node))
         value = self.expr(node.value)
         if isinstance(value.type, (T.StringType, T.VoidType)):
-            self.error(f"cannot return {_type_words(value.type)}", node.value)
+            self.error(f"cannot return {type_words(value.type)}", node.value)
         self.return_types.append((value.type, value.weak))
         if self.final:
             ret = self._return_type()
@@ -531,7 +497,7 @@ class Typer(ast.NodeVisitor):
             try:
                 return PyObj(getattr(base.value, node.attr))
             except AttributeError:
-                self.error(f"{_describe(base.value)} has no attribute {node.attr!r}", node)
+                self.error(f"{describe(base.value)} has no attribute {node.attr!r}", node)
         from .builtins import value_attribute
         return value_attribute(self, base, node.attr, node)
 
@@ -539,7 +505,7 @@ class Typer(ast.NodeVisitor):
         elts = tuple(self.expr(e) for e in node.elts)
         for e, n in zip(elts, node.elts):
             if isinstance(e.type, (T.StringType, T.VoidType)):
-                self.error(f"a tuple cannot hold {_type_words(e.type)}", n)
+                self.error(f"a tuple cannot hold {type_words(e.type)}", n)
         return Expr("tuple", T.TupleType(tuple(e.type for e in elts)), elts, loc=self.loc(node),
                     weak=all(e.weak for e in elts))
 
@@ -559,9 +525,9 @@ class Typer(ast.NodeVisitor):
                     return Expr("tuple", T.TupleType(tuple(i.type for i in items)), items,
                                 loc=self.loc(node))
                 self.error(
-                    f"unsupported operand types for {op}: {_type_words(a.type)} and "
-                    f"{_type_words(b.type)}", node)
-        rt = _result_scalar(a.type, a.weak, b.type, b.weak)
+                    f"unsupported operand types for {op}: {type_words(a.type)} and "
+                    f"{type_words(b.type)}", node)
+        rt = result_scalar(a.type, a.weak, b.type, b.weak)
         weak = a.weak and b.weak
         if op in ("<<", ">>", "&", "|", "^"):
             if rt.is_float:
@@ -578,7 +544,7 @@ class Typer(ast.NodeVisitor):
         if op in ("<<", ">>"):
             operand_t = rt
         a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
-        folded = _fold_binop(op, a2, b2, rt)
+        folded = fold_binop(op, a2, b2, rt)
         if folded is not None:
             folded.weak = weak
             folded.loc = self.loc(node)
@@ -590,7 +556,7 @@ class Typer(ast.NodeVisitor):
         if isinstance(node.op, ast.Not):
             return Expr("not", T.bool_, (self.truth(e, node.operand),), loc=self.loc(node))
         if not isinstance(e.type, T.ScalarType):
-            self.error(f"bad operand type for unary operator: {_type_words(e.type)}", node)
+            self.error(f"bad operand type for unary operator: {type_words(e.type)}", node)
         if isinstance(node.op, ast.UAdd):
             return e
         op = "-" if isinstance(node.op, ast.USub) else "~"
@@ -601,7 +567,7 @@ class Typer(ast.NodeVisitor):
             t = T.int64
             e = self.coerce(e, t, node)
         if e.op == "const" and op == "-":
-            return Expr("const", t, attr=_convert_const(-e.attr, t), loc=self.loc(node), weak=e.weak)
+            return Expr("const", t, attr=convert_const(-e.attr, t), loc=self.loc(node), weak=e.weak)
         return Expr("unop", t, (e,), attr=op, loc=self.loc(node), weak=e.weak)
 
     def truth(self, e: Expr, node) -> Expr:
@@ -609,9 +575,9 @@ class Typer(ast.NodeVisitor):
         if e.type == T.bool_:
             return e
         if isinstance(e.type, T.ScalarType):
-            zero = Expr("const", e.type, attr=_convert_const(0, e.type))
+            zero = Expr("const", e.type, attr=convert_const(0, e.type))
             return Expr("cmp", T.bool_, (e, zero), attr="!=", loc=e.loc)
-        self.error(f"{_type_words(e.type)} cannot be used as a condition", node)
+        self.error(f"{type_words(e.type)} cannot be used as a condition", node)
 
     def visit_BoolOp(self, node):
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -636,8 +602,8 @@ class Typer(ast.NodeVisitor):
                 right = Expr("reuse", right.type, (right,), loc=right.loc, weak=right.weak)
             for e, n in ((left, node.left), (right, right_node)):
                 if not isinstance(e.type, T.ScalarType):
-                    self.error(f"cannot compare {_type_words(e.type)}", n)
-            t = _result_scalar(left.type, left.weak, right.type, right.weak)
+                    self.error(f"cannot compare {type_words(e.type)}", n)
+            t = result_scalar(left.type, left.weak, right.type, right.weak)
             cmp = Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
                        attr=op, loc=self.loc(node))
             out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
@@ -666,7 +632,7 @@ class Typer(ast.NodeVisitor):
                 self.error(f"tuple index {i} out of range for a tuple of {n}", node.slice)
             return self.tuple_item(base, i % n)
         if not isinstance(base.type, T.ArrayType):
-            self.error(f"{_type_words(base.type)} cannot be indexed", node.value)
+            self.error(f"{type_words(base.type)} cannot be indexed", node.value)
         indices = self.index_exprs(base, node.slice, node)
         at = base.type
         if len(indices) > at.ndim:
@@ -690,98 +656,16 @@ class Typer(ast.NodeVisitor):
         out = []
         for it in items:
             if not (isinstance(it.type, T.ScalarType) and it.type.is_int):
-                self.error(f"array index must be an integer, got {_type_words(it.type)}", slice_node)
+                self.error(f"array index must be an integer, got {type_words(it.type)}", slice_node)
             out.append(self.coerce(it, T.int64 if it.weak else it.type, node))
         return tuple(out)
 
     def visit_Call(self, node):
         fn = self.visit(node.func)
         if not isinstance(fn, PyObj):
-            self.error(f"{_type_words(fn.type)} is not callable", node.func)
+            self.error(f"{type_words(fn.type)} is not callable", node.func)
         from .builtins import call_builtin
         return call_builtin(self, fn.value, node)
-
-
-# --- promotion helpers ------------------------------------------------------------------------------
-
-
-def _result_scalar(t1: T.ScalarType, w1: bool, t2: T.ScalarType, w2: bool) -> T.ScalarType:
-    if w1 and w2:
-        order = {"b": 0, "u": 1, "i": 1, "f": 2}
-        return t1 if order[t1.kind] >= order[t2.kind] else t2
-    if w1:
-        return T.promote_weak(t2, t1.kind)
-    if w2:
-        return T.promote_weak(t1, t2.kind)
-    return T.promote(t1, t2)
-
-
-def _convert_const(v, t: T.ScalarType):
-    """A Python value converted as a cast to ``t`` would convert it (integers wrap)."""
-    if t.is_bool:
-        return bool(v)
-    if t.is_float:
-        return _round_to_float(float(v), t.bits)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return 0
-        v = int(v)
-    v = int(v)
-    bits = t.bits
-    v &= (1 << bits) - 1
-    if t.kind == "i" and v >= 1 << (bits - 1):
-        v -= 1 << bits
-    return v
-
-
-def _round_to_float(v: float, bits: int) -> float:
-    """``v`` rounded to a float of ``bits`` bits (IEEE, round to nearest even)."""
-    if bits == 64 or not math.isfinite(v):
-        return v
-    fmt = "e" if bits == 16 else "f"
-    try:
-        return struct.unpack(fmt, struct.pack(fmt, v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
-
-
-def _fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
-    """Fold an operation on two constants (used for module-level constants and literals)."""
-    if a.op != "const" or b.op != "const":
-        return None
-    x, y = a.attr, b.attr
-    try:
-        if op == "+":
-            r = x + y
-        elif op == "-":
-            r = x - y
-        elif op == "*":
-            r = x * y
-        elif op == "/":
-            r = x / y
-        elif op == "//":
-            r = x // y
-        elif op == "%":
-            r = x % y
-        elif op == "**":
-            r = x ** y
-        elif op == "<<":
-            r = x << y if 0 <= y < rt.bits else None
-        elif op == ">>":
-            r = x >> y if 0 <= y < rt.bits else None
-        elif op == "&":
-            r = x & y
-        elif op == "|":
-            r = x | y
-        elif op == "^":
-            r = x ^ y
-        else:
-            return None
-    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
-        return None
-    if r is None or isinstance(r, complex):
-        return None
-    return Expr("const", rt, attr=_convert_const(r, rt))
 
 
 def _is_pure(e: Expr) -> bool:
@@ -803,34 +687,6 @@ def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
                 found.add(n.id)
         names = _ASSIGNED_CACHE[key] = frozenset(found)
     return names
-
-
-_STRING_ONLY_IN_PRINT = "a string can only be an argument of print() in kernels"
-
-
-def _describe(v) -> str:
-    if isinstance(v, type(math)):
-        return f"module {v.__name__!r}"
-    name = getattr(v, "__name__", None)
-    module = getattr(v, "__module__", None)
-    if name and callable(v) and isinstance(module, str) and module.split(".")[0] in (
-            "numpy", "math", "builtins"):
-        return f"{'' if module == 'builtins' else module.split('.')[0] + '.'}{name}"
-    if name:
-        return f"{type(v).__name__} {name!r}"
-    return f"a {type(v).__name__}"
-
-
-def _type_words(t: T.Type) -> str:
-    if isinstance(t, T.ArrayType):
-        return f"an array {t}"
-    if isinstance(t, T.TupleType):
-        return f"a tuple {t}"
-    if isinstance(t, T.StringType):
-        return "a string"
-    if isinstance(t, T.VoidType):
-        return "nothing (a function that returns no value)"
-    return str(t)
 
 
 def type_function(pyfunc, src: FunctionSource, arg_types, is_kernel: bool, specialize_device,

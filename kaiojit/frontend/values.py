@@ -1,0 +1,165 @@
+"""Compile-time values in the frontend: Python objects names resolve to, constants and their
+folding, NumPy 2 promotion of scalar operands, and the words errors use for types."""
+
+from __future__ import annotations
+
+import math
+import struct
+import sys
+
+from .. import types as T
+from .kir import Expr
+
+
+class PyObj:
+    """A Python object a name resolves to that is not a kernel value (a module, a builtin)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def numpy_if_imported():
+    """NumPy if the program imported it, else None: compiling does not need NumPy, and without
+    it no value a kernel sees can be a NumPy object."""
+    return sys.modules.get("numpy")
+
+
+def const_expr(value, loc=None) -> Expr:
+    """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
+    if isinstance(value, bool):
+        return Expr("const", T.bool_, attr=value, loc=loc, weak=True)
+    if isinstance(value, int):
+        return Expr("const", T.int64, attr=value, loc=loc, weak=True)
+    if isinstance(value, float):
+        return Expr("const", T.float64, attr=value, loc=loc, weak=True)
+    np = numpy_if_imported()
+    if np is not None and isinstance(value, np.generic):
+        t = T.from_dtype(value.dtype)
+        return Expr("const", t, attr=value.item(), loc=loc)
+    raise TypeError(value)
+
+
+def is_constant_value(value) -> bool:
+    if isinstance(value, (bool, int, float)):
+        return True
+    if isinstance(value, tuple):
+        return all(is_constant_value(v) for v in value)
+    np = numpy_if_imported()
+    return np is not None and isinstance(value, (np.bool_, np.integer, np.floating))
+
+
+def is_ndarray(value) -> bool:
+    np = numpy_if_imported()
+    return np is not None and isinstance(value, np.ndarray)
+
+
+# --- promotion helpers ------------------------------------------------------------------------------
+
+
+def result_scalar(t1: T.ScalarType, w1: bool, t2: T.ScalarType, w2: bool) -> T.ScalarType:
+    if w1 and w2:
+        order = {"b": 0, "u": 1, "i": 1, "f": 2}
+        return t1 if order[t1.kind] >= order[t2.kind] else t2
+    if w1:
+        return T.promote_weak(t2, t1.kind)
+    if w2:
+        return T.promote_weak(t1, t2.kind)
+    return T.promote(t1, t2)
+
+
+def convert_const(v, t: T.ScalarType):
+    """A Python value converted as a cast to ``t`` would convert it (integers wrap)."""
+    if t.is_bool:
+        return bool(v)
+    if t.is_float:
+        return round_to_float(float(v), t.bits)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return 0
+        v = int(v)
+    v = int(v)
+    bits = t.bits
+    v &= (1 << bits) - 1
+    if t.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def round_to_float(v: float, bits: int) -> float:
+    """``v`` rounded to a float of ``bits`` bits (IEEE, round to nearest even)."""
+    if bits == 64 or not math.isfinite(v):
+        return v
+    fmt = "e" if bits == 16 else "f"
+    try:
+        return struct.unpack(fmt, struct.pack(fmt, v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
+    """Fold an operation on two constants (used for module-level constants and literals)."""
+    if a.op != "const" or b.op != "const":
+        return None
+    x, y = a.attr, b.attr
+    try:
+        if op == "+":
+            r = x + y
+        elif op == "-":
+            r = x - y
+        elif op == "*":
+            r = x * y
+        elif op == "/":
+            r = x / y
+        elif op == "//":
+            r = x // y
+        elif op == "%":
+            r = x % y
+        elif op == "**":
+            r = x ** y
+        elif op == "<<":
+            r = x << y if 0 <= y < rt.bits else None
+        elif op == ">>":
+            r = x >> y if 0 <= y < rt.bits else None
+        elif op == "&":
+            r = x & y
+        elif op == "|":
+            r = x | y
+        elif op == "^":
+            r = x ^ y
+        else:
+            return None
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return None
+    if r is None or isinstance(r, complex):
+        return None
+    return Expr("const", rt, attr=convert_const(r, rt))
+
+
+STRING_ONLY_IN_PRINT = "a string can only be an argument of print() in kernels"
+
+
+def describe(v) -> str:
+    if isinstance(v, type(math)):
+        return f"module {v.__name__!r}"
+    name = getattr(v, "__name__", None)
+    module = getattr(v, "__module__", None)
+    if name and callable(v) and isinstance(module, str) and module.split(".")[0] in (
+            "numpy", "math", "builtins"):
+        return f"{'' if module == 'builtins' else module.split('.')[0] + '.'}{name}"
+    if name:
+        return f"{type(v).__name__} {name!r}"
+    return f"a {type(v).__name__}"
+
+
+def type_words(t: T.Type) -> str:
+    if isinstance(t, T.ArrayType):
+        return f"an array {t}"
+    if isinstance(t, T.TupleType):
+        return f"a tuple {t}"
+    if isinstance(t, T.StringType):
+        return "a string"
+    if isinstance(t, T.VoidType):
+        return "nothing (a function that returns no value)"
+    return str(t)
