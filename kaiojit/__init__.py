@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from . import types as _types
+from . import types
 from .compiler import CompileOptions as _CompileOptions
 from .compiler import TargetSpec as _TargetSpec
 from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
@@ -74,6 +74,18 @@ from .types import (
 )
 
 __version__ = "0.1.0"
+
+__all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) load on first use
+    "CompileError", "CudaError", "Dispatcher", "KernelError", "LaunchError", "LibdeviceNotFound",
+    "PerformanceWarning", "Signature", "TypingError", "UnsupportedError",
+    "activemask", "all_sync", "any_sync", "atomic", "ballot_sync", "blockDim", "blockIdx",
+    "bool_", "brev", "clz", "compile_llvm", "compile_ptx", "const", "ffs", "float16", "float32",
+    "float64", "fma", "grid", "gridDim", "gridsize", "int8", "int16", "int32", "int64", "jit",
+    "laneid", "local", "popc", "shared", "shfl_down_sync", "shfl_sync", "shfl_up_sync",
+    "shfl_xor_sync", "syncthreads", "syncthreads_and", "syncthreads_count", "syncthreads_or",
+    "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
+    "uint8", "uint16", "uint32", "uint64", "warpsize",
+]
 
 boolean = bool_
 b1 = bool_
