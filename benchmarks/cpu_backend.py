@@ -86,7 +86,8 @@ def simulator_times(x, y, a) -> dict | None:
         if extra:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra, env.get("PYTHONPATH")]))
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--simulator", path],
-                              env=env, capture_output=True, text=True, timeout=1800)
+                              env=env, capture_output=True, text=True, timeout=1800,
+                              check=False)
     if proc.returncode != 0:
         print(f"numba's simulator did not run:\n{proc.stderr.strip()[-2000:]}", file=sys.stderr)
         return None
@@ -188,9 +189,10 @@ def main(argv: list[str]) -> None:
     if "--no-record" in argv:
         return
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    lines = [f"\n## cpu backend vs numba's CUDA simulator ({stamp})\n",
-             f"Machine: {machine()}; numba {sim['version'] if sim else 'not available'}; "
-             f"`python benchmarks/cpu_backend.py`, inputs drawn fresh for the run.\n",
+    numba_version = sim["version"] if sim else "not available"
+    about = (f"Machine: {machine()}; numba {numba_version}; "
+             "`python benchmarks/cpu_backend.py`, inputs drawn fresh for the run.\n")
+    lines = [f"\n## cpu backend vs numba's CUDA simulator ({stamp})\n", about,
              "| " + " | ".join(header) + " |", "| --- | --- | --- | --- |"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     with open(RESULTS, "a") as f:

@@ -36,7 +36,7 @@ from ..errors import CompileError, UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from .codegen import FunctionLowering, ModuleLowering
-from .llvmtypes import I8, I32, I64, PTR, VOID, ll_param_type, ll_type
+from .llvmtypes import I8, I32, I64, PTR, VOID, ll_type
 from .target import Target, atomic_rmw, string_constant
 
 # --- the per-worker context: an array of i64 ---------------------------------------------------
@@ -89,9 +89,7 @@ def _register_libm() -> None:
     libm = ctypes.CDLL("libm.so.6")
     libc = ctypes.CDLL(None)
     names = ["snprintf"]
-    for base in ("sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
-                 "asinh acosh atanh erf erfc tgamma lgamma atan2 pow hypot copysign fmod "
-                 "floor ceil trunc rint fabs fma exp2").split():
+    for base in ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "tgamma", "lgamma", "atan2", "pow", "hypot", "copysign", "fmod", "floor", "ceil", "trunc", "rint", "fabs", "fma", "exp2"]:
         names += [base, base + "f"]
     for name in names:
         for lib in (libm, libc):
@@ -216,7 +214,7 @@ class HostTarget(Target):
     def sync(self, fl, name, args, e):
         if name.startswith("fence."):
             fl.builder.fence("seq_cst")
-            return None
+            return
         # barriers and warp operations are split points of the block-synchronous lowering
         raise AssertionError(f"{name} reached the host target outside block mode")
 
@@ -428,11 +426,11 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
         if block:
             b.call(body, [ctx, *params])
         else:
-            with counted_loop(b, ir.Constant(I64, 0), dims[2]) as tz:
-                with counted_loop(b, ir.Constant(I64, 0), dims[1]) as ty:
-                    with counted_loop(b, ir.Constant(I64, 0), dims[0]) as tx:
-                        tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
-                        b.call(body, [ctx, *tid, *params])
+            zero = ir.Constant(I64, 0)
+            with counted_loop(b, zero, dims[2]) as tz, counted_loop(b, zero, dims[1]) as ty, \
+                    counted_loop(b, zero, dims[0]) as tx:
+                tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
+                b.call(body, [ctx, *tid, *params])
         if check_errors:
             failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
             with b.if_then(failed, likely=False):
@@ -552,4 +550,4 @@ def compile_host(pyfunc, kfunc, signature, symbol, options, spec, timings):
     return ck
 
 
-__all__ = ["HostTarget", "HostKernel", "compile_host", "host_target_machine"]
+__all__ = ["HostKernel", "HostTarget", "compile_host", "host_target_machine"]

@@ -289,3 +289,65 @@ def test_divergent_syncthreads_raises(kj_backend):
     assert re.search(r"block \(\d, \d, 0\)", msg) and "syncthreads" in msg
     assert "thread (5, 0, 0)" in msg
     assert "test_sync.py" in msg
+
+
+@kj.jit
+def big_block_locals(out, x):
+    """1024 threads, each with a local array and a barrier: per-thread storage in block mode."""
+    sm = kj.shared.array(1024, kj.float64)
+    t = kj.threadIdx.x + kj.threadIdx.y * kj.blockDim.x
+    tmp = kj.local.array(8, kj.float64)
+    for k in range(8):
+        tmp[k] = x[kj.blockIdx.x, t] * (k + 1)
+    sm[t] = tmp[7]
+    kj.syncthreads()
+    acc = 0.0
+    for k in range(8):
+        acc += tmp[k]
+    out[kj.blockIdx.x, t] = acc + sm[1023 - t]
+
+
+def test_1024_threads_with_local_arrays(kj_backend):
+    x = rng.standard_normal((3, 1024))
+    out = kj.to_device(np.full((3, 1024), np.nan))
+    big_block_locals[3, (32, 32)](out, kj.to_device(x))
+    np.testing.assert_allclose(out.copy_to_host(), x * 36 + x[:, ::-1] * 8)
+
+
+@kj.jit(debug=True)
+def shared_out_of_bounds(out, k):
+    sm = kj.shared.array(32, kj.int32)
+    t = kj.threadIdx.x
+    sm[t] = t
+    kj.syncthreads()
+    out[t] = sm[t + k]
+
+
+def test_debug_bounds_in_block_mode(kj_backend):
+    if kj_backend != "cpu":
+        pytest.skip("on a GPU the fault is a trap reported by the driver")
+    out = kj.to_device(np.zeros(32, np.int32))
+    shared_out_of_bounds[1, 32](out, 0)
+    np.testing.assert_array_equal(out.copy_to_host(), np.arange(32))
+    with pytest.raises(kj.KernelError, match=r"index 32 .* array 'sm' \(size 32\)"):
+        shared_out_of_bounds[1, 32](out, 1)
+
+
+@kj.jit(device=True)
+def barrier_inside():
+    kj.syncthreads()
+    return 1
+
+
+@kj.jit
+def divergent_call(out):
+    t = kj.threadIdx.x
+    if t % 2 == 0:
+        out[t] = barrier_inside()
+
+
+def test_divergent_barrier_in_device_function_raises(kj_backend):
+    if kj_backend != "cpu":
+        pytest.skip("a divergent barrier is undefined behaviour on a GPU")
+    with pytest.raises(kj.KernelError, match="divergent syncthreads"):
+        divergent_call[2, 32](kj.to_device(np.zeros(32, np.int64)))
