@@ -47,9 +47,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("kj_backend", selected_backends(metafunc.config), indirect=True)
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None and not _cuda_available():
-        pytest.skip("needs a CUDA device")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, at the test's own location, what needs CUDA where no device is usable."""
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_cuda = callspec is not None and callspec.params.get("kj_backend") == "cuda"
+        if (on_cuda or item.get_closest_marker("gpu") is not None) and not _cuda_available():
+            item.add_marker(skip)
 
 
 def _backend(name: str):
