@@ -81,5 +81,7 @@ def test_streams_and_events(kj_backend):
     end.synchronize()
     s.synchronize()
     assert start.elapsed_time(end) >= 0
-    np.testing.assert_allclose(d.copy_to_host(stream=s), x + 3)
+    host = d.copy_to_host(stream=s)
+    s.synchronize()
+    np.testing.assert_allclose(host, x + 3)
     assert kj.backend() == kj_backend
