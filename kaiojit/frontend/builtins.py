@@ -439,6 +439,7 @@ def _vote(kind: str):
 
 def _activemask(typer, node):
     _args(typer, node, 0, 0, "kj.activemask")
+    typer.uses_sync = True  # which lanes are active is a warp-level fact the cpu backend must keep
     return typer.intrinsic("warp.activemask", T.uint32, (), node)
 
 

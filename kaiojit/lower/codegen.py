@@ -166,6 +166,7 @@ class FunctionLowering:
         self.vars: dict[str, ir.AllocaInstr] = {}
         self.loops: list[tuple[ir.Block, ir.Block]] = []
         self.exit_block: ir.Block | None = None
+        self.subprogram = None  # set by lower() under lineinfo
         self.ret_slot = None
         self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
         self.reused: dict[int, ir.Value] = {}
