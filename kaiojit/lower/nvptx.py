@@ -145,8 +145,12 @@ class NVPTXTarget(Target):
 
 
 def _asm(fl, ret, text, constraints, args, ty_args):
-    fnty = ir.FunctionType(ret, ty_args)
-    return fl.builder.asm(fnty, text, constraints, args, True)
+    """Inline PTX, marked convergent: LLVM must not hoist or sink it across branches (an
+    activemask or bar.red moved out of a divergent branch would see other threads)."""
+    from llvmlite.ir.instructions import InlineAsm
+
+    asm = InlineAsm(ir.FunctionType(ret, ty_args), text, constraints, side_effect=True)
+    return fl.builder.call(asm, args, attrs=("convergent",))
 
 
 def _syncthreads(fl, args):
