@@ -13,6 +13,7 @@ library is missing are listed as skipped with the reason. To add a row, add a fu
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -127,10 +128,11 @@ def row_ctypes_raw() -> Callable[[], None]:
     arrays = _kj_arrays()
     slots = loaded._slots.get()
     loaded.packer.pack(slots, (*arrays, A, N), 0)
-    params, entry = slots.params_address, backend._launch
+    params, entry = slots.params_pointer, backend._launch
+    fn = ctypes.c_void_p(handle)
 
     def launch() -> None:
-        entry(handle, GRID, 1, 1, BLOCK, 1, 1, 0, 0, params, None)
+        entry(fn, GRID, 1, 1, BLOCK, 1, 1, 0, None, params, None)
     launch._keep = arrays  # type: ignore[attr-defined]
     return launch
 
@@ -142,6 +144,26 @@ def row_kaiojit_loaded() -> Callable[[], None]:
     loaded = rt.get_backend().load_kernel(_image())
     args = (*_kj_arrays(), A, N)
     return lambda: loaded.launch(GRID, BLOCK, None, 0, args)
+
+
+def row_kaiojit_loaded_bindings() -> Callable[[], None]:
+    """As above, with the driver called through cuda.bindings (KAIOJIT_LAUNCH=bindings)."""
+    import kaiojit.runtime as rt
+
+    backend = rt.get_backend()
+    loaded = backend.load_kernel(_image())
+    args = (*_kj_arrays(), A, N)
+
+    def launch() -> None:
+        loaded.launch(GRID, BLOCK, None, 0, args)
+
+    def switched() -> None:
+        backend.launch_through_bindings = True
+        try:
+            launch()
+        finally:
+            backend.launch_through_bindings = False
+    return switched
 
 
 def row_kaiojit_builder() -> Callable[[], None]:
@@ -249,6 +271,7 @@ ROWS: list[tuple[str, Callable[[], Callable[[], None]]]] = [
     ("raw cuLaunchKernel (prepacked)", row_raw),
     ("ctypes cuLaunchKernel (prepacked)", row_ctypes_raw),
     ("kaiojit LoadedKernel.launch", row_kaiojit_loaded),
+    ("kaiojit LoadedKernel, bindings call", row_kaiojit_loaded_bindings),
     ("kaiojit @kj.jit", row_kaiojit_jit),
     ("kaiojit builder (Module)", row_kaiojit_builder),
     ("kaiojit, PyTorch tensors", row_kaiojit_torch),

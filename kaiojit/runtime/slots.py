@@ -71,7 +71,8 @@ class ArgSlots:
     are memoryviews over the same bytes: writing through them is the launch's only work.
     """
 
-    __slots__ = ("layout", "_raw", "address", "u64", "f64", "f32", "raw", "_params", "params_address")
+    __slots__ = ("layout", "_raw", "address", "u64", "f64", "f32", "raw", "_params", "params_address",
+                 "params_pointer")
 
     def __init__(self, layout: SlotLayout):
         self.layout = layout
@@ -89,6 +90,7 @@ class ArgSlots:
         for i, s in enumerate(layout.first_slot):
             self._params[i] = self.address + s * SLOT_BYTES
         self.params_address = ctypes.addressof(self._params)
+        self.params_pointer = ctypes.c_void_p(self.params_address)
 
     # --- writers, one per parameter kind; ``slot`` is a first-slot index --------------------
 

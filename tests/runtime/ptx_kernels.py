@@ -38,8 +38,9 @@ _STORE = {"u8": "u8", "s8": "u8", "s16": "u16", "u16": "u16", "b16": "b16", "s32
 
 def scalars_ptx() -> str:
     """``scalars(out, p0, ..., p11)``: stores each scalar's bytes at ``out + 8*k``."""
-    params = ",\n".join([".param .u64 out"] + [f".param {pt} p{k}" for k, (_, pt, _, _) in
-                                               enumerate(SCALAR_PARAMS)])
+    # `out` is a uint64[::1] argument: a pointer, then its length.
+    params = ",\n".join([".param .u64 out", ".param .s64 out_n"] + [
+        f".param {pt} p{k}" for k, (_, pt, _, _) in enumerate(SCALAR_PARAMS)])
     body = ["ld.param.u64 %rd0, [out];", "cvta.to.global.u64 %rd0, %rd0;"]
     for k, (_, _, ld, reg) in enumerate(SCALAR_PARAMS):
         r = f"{reg}{k + 1}"
@@ -57,7 +58,7 @@ def scalars_image() -> Image:
     return image("scalars", scalars_ptx(), sig, names)
 
 
-# tmap(before: u64*, tm: CUtensorMap, after: u32): copies tm's 128 bytes and `after` to before.
+# tmap(out: u64*, tm: CUtensorMap, after: u32): copies tm's 128 bytes and `after` to out.
 TENSORMAP_PTX = HEADER + """.visible .entry tmap(
 .param .u64 out,
 .param .align 64 .b8 tm[128],
@@ -137,3 +138,7 @@ frobnicate.u64 %rd1, %rd1;
 ret;
 }
 """
+
+# The same kernel as the compiler would declare it for "void(uint8[::1], tensormap, uint32)":
+# the array argument brings its length as a second parameter.
+TENSORMAP_ARRAY_PTX = TENSORMAP_PTX.replace(".param .u64 out,", ".param .u64 out,\n.param .s64 out_n,")

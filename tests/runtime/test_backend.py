@@ -128,3 +128,15 @@ def test_tensormap_tiled_on_the_mock(mock):
     assert other.bytes != tm.bytes
     with pytest.raises(TypeError, match=r"TensorMap.tiled needs a device array, got ndarray"):
         TensorMap.tiled(np.zeros((4, 4)), box=(4, 4))
+
+
+def test_ptx_entry_parameter_count_must_match_the_signature():
+    from kaiojit.runtime.cuda import check_entry_params
+
+    from .ptx_kernels import TENSORMAP_ARRAY_PTX, TENSORMAP_PTX, scalars_ptx
+
+    check_entry_params(scalars_ptx(), "scalars", 14)
+    check_entry_params(TENSORMAP_ARRAY_PTX, "tmap", 4)
+    with pytest.raises(ValueError, match=r"^kernel 'tmap': its PTX entry takes 3 parameters, "
+                                         r"its signature packs 4$"):
+        check_entry_params(TENSORMAP_PTX, "tmap", 4)

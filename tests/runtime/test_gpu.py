@@ -14,8 +14,8 @@ import pytest
 import kaiojit.runtime as rt
 from kaiojit.errors import CudaError
 
-from .ptx_kernels import (BAD_PTX, FAULT_PTX, SCALAR_PARAMS, TENSORMAP_PTX, axpy_image,
-                          image, scalars_image)
+from .ptx_kernels import (BAD_PTX, FAULT_PTX, SCALAR_PARAMS, TENSORMAP_ARRAY_PTX,
+                          TENSORMAP_PTX, axpy_image, image, scalars_image)
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng()
@@ -68,7 +68,7 @@ def test_a_tensormap_between_other_arguments_arrives_intact(cuda):
 def test_a_real_tensormap_through_the_compiled_path(cuda):
     src = rt.to_device(RNG.standard_normal((64, 64)).astype(np.float32))
     tm = rt.TensorMap.tiled(src, box=(16, 32), swizzle="128B")
-    loaded = cuda.load_kernel(image("tmap", TENSORMAP_PTX, "void(uint8[::1], tensormap, uint32)",
+    loaded = cuda.load_kernel(image("tmap", TENSORMAP_ARRAY_PTX, "void(uint8[::1], tensormap, uint32)",
                                     "out tm after"))
     out = rt.device_array(132, np.uint8)
     cuda.memset(out.ptr, POISON, out.nbytes)
