@@ -249,9 +249,13 @@ def _accepts(param: T.Type, arg: T.Type) -> bool:
 
 
 class _Launcher:
-    """``kernel[grid, block, stream, shared]``: bound to a configuration, called with arguments."""
+    """``kernel[grid, block, stream, shared]``: bound to a configuration, called with arguments.
 
-    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem")
+    After a launch through the general path, the launcher keeps the runtime's fast form of
+    that launch (arguments of the same kinds, same device and thread) and tries it first.
+    """
+
+    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "fast", "rebuilds")
 
     def __init__(self, dispatcher, grid, block, stream=None, shared_mem=0):
         self.dispatcher = dispatcher
@@ -259,9 +263,18 @@ class _Launcher:
         self.block = block
         self.stream = stream
         self.shared_mem = shared_mem
+        self.fast = None
+        self.rebuilds = 0
 
     def __call__(self, *args):
-        # the hot path: one key of the backend and the argument types, one dict lookup
+        fast = self.fast
+        if fast is not None:
+            try:
+                if fast(args):
+                    return
+            except (TypeError, ValueError, OverflowError):
+                pass  # a value the fast form cannot write: the general path reports or packs it
+        # the general path: one key of the backend and the argument types, one dict lookup
         try:
             loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
         except TypeError:  # first launch (runtime not bound yet) or an argument kaiojit can't type
@@ -272,6 +285,14 @@ class _Launcher:
             except CompileError as e:  # the user's line, not kaiojit's frames
                 raise e.with_traceback(None) from None
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
+        if self.rebuilds < _MAX_FAST_REBUILDS:
+            self.rebuilds += 1
+            fast_path = getattr(loaded, "fast_path", None)  # backends without one: None
+            self.fast = fast_path and fast_path(self.grid, self.block, self.stream,
+                                                self.shared_mem, args)
+
+
+_MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
 
 
 class _ForallLauncher:

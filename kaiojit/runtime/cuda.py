@@ -408,6 +408,23 @@ class CudaBackend:
         if rc != 0:
             self._launch_failed(rc, fn, grid, block, shared_mem, stream, slots)
 
+    @property
+    def fast_launch(self) -> bool:
+        """Whether launches may take :mod:`kaiojit.runtime.fastlaunch`'s generated path."""
+        return not self.launch_through_bindings
+
+    def fast_launch_entry(self, fn: CudaFunction, slots: Any) -> Any:
+        """The callable a fast launch calls as ``cuLaunchKernel`` (the ctypes entry point)."""
+        return self._launch
+
+    def stream_pointer(self, stream: int) -> ctypes.c_void_p:
+        """The prebuilt ``c_void_p`` a launch passes for a stream handle."""
+        try:
+            return self._streams[stream]
+        except KeyError:
+            pointer = self._streams[stream] = ctypes.c_void_p(stream)
+            return pointer
+
     def _launch_failed(self, rc: int, fn: CudaFunction, grid: tuple, block: tuple,
                        shared_mem: int, stream: int, slots: Any) -> None:
         err = error_for(rc)

@@ -229,6 +229,20 @@ class LoadedKernel:
         if backend.debug_sync:
             debug_sync(backend, handle, self.name, config)
 
+    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any) -> Any:
+        """After a successful :meth:`launch` with these values: a function ``fast(args)`` that
+        repeats such launches with less work, returning False when ``args`` differ in kind
+        (see :mod:`kaiojit.runtime.fastlaunch`); None where there is no fast form."""
+        from kaiojit.runtime import fastlaunch
+
+        device = self.backend.current_device()
+        try:
+            config = self._configs[(grid, block, shared_mem, None, device)]
+        except (KeyError, TypeError):
+            return None
+        handle = 0 if stream is None else stream_handle(stream)
+        return fastlaunch.build(self, config, handle, tuple(args), device)
+
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         return suggest_block_size(self, dynamic_shared)
 

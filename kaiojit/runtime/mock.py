@@ -57,6 +57,7 @@ class MockBackend:
     def __init__(self, device_count: int = 1, limits: DeviceLimits | None = None,
                  debug_sync: bool = False, compute_capability: tuple[int, int] = (9, 0)):
         self.launches: list[MockLaunch] = []
+        self.fast_launches = 0
         self.debug_sync = debug_sync
         self.closing = False
         self.limits = limits or DeviceLimits()
@@ -77,7 +78,27 @@ class MockBackend:
 
     def current_device(self) -> int:
         dev = self._tls.device
-        return self._default_device if dev is None else dev
+        if dev is None:
+            dev = self._tls.device = self._default_device
+        return dev
+
+    # the launch fast path (kaiojit.runtime.fastlaunch) works here as on the cuda backend
+    fast_launch = True
+
+    def stream_pointer(self, stream: int) -> int:
+        return stream
+
+    def fast_launch_entry(self, fn: Any, slots: Any) -> Any:
+        """A stand-in for cuLaunchKernel that records the launch like ``launch_typed``."""
+        def launch(fn_, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
+            self.launch_typed(fn, (gx, gy, gz), (bx, by, bz), shared, stream, slots)
+            self.fast_launches += 1
+            return 0
+        return launch
+
+    def _launch_failed(self, rc: int, fn: Any, grid: tuple, block: tuple, shared_mem: int,
+                       stream: int, slots: Any) -> None:
+        raise CudaError("CUDA_ERROR_LAUNCH_FAILED", f"mock launch failed ({rc})")
 
     def select_device(self, device: int) -> None:
         if not 0 <= device < self._count:
