@@ -201,7 +201,28 @@ def row_kaiojit_jit() -> Callable[[], None]:
 
 
 def row_kaiojit_torch() -> Callable[[], None]:
-    """kaiojit's LoadedKernel.launch with PyTorch tensors as arguments."""
+    """``@kj.jit`` with PyTorch tensors as the array arguments (as a PyTorch user launches)."""
+    import kaiojit as kj
+    import torch
+
+    @kj.jit
+    def saxpy(out, x, y, a, n):
+        i = kj.grid(1)
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    x = torch.randn(N, device="cuda")
+    y = torch.randn(N, device="cuda")
+    out = torch.empty(N, device="cuda")
+    torch.cuda.synchronize()
+    a, n = np.float32(A), np.int32(N)
+    launcher = saxpy[GRID, BLOCK]
+    launcher(out, x, y, a, n)
+    return lambda: launcher(out, x, y, a, n)
+
+
+def row_kaiojit_torch_loaded() -> Callable[[], None]:
+    """kaiojit's LoadedKernel.launch (the general path) with PyTorch tensors."""
     import kaiojit.runtime as rt
     import torch
 
@@ -274,7 +295,8 @@ ROWS: list[tuple[str, Callable[[], Callable[[], None]]]] = [
     ("kaiojit LoadedKernel, bindings call", row_kaiojit_loaded_bindings),
     ("kaiojit @kj.jit", row_kaiojit_jit),
     ("kaiojit builder (Module)", row_kaiojit_builder),
-    ("kaiojit, PyTorch tensors", row_kaiojit_torch),
+    ("kaiojit @kj.jit, PyTorch tensors", row_kaiojit_torch),
+    ("kaiojit LoadedKernel, PyTorch", row_kaiojit_torch_loaded),
     ("CuPy RawKernel", row_cupy),
     ("numba-cuda", row_numba),
     ("Triton", row_triton),
