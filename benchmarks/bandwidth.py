@@ -43,32 +43,56 @@ UNROLL = 4
 
 @kj.jit
 def saxpy_unrolled(out, x, y, a, n):
-    # each block covers UNROLL * blockDim consecutive elements, every access still coalesced
-    base = kj.blockIdx.x * kj.blockDim.x * UNROLL + kj.threadIdx.x
-    for k in range(UNROLL):
-        i = base + k * kj.blockDim.x
-        if i < n:
-            out[i] = a * x[i] + y[i]
+    # each block covers UNROLL * blockDim consecutive elements, every access still coalesced;
+    # a block wholly inside the array loads all its elements before it stores any
+    bd = kj.blockDim.x
+    base = kj.blockIdx.x * bd * UNROLL + kj.threadIdx.x
+    if base + (UNROLL - 1) * bd < n:
+        xs = kj.local.array(UNROLL, kj.float32)
+        ys = kj.local.array(UNROLL, kj.float32)
+        for k in range(UNROLL):
+            xs[k] = x[base + k * bd]
+            ys[k] = y[base + k * bd]
+        for k in range(UNROLL):
+            out[base + k * bd] = a * xs[k] + ys[k]
+    else:
+        for k in range(UNROLL):
+            i = base + k * bd
+            if i < n:
+                out[i] = a * x[i] + y[i]
+
+
+SUM_UNROLL = 4
 
 
 @kj.jit
 def block_sum(out, x, n):
-    # grid-stride accumulation, warp shuffles, one shared slot per warp, one atomic per block
+    # grid-stride accumulation with SUM_UNROLL independent loads in flight, warp shuffles,
+    # one shared slot per warp, one atomic per block
     warp_sums = kj.shared.array(32, kj.float32)
-    acc = kj.float32(0.0)
+    acc = kj.local.array(SUM_UNROLL, kj.float32)
+    for k in range(SUM_UNROLL):
+        acc[k] = 0.0
     stride = kj.gridsize(1)
     i = kj.grid(1)
+    while i + (SUM_UNROLL - 1) * stride < n:
+        for k in range(SUM_UNROLL):
+            acc[k] += x[i + k * stride]
+        i += SUM_UNROLL * stride
     while i < n:
-        acc += x[i]
+        acc[0] += x[i]
         i += stride
+    total = kj.float32(0.0)
+    for k in range(SUM_UNROLL):
+        total += acc[k]
     offset = 16
     while offset > 0:
-        acc += kj.shfl_down_sync(0xFFFFFFFF, acc, offset)
+        total += kj.shfl_down_sync(0xFFFFFFFF, total, offset)
         offset //= 2
     lane = kj.threadIdx.x % 32
     warp = kj.threadIdx.x // 32
     if lane == 0:
-        warp_sums[warp] = acc
+        warp_sums[warp] = total
     kj.syncthreads()
     if warp == 0:
         nwarps = kj.blockDim.x // 32
@@ -82,24 +106,32 @@ def block_sum(out, x, n):
 
 
 TILE = 32
+TILE_PAD = TILE + 1
 ROWS = 8
 
 
 @kj.jit
 def transpose(out, a):
-    tile = kj.shared.array((TILE, TILE + 1), kj.float32)
-    x = kj.blockIdx.x * TILE + kj.threadIdx.x
-    y = kj.blockIdx.y * TILE + kj.threadIdx.y
+    tile = kj.shared.array((TILE, TILE_PAD), kj.float32)
+    tx, ty = kj.threadIdx.x, kj.threadIdx.y
+    bx, by = kj.blockIdx.x * TILE, kj.blockIdx.y * TILE
     n0, n1 = a.shape
-    for k in range(0, TILE, ROWS):
-        if y + k < n0 and x < n1:
-            tile[kj.threadIdx.y + k, kj.threadIdx.x] = a[y + k, x]
+    full = by + TILE <= n0 and bx + TILE <= n1
+    if full:  # a tile wholly inside the matrix: no bounds checks
+        for k in range(0, TILE, ROWS):
+            tile[ty + k, tx] = a[by + ty + k, bx + tx]
+    else:
+        for k in range(0, TILE, ROWS):
+            if by + ty + k < n0 and bx + tx < n1:
+                tile[ty + k, tx] = a[by + ty + k, bx + tx]
     kj.syncthreads()
-    x = kj.blockIdx.y * TILE + kj.threadIdx.x
-    y = kj.blockIdx.x * TILE + kj.threadIdx.y
-    for k in range(0, TILE, ROWS):
-        if y + k < n1 and x < n0:
-            out[y + k, x] = tile[kj.threadIdx.x, kj.threadIdx.y + k]
+    if full:
+        for k in range(0, TILE, ROWS):
+            out[bx + ty + k, by + tx] = tile[tx, ty + k]
+    else:
+        for k in range(0, TILE, ROWS):
+            if bx + ty + k < n1 and by + tx < n0:
+                out[bx + ty + k, by + tx] = tile[tx, ty + k]
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -199,7 +231,7 @@ def bench_sum(n: int, rows: list, peers: dict):
     outs = [kj.to_device(np.zeros(1, np.float32)) for _ in range(SETS)]
     nbytes = 4 * n
     sms = 132
-    block = 512
+    block = 256
     grid = sms * 8
     n64 = np.int64(n)
 

@@ -167,6 +167,7 @@ class FunctionLowering:
         self.loops: list[tuple[ir.Block, ir.Block]] = []
         self.exit_block: ir.Block | None = None
         self.subprogram = None  # set by lower() under lineinfo
+        self.nonneg_vars = nonnegative_vars(kfunc)
         self.ret_slot = None
         self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
         self.reused: dict[int, ir.Value] = {}
@@ -493,6 +494,9 @@ class FunctionLowering:
             agg = b.insert_value(agg, strides[d], [2, d])
         return agg
 
+    def nonnegative(self, e: Expr) -> bool:
+        return is_nonnegative(e, self.nonneg_vars)
+
     def element_pointer(self, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
         b = self.builder
         ndim = at.ndim
@@ -501,7 +505,7 @@ class FunctionLowering:
         for d, (v, ie) in enumerate(zip(indices, idx_exprs)):
             it = ie.type
             v = ops.convert(self, v, it, T.int64) if it != T.int64 else v
-            if it.kind == "i" and not _nonnegative_const(ie):
+            if it.kind == "i" and not self.nonnegative(ie):
                 # Python's negative indices count from the end
                 neg = b.icmp_signed("<", v, ir.Constant(I64, 0))
                 v = b.select(neg, b.add(v, shape[d]), v)
@@ -540,8 +544,59 @@ def contiguous_strides(b: ir.IRBuilder, shape: list, itemsize: int, layout: str)
     return strides
 
 
-def _nonnegative_const(e: Expr) -> bool:
-    return e.op == "const" and e.attr >= 0
+_NONNEG_INTRINSICS = ("sreg.", "grid.", "gridsize.", "bits.popc", "bits.clz", "bits.ffs")
+_NONNEG_OPS = ("+", "*", "//", "%", ">>", "|", "^", "<<")
+
+
+def nonnegative_vars(kfunc: kir.KFunction) -> frozenset[str]:
+    """Integer variables that only ever hold values built from thread and block indices,
+    sizes, shapes and non-negative constants: indexing with them needs no wraparound of
+    negative indices. Overflow is ignored here, as CUDA C's signed arithmetic does."""
+    assigned: dict[str, list] = {}
+    for s in kir.walk_stmts(kfunc.body):
+        if isinstance(s, kir.Assign):
+            assigned.setdefault(s.target, []).append(s.value)
+        elif isinstance(s, kir.ForRange):
+            step_ok = s.step.op == "const" and s.step.attr > 0
+            assigned.setdefault(s.var, []).append(s.start if step_ok else None)
+    params = {n for n, _ in kfunc.params}
+    candidates = {n for n in assigned if n not in params}
+    changed = True
+    while changed:
+        changed = False
+        for name in list(candidates):
+            if not all(v is not None and is_nonnegative(v, candidates)
+                       for v in assigned[name]):
+                candidates.discard(name)
+                changed = True
+    return frozenset(candidates)
+
+
+def is_nonnegative(e: Expr, nonneg_vars) -> bool:
+    if isinstance(e.type, T.ScalarType) and e.type.kind == "u":
+        return True
+    op = e.op
+    if op == "const":
+        return isinstance(e.attr, (int, float)) and e.attr >= 0
+    if op == "var":
+        return e.attr in nonneg_vars
+    if op == "shape":
+        return True
+    if op == "intrinsic":
+        return e.attr.startswith(_NONNEG_INTRINSICS)
+    if op == "cast":
+        src = e.args[0].type
+        return (isinstance(src, T.ScalarType) and src.is_int and e.type.bits >= src.bits
+                and is_nonnegative(e.args[0], nonneg_vars))
+    if op == "binop" and e.attr in _NONNEG_OPS:
+        return all(is_nonnegative(a, nonneg_vars) for a in e.args)
+    if op == "binop" and e.attr == "&":
+        return any(is_nonnegative(a, nonneg_vars) for a in e.args)
+    if op == "select":
+        return all(is_nonnegative(a, nonneg_vars) for a in e.args[1:])
+    if op == "getitem" and e.args[0].op == "tuple":
+        return is_nonnegative(e.args[0].args[e.attr], nonneg_vars)
+    return False
 
 
 def _is_pure(e: Expr) -> bool:
