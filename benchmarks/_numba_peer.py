@@ -9,6 +9,7 @@ from numba import cuda, float32
 
 N = 1 << 28
 TILE, ROWS = 32, 8
+TILE_PAD = TILE + 1
 
 
 @cuda.jit
@@ -48,7 +49,7 @@ def block_sum(out, x, n):
 
 @cuda.jit
 def transpose(out, a):
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PAD), float32)
     x = cuda.blockIdx.x * TILE + cuda.threadIdx.x
     y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
     for k in range(0, TILE, ROWS):
