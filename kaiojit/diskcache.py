@@ -13,9 +13,8 @@ import hashlib
 import json
 import os
 import tempfile
+import sys
 import types as pytypes
-
-import numpy as np
 
 CACHE_VERSION = "1"
 
@@ -32,11 +31,12 @@ def _describe_global(value, seen: set) -> str | None:
     """What a referenced global contributes to the key (None: it cannot change the code)."""
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
         return repr(value)
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # NumPy values exist only if the program imported NumPy
+    if np is not None and isinstance(value, np.generic):
         return f"{value.dtype}:{value!r}"
     if isinstance(value, tuple):
         return "(" + ",".join(str(_describe_global(v, seen)) for v in value) + ")"
-    if isinstance(value, np.ndarray):
+    if np is not None and isinstance(value, np.ndarray):
         return f"ndarray:{value.dtype}:{value.shape}:{hashlib.sha256(value.tobytes()).hexdigest()}"
     if isinstance(value, pytypes.ModuleType):
         return f"module:{value.__name__}"
