@@ -18,6 +18,8 @@ steps=${*:-all}
 } | tee "$OUT/env.log"
 for step in $steps; do
     case $step in
+    example|all)
+        timeout 120 python3 examples/saxpy.py 2>&1 | tee "$OUT/example.log" | head -3 ;;&
     tests|all)
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
         timeout 400 python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;&
