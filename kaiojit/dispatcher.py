@@ -251,11 +251,12 @@ def _accepts(param: T.Type, arg: T.Type) -> bool:
 class _Launcher:
     """``kernel[grid, block, stream, shared]``: bound to a configuration, called with arguments.
 
-    After a launch through the general path, the launcher keeps the runtime's fast form of
-    that launch (arguments of the same kinds, same device and thread) and tries it first.
+    After a launch through the general path, the launcher takes the runtime's fast form of
+    that launch (arguments of the same kinds, same device and thread) as its own ``__call__``,
+    in a class of its own; the fast form hands anything else back to :meth:`general`.
     """
 
-    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "fast", "rebuilds")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "rebuilds")
 
     def __init__(self, dispatcher, grid, block, stream=None, shared_mem=0):
         self.dispatcher = dispatcher
@@ -263,17 +264,13 @@ class _Launcher:
         self.block = block
         self.stream = stream
         self.shared_mem = shared_mem
-        self.fast = None
         self.rebuilds = 0
 
+    def general(self, args):
+        """The general path (what a fast form hands back to)."""
+        return _Launcher.__call__(self, *args)
+
     def __call__(self, *args):
-        fast = self.fast
-        if fast is not None:
-            try:
-                if fast(args):
-                    return
-            except (TypeError, ValueError, OverflowError):
-                pass  # a value the fast form cannot write: the general path reports or packs it
         # the general path: one key of the backend and the argument types, one dict lookup
         try:
             loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
@@ -288,8 +285,19 @@ class _Launcher:
         if self.rebuilds < _MAX_FAST_REBUILDS:
             self.rebuilds += 1
             fast_path = getattr(loaded, "fast_path", None)  # backends without one: None
-            self.fast = fast_path and fast_path(self.grid, self.block, self.stream,
-                                                self.shared_mem, args)
+            fast = fast_path and fast_path(self.grid, self.block, self.stream, self.shared_mem,
+                                           args)
+            if fast:
+                self.__class__ = type("_FastLauncher", (_Launcher,),
+                                      {"__slots__": (), "__call__": fast})
+            else:
+                self.__class__ = _Launcher
+
+    @property
+    def fast(self):
+        """The generated fast form this launcher uses, if any (for tests and inspection)."""
+        call = type(self).__call__
+        return None if call is _Launcher.__call__ else call
 
 
 _MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing

@@ -23,7 +23,10 @@ _FLOAT_KINDS = {32: "f32", 64: "f64"}
 
 
 def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> Any:
-    """A fast launcher for this launch's shape, or None where only the general path applies."""
+    """A fast launcher for this launch's shape, or None where only the general path applies.
+
+    It is a method ``fast(launcher, *args)``: it launches, or hands ``args`` to
+    ``launcher.general`` when any of them differs in kind from what it was built for."""
     backend = loaded.backend
     if (not getattr(backend, "fast_launch", False) or backend.debug_sync
             or config.cluster is not None):
@@ -34,7 +37,7 @@ def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> An
     env: dict[str, Any] = {
         "DA": DeviceArray, "get_ident": threading.get_ident, "OWNER": threading.get_ident(),
         "tls": backend._tls, "DEV": device, "u64": slots.u64, "f32": slots.f32,
-        "f64": slots.f64, "launch": backend.fast_launch_entry(dk.fn, slots),
+        "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": backend.fast_launch_entry(dk.fn, slots),
         "FN": getattr(dk.fn, "pointer", dk.fn),
         "STREAM": backend.stream_pointer(stream), "PARAMS": slots.params_pointer,
         "failed": backend._launch_failed, "fn": dk.fn, "slots": slots,
@@ -43,15 +46,15 @@ def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> An
     }
     n = len(args)
     names = [f"a{i}" for i in range(n)]
+    # a method: the launcher's class gets it as __call__, so a launch is this one frame
     lines = [
-        "def fast(args):",
-        "    if get_ident() != OWNER or tls.device != DEV:",
-        "        return False",
-        f"    if len(args) != {n}:",
-        "        return False",
+        "def fast(self, *args):",
+        f"    if get_ident() != OWNER or tls.device != DEV or len(args) != {n}:",
+        "        return self.general(args)",
+        "    try:",
     ]
     if n:
-        lines.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
+        lines.append(f"        {', '.join(names)}{',' if n == 1 else ''} = args")
     param = 0
     for i, (t, value) in enumerate(zip(packer.arg_types, args)):
         first = packer.layout.first_slot[param]
@@ -59,13 +62,16 @@ def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> An
         code = _argument(f"a{i}", i, t, value, first, env)
         if code is None:
             return None
-        lines.extend("    " + line for line in code)
+        lines.extend("        " + line.replace("return False", "return self.general(args)")
+                     for line in code)
+    (gx, gy, gz), (bx, by, bz) = config.grid, config.block
     lines += [
-        "    rc = launch(FN, GRID[0], GRID[1], GRID[2], BLOCK[0], BLOCK[1], BLOCK[2], SHARED,",
-        "                STREAM, PARAMS, None)",
+        "    except (TypeError, ValueError, OverflowError):",
+        "        return self.general(args)  # a value the fast form cannot write",
+        f"    rc = launch(FN, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {config.shared_mem}, STREAM,",
+        "                PARAMS, None)",
         "    if rc:",
         "        failed(rc, fn, GRID, BLOCK, SHARED, STREAM_HANDLE, slots)",
-        "    return True",
     ]
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), f"<kaiojit fast launch of {loaded.name}>", "exec"), env,
@@ -132,10 +138,9 @@ def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict)
         return guard + [f"u64[{first}] = 1 if {v} else 0"]
     if cls is float:
         return None  # a float where an integer is declared: the general path reports it
-    mask = (1 << t.bits) - 1
-    if cls is int:
-        return guard + [f"u64[{first}] = {v} & {mask}"]
-    return guard + [f"u64[{first}] = int({v}) & {mask}"]
+    # little-endian: the low bytes of the signed 64-bit slot are the parameter's bytes, so a
+    # value of the parameter's range (or one that wraps into it) needs no mask
+    return guard + [f"i64[{first}] = {v}"]
 
 
 def _fits_f32(value: float) -> bool:
