@@ -138,33 +138,39 @@ BIG = 64
 BIG_PAD = BIG + 1
 
 
-@kj.jit
-def transpose64(out, a):
-    # 64 x 64 tiles, 16 elements a thread: more loads in flight than the 32 x 32 version
-    tile = kj.shared.array((BIG, BIG_PAD), kj.float32)
-    tx, ty = kj.threadIdx.x, kj.threadIdx.y
-    bx, by = kj.blockIdx.x * BIG, kj.blockIdx.y * BIG
-    n0, n1 = a.shape
-    full = by + BIG <= n0 and bx + BIG <= n1
-    if full:
-        for k in range(0, BIG, ROWS):
-            for c in range(0, BIG, TILE):
-                tile[ty + k, tx + c] = a[by + ty + k, bx + tx + c]
-    else:
-        for k in range(0, BIG, ROWS):
-            for c in range(0, BIG, TILE):
-                if by + ty + k < n0 and bx + tx + c < n1:
+def make_transpose64(rows: int):
+    """64 x 64 tiles, a block of 32 x ``rows`` threads: 2048 / rows elements a thread."""
+
+    @kj.jit
+    def transpose64(out, a):
+        tile = kj.shared.array((BIG, BIG_PAD), kj.float32)
+        tx, ty = kj.threadIdx.x, kj.threadIdx.y
+        bx, by = kj.blockIdx.x * BIG, kj.blockIdx.y * BIG
+        n0, n1 = a.shape
+        full = by + BIG <= n0 and bx + BIG <= n1
+        if full:
+            for k in range(0, BIG, rows):
+                for c in range(0, BIG, TILE):
                     tile[ty + k, tx + c] = a[by + ty + k, bx + tx + c]
-    kj.syncthreads()
-    if full:
-        for k in range(0, BIG, ROWS):
-            for c in range(0, BIG, TILE):
-                out[bx + ty + k, by + tx + c] = tile[tx + c, ty + k]
-    else:
-        for k in range(0, BIG, ROWS):
-            for c in range(0, BIG, TILE):
-                if bx + ty + k < n1 and by + tx + c < n0:
+        else:
+            for k in range(0, BIG, rows):
+                for c in range(0, BIG, TILE):
+                    if by + ty + k < n0 and bx + tx + c < n1:
+                        tile[ty + k, tx + c] = a[by + ty + k, bx + tx + c]
+        kj.syncthreads()
+        if full:
+            for k in range(0, BIG, rows):
+                for c in range(0, BIG, TILE):
                     out[bx + ty + k, by + tx + c] = tile[tx + c, ty + k]
+        else:
+            for k in range(0, BIG, rows):
+                for c in range(0, BIG, TILE):
+                    if bx + ty + k < n1 and by + tx + c < n0:
+                        out[bx + ty + k, by + tx + c] = tile[tx + c, ty + k]
+    return transpose64
+
+
+TRANSPOSE64 = {rows: make_transpose64(rows) for rows in (8, 4)}
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -312,12 +318,13 @@ def bench_transpose(n: int, rows: list, peers: dict):
     ms = time_ms(lambda k: transpose[grid, (TILE, ROWS)](outs[k], As[k]), SETS)
     rows.append(("transpose", "kaiojit", ms, tbps(nbytes, ms)))
     grid64 = ((n + BIG - 1) // BIG, (n + BIG - 1) // BIG)
-    outs[1] = kj.to_device(np.full((n, n), np.nan, np.float32))
-    transpose64[grid64, (TILE, ROWS)](outs[1], As[1])
-    if not np.array_equal(outs[1].copy_to_host(), ha[1].T):
-        raise AssertionError("transpose64 wrong")
-    ms = time_ms(lambda k: transpose64[grid64, (TILE, ROWS)](outs[k], As[k]), SETS)
-    rows.append(("transpose", "kaiojit (64x64 tiles)", ms, tbps(nbytes, ms)))
+    for rows_, kern in TRANSPOSE64.items():
+        outs[1] = kj.to_device(np.full((n, n), np.nan, np.float32))
+        kern[grid64, (TILE, rows_)](outs[1], As[1])
+        if not np.array_equal(outs[1].copy_to_host(), ha[1].T):
+            raise AssertionError("transpose64 wrong")
+        ms = time_ms(lambda k: kern[grid64, (TILE, rows_)](outs[k], As[k]), SETS)
+        rows.append(("transpose", f"kaiojit (64x64, 32x{rows_})", ms, tbps(nbytes, ms)))
     if "torch" in peers:
         torch = peers["torch"]
         ta = [torch.from_numpy(v).cuda() for v in ha]
