@@ -65,7 +65,7 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
         return max(self.bits // 8, 1)
 
     @property
-    def np_dtype(self) -> np.dtype:
+    def np_dtype(self):  # -> numpy.dtype
         import numpy as np  # not needed to compile: imported when NumPy objects are involved
 
         return np.dtype(self.name)

@@ -411,7 +411,7 @@ def _shuffle(kind: str):
         mask, value, lane = _args(typer, node, 3, 3, user_name)
         t = _scalar(typer, value, node.args[1], f"{user_name}()")
         if value.weak:
-            value, t = typer.coerce(value, t, node), t
+            value = typer.coerce(value, t, node)
         if t not in SHUFFLE_DTYPES:
             if t.is_int or t.is_bool:
                 value, t = typer.coerce(value, T.int32 if t.kind in "ib" else T.uint32, node), \

@@ -15,7 +15,7 @@ from ..errors import UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from . import ops
-from .llvmtypes import I1, I8, I64, PTR, array_struct, const, ll_mem_type, ll_type
+from .llvmtypes import I1, I8, I64, array_struct, const, ll_mem_type, ll_type
 
 
 class ModuleLowering:

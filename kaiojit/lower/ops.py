@@ -325,7 +325,7 @@ def _print_intrinsic(fl, e: Expr):
         v = fl.expr(a)
         t = a.type
         if t.is_float:
-            parts.append("%f" if t.bits < 64 else "%f")
+            parts.append("%f")
             if t.bits < 64:
                 v = fl.builder.fpext(v, ir.DoubleType())
         elif t.is_bool:

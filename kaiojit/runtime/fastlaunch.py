@@ -12,6 +12,7 @@ the thread that built it (its slots are that thread's).
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any
@@ -100,9 +101,9 @@ def _array(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -
     elif _is_torch_tensor(value) and value.is_contiguous() and t.layout == "C":
         env[f"C{i}"] = cls
         env[f"DT{i}"] = value.dtype
-        code = [f"if ({v}.__class__ is not C{i} or {v}.dtype is not DT{i} or "
-                f"{v}.dim() != {t.ndim} or not {v}.is_contiguous() or "
-                f"{v}.get_device() != DEV):",
+        code = [(f"if ({v}.__class__ is not C{i} or {v}.dtype is not DT{i} or "
+                 f"{v}.dim() != {t.ndim} or not {v}.is_contiguous() or "
+                 f"{v}.get_device() != DEV):"),
                 "    return False",
                 f"u64[{first}] = {v}.data_ptr()"]
         shape = f"{v}.shape"
@@ -144,7 +145,7 @@ def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict)
 
 
 def _fits_f32(value: float) -> bool:
-    return abs(value) < 3.4e38 or value != value
+    return abs(value) < 3.4e38 or math.isnan(value)
 
 
 def _is_torch_tensor(value: Any) -> bool:
