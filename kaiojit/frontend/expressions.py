@@ -1,0 +1,254 @@
+"""Typing of expressions: the visit methods of :class:`kaiojit.frontend.typer.Typer` for
+names, constants, operators, comparisons, subscripts and calls, kept apart from statements."""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+
+from .. import types as T
+from ..errors import UnsupportedError
+from . import kir
+from .kir import Expr
+from .values import (
+    PyObj,
+    const_expr,
+    convert_const,
+    describe,
+    fold_binop,
+    result_scalar,
+    type_words,
+)
+
+BINOPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+class ExpressionTyping:
+    """Mixin of :class:`Typer`: each ``visit_<Expr>`` returns a typed IR expression (or a
+    :class:`PyObj` for names that resolve to Python objects)."""
+
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, str):
+            return Expr("const", T.string, attr=v, loc=self.loc(node))
+        if v is None:
+            self.error("None is not a value in kernels", node, UnsupportedError)
+        if isinstance(v, complex):
+            self.error("complex numbers are not supported in kernels", node, UnsupportedError)
+        if not isinstance(v, (bool, int, float)):
+            self.error(f"{v!r} is not a value in kernels", node, UnsupportedError)
+        return const_expr(v, self.loc(node))
+
+    def visit_Name(self, node):
+        name = node.id
+        if name in self.var_types:
+            return self.var_expr(name, node)
+        if name in self.namespace:
+            return PyObj(self.namespace[name])
+        if hasattr(py_builtins, name):
+            return PyObj(getattr(py_builtins, name))
+        if name in _assigned_names(self.src.node):
+            self.error(f"name {name!r} is used before it is assigned", node)
+        self.error(f"name {name!r} is not defined", node)
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if isinstance(base, PyObj):
+            try:
+                return PyObj(getattr(base.value, node.attr))
+            except AttributeError:
+                self.error(f"{describe(base.value)} has no attribute {node.attr!r}", node)
+        from .builtins import value_attribute
+        return value_attribute(self, base, node.attr, node)
+
+    def visit_Tuple(self, node):
+        elts = tuple(self.expr(e) for e in node.elts)
+        for e, n in zip(elts, node.elts):
+            if isinstance(e.type, (T.StringType, T.VoidType)):
+                self.error(f"a tuple cannot hold {type_words(e.type)}", n)
+        return Expr("tuple", T.TupleType(tuple(e.type for e in elts)), elts, loc=self.loc(node),
+                    weak=all(e.weak for e in elts))
+
+    def visit_BinOp(self, node):
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            self.error("'@' is not supported in kernels", node, UnsupportedError)
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: str, a: Expr, b: Expr, node) -> Expr:
+        for e, side in ((a, node.left if hasattr(node, "left") else node),
+                        (b, node.right if hasattr(node, "right") else node)):
+            if not isinstance(e.type, T.ScalarType):
+                if op == "+" and isinstance(a.type, T.TupleType) and isinstance(b.type, T.TupleType):
+                    items = tuple(self.tuple_item(a, i) for i in range(len(a.type.elements)))
+                    items += tuple(self.tuple_item(b, i) for i in range(len(b.type.elements)))
+                    return Expr("tuple", T.TupleType(tuple(i.type for i in items)), items,
+                                loc=self.loc(node))
+                self.error(
+                    f"unsupported operand types for {op}: {type_words(a.type)} and "
+                    f"{type_words(b.type)}", node)
+        rt = result_scalar(a.type, a.weak, b.type, b.weak)
+        weak = a.weak and b.weak
+        if op in ("<<", ">>", "&", "|", "^"):
+            if rt.is_float:
+                self.error(f"{op} needs integers, got {a.type} and {b.type}", node)
+            if a.type.is_bool and b.type.is_bool and op in "&|^":
+                rt = T.bool_
+        elif rt.is_bool:
+            rt = T.int64  # arithmetic on bools counts in integers, as Python does
+        operand_t = rt
+        if op == "/" and not rt.is_float:
+            operand_t, rt = T.float64, T.float64
+        if op == "**" and rt.is_int and b.op == "const" and b.attr < 0:
+            self.error("an integer to a negative integer power is not an integer", node)
+        if op in ("<<", ">>"):
+            operand_t = rt
+        a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
+        folded = fold_binop(op, a2, b2, rt)
+        if folded is not None:
+            folded.weak = weak
+            folded.loc = self.loc(node)
+            return folded
+        return Expr("binop", rt, (a2, b2), attr=op, loc=self.loc(node), weak=weak)
+
+    def visit_UnaryOp(self, node):
+        e = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return Expr("not", T.bool_, (self.truth(e, node.operand),), loc=self.loc(node))
+        if not isinstance(e.type, T.ScalarType):
+            self.error(f"bad operand type for unary operator: {type_words(e.type)}", node)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        op = "-" if isinstance(node.op, ast.USub) else "~"
+        t = e.type
+        if op == "~" and t.is_float:
+            self.error(f"~ needs an integer, got {t}", node)
+        if t.is_bool and op == "-":
+            t = T.int64
+            e = self.coerce(e, t, node)
+        if e.op == "const" and op == "-":
+            return Expr("const", t, attr=convert_const(-e.attr, t), loc=self.loc(node), weak=e.weak)
+        return Expr("unop", t, (e,), attr=op, loc=self.loc(node), weak=e.weak)
+
+    def truth(self, e: Expr, node) -> Expr:
+        """A value as a condition (Python truthiness of scalars)."""
+        if e.type == T.bool_:
+            return e
+        if isinstance(e.type, T.ScalarType):
+            zero = Expr("const", e.type, attr=convert_const(0, e.type))
+            return Expr("cmp", T.bool_, (e, zero), attr="!=", loc=e.loc)
+        self.error(f"{type_words(e.type)} cannot be used as a condition", node)
+
+    def visit_BoolOp(self, node):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        values = [self.truth(self.expr(v), v) for v in node.values]
+        out = values[0]
+        for v in values[1:]:
+            out = Expr(op, T.bool_, (out, v), loc=self.loc(node))
+        return out
+
+    def visit_Compare(self, node):
+        left = self.expr(node.left)
+        out = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = CMPOPS.get(type(op_node))
+            if op is None:
+                what = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+                self.error(f"'{what.get(type(op_node), '?')}' is not supported in kernels: "
+                           "compare numbers with ==, !=, <, <=, >, >=", node, UnsupportedError)
+            right = self.expr(right_node)
+            if len(node.ops) > 1 and not _is_pure(right):
+                # a < f() < b evaluates f() once, as Python does
+                right = Expr("reuse", right.type, (right,), loc=right.loc, weak=right.weak)
+            for e, n in ((left, node.left), (right, right_node)):
+                if not isinstance(e.type, T.ScalarType):
+                    self.error(f"cannot compare {type_words(e.type)}", n)
+            t = result_scalar(left.type, left.weak, right.type, right.weak)
+            cmp = Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
+                       attr=op, loc=self.loc(node))
+            out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
+            left = right
+        return out
+
+    def visit_IfExp(self, node):
+        cond = self.truth(self.expr(node.test), node.test)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        t, weak = self.unify(a.type, a.weak, b.type, b.weak, "the two branches of 'x if c else y'",
+                             self.loc(node))
+        return Expr("select", t, (cond, self.coerce(a, t, node), self.coerce(b, t, node)),
+                    loc=self.loc(node), weak=weak)
+
+    def visit_Subscript(self, node):
+        base = self.expr(node.value)
+        if isinstance(base.type, T.TupleType):
+            idx = self.visit(node.slice)
+            if isinstance(idx, PyObj):
+                idx = self.pyobj_to_expr(idx, node.slice)
+            if idx.op != "const" or not isinstance(idx.attr, int):
+                self.error("a tuple index must be a constant integer", node.slice)
+            n = len(base.type.elements)
+            i = idx.attr
+            if not -n <= i < n:
+                self.error(f"tuple index {i} out of range for a tuple of {n}", node.slice)
+            return self.tuple_item(base, i % n)
+        if not isinstance(base.type, T.ArrayType):
+            self.error(f"{type_words(base.type)} cannot be indexed", node.value)
+        indices = self.index_exprs(base, node.slice, node)
+        at = base.type
+        if len(indices) > at.ndim:
+            self.error(f"too many indices for a {at.ndim}-d array: {len(indices)}", node)
+        if len(indices) == at.ndim:
+            return Expr("load", at.dtype, (base, *indices), loc=self.loc(node))
+        # a[i] of a 2-d array: a view of the remaining dimensions
+        layout = "C" if at.layout == "C" else "A"
+        vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
+        return Expr("intrinsic", vt, (base, *indices), attr="array.view", loc=self.loc(node))
+
+    def index_exprs(self, arr: Expr, slice_node, node) -> tuple[Expr, ...]:
+        if isinstance(slice_node, ast.Slice) or (
+            isinstance(slice_node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in slice_node.elts)
+        ):
+            self.error("array slicing is not supported in kernels; index with integers",
+                       slice_node, UnsupportedError)
+        idx = self.expr(slice_node)
+        items = [self.tuple_item(idx, i) for i in range(len(idx.type.elements))] \
+            if isinstance(idx.type, T.TupleType) else [idx]
+        out = []
+        for it in items:
+            if not (isinstance(it.type, T.ScalarType) and it.type.is_int):
+                self.error(f"array index must be an integer, got {type_words(it.type)}", slice_node)
+            out.append(self.coerce(it, T.int64 if it.weak else it.type, node))
+        return tuple(out)
+
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        if not isinstance(fn, PyObj):
+            self.error(f"{type_words(fn.type)} is not callable", node.func)
+        from .builtins import call_builtin
+        return call_builtin(self, fn.value, node)
+
+
+def _is_pure(e: Expr) -> bool:
+    """No side effects: evaluating it twice is the same as once."""
+    return not any(x.op == "call" or (x.op == "intrinsic" and not x.attr.startswith(
+        ("sreg.", "grid", "math.", "bits.", "array.view"))) for x in kir.walk_expr(e))
+
+
+_ASSIGNED_CACHE: dict[int, frozenset] = {}
+
+
+def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
+    key = id(fdef)
+    names = _ASSIGNED_CACHE.get(key)
+    if names is None:
+        found = set()
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                found.add(n.id)
+        names = _ASSIGNED_CACHE[key] = frozenset(found)
+    return names
