@@ -15,6 +15,8 @@ from ..errors import UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from . import ops
+from .analysis import is_nonnegative, nonnegative_vars, written_params
+from .debuginfo import DebugInfo
 from .llvmtypes import I1, I8, I64, array_struct, const, ll_mem_type, ll_type
 
 
@@ -61,95 +63,6 @@ class ModuleLowering:
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name=name)
         return fn
-
-
-class DebugInfo:
-    """Line tables (``lineinfo=True``): each statement's instructions carry its source line,
-    so PTX gets ``.loc`` directives that profilers and debuggers map back to the kernel."""
-
-    def __init__(self, module: ir.Module):
-        self.module = module
-        self.files: dict[str, object] = {}
-        self.unit = None
-        i32 = ir.IntType(32)
-        module.add_named_metadata("llvm.module.flags", [i32(2), "Debug Info Version", i32(3)])
-        module.add_named_metadata("llvm.module.flags", [i32(7), "Dwarf Version", i32(4)])
-
-    def _file(self, filename: str):
-        f = self.files.get(filename)
-        if f is None:
-            import os
-            f = self.files[filename] = self.module.add_debug_info("DIFile", {
-                "filename": os.path.basename(filename),
-                "directory": os.path.dirname(os.path.abspath(filename)),
-            })
-            if self.unit is None:
-                self.unit = self.module.add_debug_info("DICompileUnit", {
-                    "language": ir.DIToken("DW_LANG_Python"), "file": f,
-                    "producer": "kaiojit", "runtimeVersion": 0, "isOptimized": True,
-                    "emissionKind": ir.DIToken("LineTablesOnly"),
-                }, is_distinct=True)
-                self.module.add_named_metadata("llvm.dbg.cu", self.unit)
-        return f
-
-    def subprogram(self, llfunc: ir.Function, kfunc: kir.KFunction):
-        loc = kfunc.loc
-        if loc is None:
-            return None
-        f = self._file(loc.filename)
-        sp = self.module.add_debug_info("DISubprogram", {
-            "name": kfunc.qualname, "linkageName": llfunc.name, "file": f, "line": loc.line,
-            "type": self.module.add_debug_info(
-                "DISubroutineType", {"types": self.module.add_metadata([])}),
-            "scopeLine": loc.line, "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
-            "unit": self.unit,
-        }, is_distinct=True)
-        llfunc.set_metadata("dbg", sp)
-        return sp
-
-    def location(self, loc, subprogram):
-        return self.module.add_debug_info("DILocation", {
-            "line": loc.line, "column": loc.col + 1, "scope": subprogram,
-        })
-
-
-def written_params(kfunc: kir.KFunction, _seen=None) -> set[str]:
-    """Parameters whose array may be written (stored to, atomics, or passed on or aliased)."""
-    written: set[str] = set()
-    params = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
-
-    def root(e: Expr):
-        while e.op in ("cast",) or (e.op == "intrinsic" and e.attr == "array.view"):
-            e = e.args[0]
-        return e.attr if e.op == "var" and e.attr in params else None
-
-    for s in kir.walk_stmts(kfunc.body):
-        if isinstance(s, kir.Store):
-            r = root(s.array)
-            if r:
-                written.add(r)
-        if isinstance(s, kir.Assign) and isinstance(s.value.type, T.ArrayType):
-            r = root(s.value)
-            if r and r != s.target:
-                written.add(r)  # aliased: be conservative
-        for top in kir.stmt_exprs(s):
-            for e in kir.walk_expr(top):
-                if e.op == "intrinsic" and e.attr.startswith("atomic."):
-                    r = root(e.args[0])
-                    if r:
-                        written.add(r)
-                elif e.op == "call":
-                    callee_written = written_params(e.attr)
-                    for (pname, _), arg in zip(e.attr.params, e.args):
-                        r = root(arg)
-                        if r and pname in callee_written:
-                            written.add(r)
-    for name in params:
-        if name in kfunc.locals and any(
-            isinstance(s, kir.Assign) and s.target == name for s in kir.walk_stmts(kfunc.body)
-        ):
-            written.add(name)
-    return written
 
 
 class FunctionLowering:
@@ -542,61 +455,6 @@ def contiguous_strides(b: ir.IRBuilder, shape: list, itemsize: int, layout: str)
             isinstance(acc, ir.Constant) and isinstance(shape[d], ir.Constant)
         ) else ir.Constant(I64, acc.constant * shape[d].constant)
     return strides
-
-
-_NONNEG_INTRINSICS = ("sreg.", "grid.", "gridsize.", "bits.popc", "bits.clz", "bits.ffs")
-_NONNEG_OPS = ("+", "*", "//", "%", ">>", "|", "^", "<<")
-
-
-def nonnegative_vars(kfunc: kir.KFunction) -> frozenset[str]:
-    """Integer variables that only ever hold values built from thread and block indices,
-    sizes, shapes and non-negative constants: indexing with them needs no wraparound of
-    negative indices. Overflow is ignored here, as CUDA C's signed arithmetic does."""
-    assigned: dict[str, list] = {}
-    for s in kir.walk_stmts(kfunc.body):
-        if isinstance(s, kir.Assign):
-            assigned.setdefault(s.target, []).append(s.value)
-        elif isinstance(s, kir.ForRange):
-            step_ok = s.step.op == "const" and s.step.attr > 0
-            assigned.setdefault(s.var, []).append(s.start if step_ok else None)
-    params = {n for n, _ in kfunc.params}
-    candidates = {n for n in assigned if n not in params}
-    changed = True
-    while changed:
-        changed = False
-        for name in list(candidates):
-            if not all(v is not None and is_nonnegative(v, candidates)
-                       for v in assigned[name]):
-                candidates.discard(name)
-                changed = True
-    return frozenset(candidates)
-
-
-def is_nonnegative(e: Expr, nonneg_vars) -> bool:
-    if isinstance(e.type, T.ScalarType) and e.type.kind == "u":
-        return True
-    op = e.op
-    if op == "const":
-        return isinstance(e.attr, (int, float)) and e.attr >= 0
-    if op == "var":
-        return e.attr in nonneg_vars
-    if op == "shape":
-        return True
-    if op == "intrinsic":
-        return e.attr.startswith(_NONNEG_INTRINSICS)
-    if op == "cast":
-        src = e.args[0].type
-        return (isinstance(src, T.ScalarType) and src.is_int and e.type.bits >= src.bits
-                and is_nonnegative(e.args[0], nonneg_vars))
-    if op == "binop" and e.attr in _NONNEG_OPS:
-        return all(is_nonnegative(a, nonneg_vars) for a in e.args)
-    if op == "binop" and e.attr == "&":
-        return any(is_nonnegative(a, nonneg_vars) for a in e.args)
-    if op == "select":
-        return all(is_nonnegative(a, nonneg_vars) for a in e.args[1:])
-    if op == "getitem" and e.args[0].op == "tuple":
-        return is_nonnegative(e.args[0].args[e.attr], nonneg_vars)
-    return False
 
 
 def _is_pure(e: Expr) -> bool:
