@@ -404,7 +404,7 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
         if not (isinstance(fn, PyObj) and fn.value is range):
-            self.error("kernels can only loop over range(...)", it, UnsupportedError)
+            return self._for_over_tuple(node)
         if it.keywords or not 1 <= len(it.args) <= 3:
             self.error("range() takes 1 to 3 positional arguments", it)
         args = [self.expr(a) for a in it.args]
@@ -430,6 +430,56 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         body = self._block(node.body)
         self.loop_depth -= 1
         return kir.ForRange(name, args[0], args[1], args[2], body, self.loc(node))
+
+    def _for_over_tuple(self, node):
+        """``for v in (16, 8, 4):`` (any tuple of numbers): a loop over the tuple's indices
+        whose body first picks the element, so break and continue keep their meaning; LLVM
+        unrolls it and folds the picks when the tuple is constant."""
+        it = node.iter
+        seq = self.visit(it)
+        if isinstance(seq, PyObj):
+            if not isinstance(seq.value, tuple):
+                self.error("kernels loop over range(...) or a tuple", it, UnsupportedError)
+            seq = self.pyobj_to_expr(seq, it)
+        if not isinstance(seq.type, T.TupleType):
+            self.error(f"kernels loop over range(...) or a tuple, not {type_words(seq.type)}",
+                       it, UnsupportedError)
+        if not isinstance(node.target, ast.Name):
+            self.error("the loop variable must be a plain name", node.target, UnsupportedError)
+        items = [self.tuple_item(seq, i) for i in range(len(seq.type.elements))]
+        if not items:
+            return None
+        for item in items:
+            if not isinstance(item.type, T.ScalarType):
+                self.error(f"a loop over a tuple needs numbers, got {type_words(item.type)}", it)
+        t, weak = items[0].type, items[0].weak
+        for item in items[1:]:
+            t, weak = self.unify(t, weak, item.type, item.weak, "the tuple's elements",
+                                 self.loc(it))
+        where = f"{it.lineno}_{it.col_offset}"
+        out = []
+        if seq.op != "tuple" or not all(self_contained(i) for i in items):
+            out.append(self.assign_var(f"$seq{where}", seq, it))  # evaluated once
+            held = self.var_expr(f"$seq{where}", it)
+            items = [self.tuple_item(held, i) for i in range(len(items))]
+        index = f"$index{where}"
+        self.assign_var(index, Expr("var", T.int64, attr=index), it)
+        idx = self.var_expr(index, it)
+        pick = items[-1]
+        if self.final:
+            items = [self.coerce(i, t, it) for i in items]
+            pick = items[-1]
+            for k in range(len(items) - 2, -1, -1):
+                hit = Expr("cmp", T.bool_, (idx, Expr("const", T.int64, attr=k)), attr="==")
+                pick = Expr("select", t, (hit, items[k], pick), loc=self.loc(it))
+        first = self.assign_var(node.target.id, Expr(pick.op, t, pick.args, pick.attr,
+                                                     pick.loc, weak), node.target)
+        self.loop_depth += 1
+        body = [first] + self._block(node.body)
+        self.loop_depth -= 1
+        bounds = [Expr("const", T.int64, attr=v) for v in (0, len(items), 1)]
+        out.append(kir.ForRange(index, *bounds, body, self.loc(node)))
+        return out
 
     def visit_Break(self, node):
         if not self.loop_depth:
@@ -457,6 +507,11 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
                 self.error("this function returns both a value and nothing", node)
             value = self.coerce(value, ret, node)
         return kir.Return(value, self.loc(node))
+
+
+def self_contained(e: Expr) -> bool:
+    """A constant, or a tuple element that is one: picking it twice costs nothing."""
+    return e.op == "const"
 
 
 def type_function(pyfunc, src: FunctionSource, arg_types, is_kernel: bool, specialize_device,

@@ -122,8 +122,8 @@ def k_for_else(out):
         out[0] = 2
 
 
-def k_for_list(out):
-    for v in (1, 2, 3):
+def k_for_array(out):
+    for v in out:
         out[0] = v
 
 
@@ -178,7 +178,7 @@ SYNTAX_CASES = [
     (k_global, "global SOMETHING", kj.UnsupportedError, "'global'"),
     (k_while_else, "while out", kj.UnsupportedError, "while ... else"),
     (k_for_else, "for i in range(3):", kj.UnsupportedError, "for ... else"),
-    (k_for_list, "(1, 2, 3)", kj.UnsupportedError, "range"),
+    (k_for_array, "out:", kj.UnsupportedError, "range"),
     (k_slice, "1:2", kj.UnsupportedError, "slicing"),
     (k_matmul, "out @ out", kj.UnsupportedError, "'@'"),
     (k_ellipsis, "...", kj.UnsupportedError, "Ellipsis"),
