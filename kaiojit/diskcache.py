@@ -110,3 +110,15 @@ def store(key: str, entry: dict) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def store_bytes(path: str, data: bytes) -> None:
+    """Write a file of the cache atomically (a failure only costs a later rebuild)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass

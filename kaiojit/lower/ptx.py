@@ -73,13 +73,70 @@ def _libdevice_bitcode() -> bytes:
         return f.read()
 
 
+_SUBSETS: dict[tuple, bytes] = {}
+
+
+def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str) -> bytes:
+    """Bitcode of just the libdevice functions ``names`` and what they call.
+
+    Parsing the whole library (~450 KB of bitcode) costs ~30 ms a compile, linking and
+    dropping the rest ~10 ms more; the subset for a set of names parses in well under 1 ms.
+    Subsets are kept for the process and in kaiojit's cache directory, keyed by the library's
+    bytes, the names and llvmlite's version, so a stale one cannot be used.
+    """
+    key = (names, triple, data_layout)
+    bitcode = _SUBSETS.get(key)
+    if bitcode is not None:
+        return bitcode
+    import hashlib
+    import os
+
+    from .. import diskcache
+
+    full = _libdevice_bitcode()
+    digest = hashlib.sha256(b"\0".join(
+        [_libdevice_digest().encode(), llvm.llvm_version_info.__repr__().encode(),
+         triple.encode(), data_layout.encode(), *(n.encode() for n in names)])).hexdigest()[:32]
+    path = os.path.join(diskcache.cache_dir(), "libdevice", digest + ".bc")
+    try:
+        with open(path, "rb") as f:
+            bitcode = f.read()
+    except OSError:
+        lib = llvm.parse_bitcode(full)
+        lib.triple = triple
+        lib.data_layout = data_layout
+        wanted = set(names)
+        for fn in lib.functions:
+            if not fn.is_declaration and fn.name not in wanted:
+                fn.linkage = "internal"
+        for gv in lib.global_variables:
+            if not gv.is_declaration:
+                gv.linkage = "internal"
+        tm = target_machine("sm_90", 80, 0)
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+        dce = llvm.create_new_module_pass_manager()
+        dce.add_global_dead_code_eliminate_pass()
+        dce.run(lib, pb)
+        bitcode = lib.as_bitcode()
+        diskcache.store_bytes(path, bitcode)
+    _SUBSETS[key] = bitcode
+    return bitcode
+
+
+@functools.lru_cache(maxsize=1)
+def _libdevice_digest() -> str:
+    import hashlib
+
+    return hashlib.sha256(_libdevice_bitcode()).hexdigest()
+
+
 def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libdevice: bool,
              ftz: bool) -> None:
     """Link libdevice if needed, internalize, and run the O-level pipeline, in place."""
     if libdevice:
-        lib = llvm.parse_bitcode(_libdevice_bitcode())
-        lib.triple = module.triple
-        lib.data_layout = module.data_layout
+        names = tuple(sorted(fn.name for fn in module.functions
+                             if fn.is_declaration and fn.name.startswith("__nv_")))
+        lib = llvm.parse_bitcode(_libdevice_subset(names, module.triple, module.data_layout))
         module.link_in(lib)
     for fn in module.functions:
         if not fn.is_declaration and fn.name not in kernel_names:
