@@ -76,8 +76,8 @@ def _libdevice_bitcode() -> bytes:
 _SUBSETS: dict[tuple, bytes] = {}
 
 
-def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str) -> bytes:
-    """Bitcode of just the libdevice functions ``names`` and what they call.
+def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str):
+    """A module of just the libdevice functions ``names`` and what they call.
 
     Parsing the whole library (~450 KB of bitcode) costs ~30 ms a compile, linking and
     dropping the rest ~10 ms more; the subset for a set of names parses in well under 1 ms.
@@ -87,7 +87,7 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str) -> 
     key = (names, triple, data_layout)
     bitcode = _SUBSETS.get(key)
     if bitcode is not None:
-        return bitcode
+        return llvm.parse_bitcode(bitcode)
     import hashlib
     import os
 
@@ -101,7 +101,8 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str) -> 
     try:
         with open(path, "rb") as f:
             bitcode = f.read()
-    except OSError:
+        subset = llvm.parse_bitcode(bitcode)
+    except (OSError, RuntimeError):  # absent, or unreadable: build it again
         lib = llvm.parse_bitcode(full)
         lib.triple = triple
         lib.data_layout = data_layout
@@ -119,8 +120,9 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str) -> 
         dce.run(lib, pb)
         bitcode = lib.as_bitcode()
         diskcache.store_bytes(path, bitcode)
+        subset = lib
     _SUBSETS[key] = bitcode
-    return bitcode
+    return subset
 
 
 @functools.lru_cache(maxsize=1)
@@ -136,8 +138,7 @@ def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libde
     if libdevice:
         names = tuple(sorted(fn.name for fn in module.functions
                              if fn.is_declaration and fn.name.startswith("__nv_")))
-        lib = llvm.parse_bitcode(_libdevice_subset(names, module.triple, module.data_layout))
-        module.link_in(lib)
+        module.link_in(_libdevice_subset(names, module.triple, module.data_layout))
     for fn in module.functions:
         if not fn.is_declaration and fn.name not in kernel_names:
             fn.linkage = "internal"

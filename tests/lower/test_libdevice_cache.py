@@ -1,0 +1,55 @@
+"""libdevice subsets: a kernel links only the libdevice functions it calls, cut out once per
+set of names and kept on disk; a damaged cached subset is rebuilt, never trusted."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import kaiojit as kj
+from kaiojit.lower import ptx as ptx_stage
+
+SIG = "void(float32[::1], float32[::1])"
+
+
+def kernel_exp(out, x):
+    i = kj.grid(1)
+    if i < x.size:
+        out[i] = math.exp(x[i]) + math.sin(x[i])
+
+
+def subset_files(root):
+    d = os.path.join(root, "libdevice")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def test_subset_is_cached_and_a_damaged_one_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ptx_stage, "_SUBSETS", {})
+    first = kj.compile_ptx(kernel_exp, SIG)
+    files = subset_files(tmp_path)
+    assert len(files) == 1
+    assert "__nv_expf" not in first  # linked and inlined, no call left
+    # damage the cached subset: the next compile in a fresh process state rebuilds it
+    path = os.path.join(tmp_path, "libdevice", files[0])
+    with open(path, "wb") as f:
+        f.write(b"not bitcode")
+    monkeypatch.setattr(ptx_stage, "_SUBSETS", {})
+    again = kj.compile_ptx(kj.jit(kernel_exp), SIG)
+    assert again == first
+    with open(path, "rb") as f:
+        assert f.read(4) == b"BC\xc0\xde"  # rewritten as bitcode
+
+
+def test_different_functions_get_different_subsets(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ptx_stage, "_SUBSETS", {})
+
+    def kernel_log(out, x):
+        i = kj.grid(1)
+        if i < x.size:
+            out[i] = math.log1p(x[i])
+
+    kj.compile_ptx(kernel_exp, SIG)
+    kj.compile_ptx(kernel_log, SIG)
+    assert len(subset_files(tmp_path)) == 2
