@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
+
 import kaiojit as kj
 from kaiojit.lower import ptx as ptx_stage
 
@@ -53,3 +55,27 @@ def test_different_functions_get_different_subsets(tmp_path, monkeypatch):
     kj.compile_ptx(kernel_exp, SIG)
     kj.compile_ptx(kernel_log, SIG)
     assert len(subset_files(tmp_path)) == 2
+
+
+def test_missing_libdevice_names_the_extra(monkeypatch):
+    import cuda.pathfinder
+
+    def not_found(name):
+        raise cuda.pathfinder.BitcodeLibNotFoundError(f"no {name} bitcode here")
+
+    monkeypatch.setattr(cuda.pathfinder, "find_bitcode_lib", not_found)
+    monkeypatch.setattr(ptx_stage, "_SUBSETS", {})
+    ptx_stage._libdevice_bitcode.cache_clear()
+    ptx_stage._libdevice_digest.cache_clear()
+    try:
+        with pytest.raises(kj.LibdeviceNotFound, match=r"pip install 'kaiojit\[cu13\]'"):
+            kj.compile_ptx(kernel_exp, SIG)
+
+        def plain(out, x):  # no math: no libdevice needed, so it still compiles
+            i = kj.grid(1)
+            if i < x.size:
+                out[i] = x[i] * 2.0
+        assert ".entry plain_" in kj.compile_ptx(plain, SIG)
+    finally:
+        ptx_stage._libdevice_bitcode.cache_clear()
+        ptx_stage._libdevice_digest.cache_clear()
