@@ -198,6 +198,8 @@ class ExpressionTyping:
             return self.tuple_item(base, i % n)
         if not isinstance(base.type, T.ArrayType):
             self.error(f"{type_words(base.type)} cannot be indexed", node.value)
+        if _has_slice(node.slice):
+            return self.array_slice(base, node)
         indices = self.index_exprs(base, node.slice, node)
         at = base.type
         if len(indices) > at.ndim:
@@ -209,11 +211,44 @@ class ExpressionTyping:
         vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
         return Expr("intrinsic", vt, (base, *indices), attr="array.view", loc=self.loc(node))
 
+    def array_slice(self, base: Expr, node) -> Expr:
+        """``a[i, 1:n:2]``, ``a[:, j]``: a view (integers drop a dimension, slices keep one).
+
+        The intrinsic's name carries the pattern, one entry per given index: ``i`` for an
+        integer, ``s`` and three flags for a slice's start, stop and step (``s101``); its
+        operands are the given integers and slice parts, in order."""
+        at = base.type
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(elts) > at.ndim:
+            self.error(f"too many indices for a {at.ndim}-d array: {len(elts)}", node)
+        pattern, operands = [], []
+        for el in elts:
+            parts = (el.lower, el.upper, el.step) if isinstance(el, ast.Slice) else (el,)
+            flags = ""
+            for part in parts:
+                if part is None:
+                    flags += "0"
+                    continue
+                e = self.expr(part)
+                if not (isinstance(e.type, T.ScalarType) and e.type.is_int):
+                    self.error(f"array indices and slice bounds must be integers, got "
+                               f"{type_words(e.type)}", part)
+                if part is getattr(el, "step", None) and e.op == "const" and e.attr == 0:
+                    self.error("slice step cannot be zero", part)
+                operands.append(self.coerce(e, T.int64, part))
+                flags += "1"
+            pattern.append("s" + flags if isinstance(el, ast.Slice) else "i")
+        kept = sum(p.startswith("s") for p in pattern) + at.ndim - len(elts)
+        # a C array stays C when leading integers are followed by whole dimensions only
+        first_slice = next(k for k, p in enumerate(pattern) if p != "i")
+        c_view = at.layout == "C" and all(p == "s000" for p in pattern[first_slice:])
+        vt = T.ArrayType(at.dtype, kept, "C" if c_view else "A")
+        return Expr("intrinsic", vt, (base, *operands), attr="array.slice:" + ",".join(pattern),
+                    loc=self.loc(node))
+
     def index_exprs(self, arr: Expr, slice_node, node) -> tuple[Expr, ...]:
-        if isinstance(slice_node, ast.Slice) or (
-            isinstance(slice_node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in slice_node.elts)
-        ):
-            self.error("array slicing is not supported in kernels; index with integers",
+        if _has_slice(slice_node):
+            self.error("cannot assign to a slice in kernels; assign elements (a[i] = v)",
                        slice_node, UnsupportedError)
         idx = self.expr(slice_node)
         items = [self.tuple_item(idx, i) for i in range(len(idx.type.elements))] \
@@ -236,7 +271,7 @@ class ExpressionTyping:
 def _is_pure(e: Expr) -> bool:
     """No side effects: evaluating it twice is the same as once."""
     return not any(x.op == "call" or (x.op == "intrinsic" and not x.attr.startswith(
-        ("sreg.", "grid", "math.", "bits.", "array.view"))) for x in kir.walk_expr(e))
+        ("sreg.", "grid", "math.", "bits.", "array.view", "array.slice"))) for x in kir.walk_expr(e))
 
 
 _ASSIGNED_CACHE: dict[int, frozenset] = {}
@@ -252,3 +287,8 @@ def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
                 found.add(n.id)
         names = _ASSIGNED_CACHE[key] = frozenset(found)
     return names
+
+
+def _has_slice(node) -> bool:
+    return isinstance(node, ast.Slice) or (
+        isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.elts))

@@ -15,7 +15,8 @@ def written_params(kfunc: kir.KFunction, _seen=None) -> set[str]:
     params = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
 
     def root(e: Expr):
-        while e.op in ("cast",) or (e.op == "intrinsic" and e.attr == "array.view"):
+        while e.op == "cast" or (e.op == "intrinsic"
+                                 and e.attr.startswith(("array.view", "array.slice"))):
             e = e.args[0]
         return e.attr if e.op == "var" and e.attr in params else None
 

@@ -282,7 +282,7 @@ class HostFunctionLowering(FunctionLowering):
             fn = self.mod.function_for(e.attr)
             hidden = [self.ctx, *self.tid]
             return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
-        if op == "load" or (op == "intrinsic" and e.attr.startswith(("atomic.", "array.view"))):
+        if op == "load" or (op == "intrinsic" and e.attr.startswith(("atomic.", "array."))):
             saved, self.array_name = self.array_name, str(e.args[0])
             try:
                 return super().expr(e)

@@ -304,6 +304,76 @@ def _array_view(fl, e: Expr):
     return fl.make_array(ptr, shape, at.dtype, e.type.layout, strides)
 
 
+def _array_slice(fl, e: Expr):
+    """A view by integers and Python slices (see ``ExpressionTyping.array_slice``): bounds
+    normalized as Python does (negative ones count from the end, then clamped), the new
+    shape the slice's length, the new stride the old one times the step."""
+    b = fl.builder
+    at = e.args[0].type
+    arr = fl.expr(e.args[0])
+    pattern = e.attr.split(":", 1)[1].split(",")
+    operands = iter(e.args[1:])
+    shape = [b.extract_value(arr, [1, d]) for d in range(at.ndim)]
+    if at.layout in ("C", "F"):
+        from .codegen import contiguous_strides
+        strides = contiguous_strides(b, shape, at.dtype.itemsize, at.layout)
+    else:
+        strides = [b.extract_value(arr, [2, d]) for d in range(at.ndim)]
+    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+    offset = zero
+    new_shape, new_strides = [], []
+    for d in range(at.ndim):
+        spec = pattern[d] if d < len(pattern) else "s000"
+        n, stride = shape[d], strides[d]
+        if spec == "i":
+            ie = next(operands)
+            v = fl.expr(ie)
+            if not fl.nonnegative(ie):
+                v = b.select(b.icmp_signed("<", v, zero), b.add(v, n), v)
+            offset = b.add(offset, b.mul(v, stride))
+            continue
+        start_e = next(operands) if spec[1] == "1" else None
+        stop_e = next(operands) if spec[2] == "1" else None
+        step_e = next(operands) if spec[3] == "1" else None
+        step = fl.expr(step_e) if step_e is not None else one
+        start, length = _slice_bounds(fl, n, step,
+                                      fl.expr(start_e) if start_e is not None else None,
+                                      fl.expr(stop_e) if stop_e is not None else None)
+        offset = b.add(offset, b.mul(start, stride))
+        new_shape.append(length)
+        new_strides.append(b.mul(stride, step))
+    base = b.gep(b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
+    return fl.make_array(base, new_shape, at.dtype, e.type.layout, new_strides)
+
+
+def _slice_bounds(fl, n, step, start, stop):
+    """Python's ``slice(start, stop, step).indices(n)``: the first index and the length
+    (a zero step gives an empty view instead of Python's ValueError)."""
+    b = fl.builder
+    zero, one, minus_one = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, -1)
+    neg = b.icmp_signed("<", step, zero)
+    lower = b.select(neg, minus_one, zero)
+    upper = b.select(neg, b.sub(n, one), n)
+
+    def clamp(v, default):
+        if v is None:
+            return default
+        counted = b.select(b.icmp_signed("<", v, zero), b.add(v, n), v)
+        low = b.select(b.icmp_signed("<", counted, lower), lower, counted)
+        return b.select(b.icmp_signed(">", low, upper), upper, low)
+
+    first = clamp(start, b.select(neg, upper, lower))
+    last = clamp(stop, b.select(neg, lower, upper))
+    safe_step = b.select(b.icmp_signed("==", step, zero), one, step)
+    span_up = b.sub(last, first)        # step > 0: elements in [first, last)
+    span_down = b.sub(first, last)      # step < 0: elements in (last, first]
+    span = b.select(neg, span_down, span_up)
+    magnitude = b.select(neg, b.neg(safe_step), safe_step)
+    count = b.sdiv(b.add(span, b.sub(magnitude, one)), magnitude)
+    empty = b.or_(b.icmp_signed("<=", span, zero), b.icmp_signed("==", step, zero))
+    return first, b.select(empty, zero, count)
+
+
 def _atomic_intrinsic(fl, e: Expr):
     op = e.attr[7:]
     at = e.args[0].type
@@ -357,6 +427,8 @@ def intrinsic(fl, e: Expr):
         return _atomic_intrinsic(fl, e)
     if name == "array.view":
         return _array_view(fl, e)
+    if name.startswith("array.slice:"):
+        return _array_slice(fl, e)
     if name == "print":
         return _print_intrinsic(fl, e)
     if name.startswith(("sync.", "fence.", "warp.")):

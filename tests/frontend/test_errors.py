@@ -128,7 +128,7 @@ def k_for_array(out):
 
 
 def k_slice(out):
-    out[0] = out[1:2]
+    out[1:2] = out[0]
 
 
 def k_matmul(out):
@@ -179,7 +179,7 @@ SYNTAX_CASES = [
     (k_while_else, "while out", kj.UnsupportedError, "while ... else"),
     (k_for_else, "for i in range(3):", kj.UnsupportedError, "for ... else"),
     (k_for_array, "out:", kj.UnsupportedError, "range"),
-    (k_slice, "1:2", kj.UnsupportedError, "slicing"),
+    (k_slice, "1:2", kj.UnsupportedError, "assign to a slice"),
     (k_matmul, "out @ out", kj.UnsupportedError, "'@'"),
     (k_ellipsis, "...", kj.UnsupportedError, "Ellipsis"),
     (k_none, "None", kj.UnsupportedError, "None"),
