@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from llvmlite import binding as llvm
 
 from . import types as T
-from .errors import CompileError, UnsupportedError
+from .errors import CompileError
 from .frontend import kir
 from .frontend.source import function_source
 from .frontend.typer import type_function
@@ -213,8 +213,4 @@ def dump_stages(ck: CompiledKernel) -> None:
             f.write(text)
 
 
-def unsupported_target(kind: str):
-    raise UnsupportedError(f"unknown target {kind!r}")
-
-
-__all__ = ["CompileOptions", "TargetSpec", "CompiledKernel", "compile_kernel", "replace"]
+__all__ = ["CompileOptions", "TargetSpec", "CompiledKernel", "compile_kernel"]

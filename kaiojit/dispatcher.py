@@ -369,8 +369,6 @@ def _parse_config(config):
 
 
 def _specialize_device(dispatcher, arg_types, loc=None):
-    if not dispatcher.device and dispatcher._eager:
-        pass
     return dispatcher._device_kir(arg_types, loc)
 
 

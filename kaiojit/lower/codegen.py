@@ -11,7 +11,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..errors import UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from . import ops
@@ -483,6 +482,3 @@ _EXPR_LOWERING = {
     for op in kir.EXPR_OPS
 }
 
-
-def unsupported(what: str, loc=None):
-    raise UnsupportedError(f"{what} is not supported on this target", loc)

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..frontend.kir import Expr
-from .llvmtypes import I1, I32, I64, const, ll_mem_type, ll_type
+from .llvmtypes import I1, I32, I64, ll_type
 
 _ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
@@ -437,5 +437,4 @@ def intrinsic(fl, e: Expr):
     raise AssertionError(f"no lowering for intrinsic {name}")
 
 
-__all__ = ["binop", "compare", "convert", "intrinsic", "math_call", "icmp_for", "const",
-           "ll_mem_type"]
+__all__ = ["binop", "compare", "convert", "intrinsic", "math_call", "icmp_for"]

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from .llvmtypes import I8, I64, ll_mem_type, ll_param_type
+from .llvmtypes import I8, ll_mem_type, ll_param_type, ll_type
 
 
 class Target:
@@ -131,8 +131,7 @@ def atomic_rmw(fl, op: str, dtype: T.ScalarType, ptr, vals: list, scope: str = "
             old, new = b.bitcast(old, ity), b.bitcast(new, ity)
         pair = b.cmpxchg(ptr, old, new, ordering, "monotonic")
         res = b.extract_value(pair, 0)
-        return b.bitcast(res, old.type if not dtype.is_float else fl_type(dtype)) \
-            if dtype.is_float else res
+        return b.bitcast(res, ll_type(dtype)) if dtype.is_float else res
     (v,) = vals
     if dtype.is_float:
         rmw = {"add": "fadd", "sub": "fsub", "max": "fmax", "min": "fmin", "exch": "xchg"}[op]
@@ -146,9 +145,4 @@ def atomic_rmw(fl, op: str, dtype: T.ScalarType, ptr, vals: list, scope: str = "
     return b.atomic_rmw(rmw, ptr, v, ordering)
 
 
-def fl_type(dtype: T.ScalarType) -> ir.Type:
-    from .llvmtypes import ll_type
-    return ll_type(dtype)
-
-
-__all__ = ["Target", "string_constant", "atomic_rmw", "I64"]
+__all__ = ["Target", "string_constant", "atomic_rmw"]
