@@ -22,44 +22,8 @@ from .frontend.source import function_source
 from .frontend.typer import type_function
 from .lower import ptx as ptx_stage
 from .lower.codegen import ModuleLowering
-
-
-@dataclass(frozen=True, slots=True)
-class CompileOptions:
-    fastmath: bool = False
-    debug: bool = False
-    lineinfo: bool = False
-    opt: int = 3
-    max_registers: int | None = None
-    cache: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TargetSpec:
-    """What a compile is for: 'nvptx' with an arch and PTX version, or 'host'."""
-
-    kind: str = "nvptx"
-    arch: str = "sm_90"
-    ptx_version: int = 80
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    """The environment, read once at import (``KAIOJIT_DUMP``, ``KAIOJIT_DUMP_DIR``)."""
-
-    dump: frozenset = frozenset()
-    dump_dir: str = "."
-
-    @staticmethod
-    def from_env() -> Config:
-        stages = os.environ.get("KAIOJIT_DUMP", "")
-        return Config(
-            dump=frozenset(s.strip() for s in stages.split(",") if s.strip()),
-            dump_dir=os.environ.get("KAIOJIT_DUMP_DIR", "."),
-        )
-
-
-CONFIG = Config.from_env()
+from .options import CONFIG, CompileOptions
+from .target import TargetSpec
 
 
 @dataclass(slots=True)

@@ -23,7 +23,6 @@ raises ``kj.KernelError``.
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,70 +35,19 @@ from ..errors import CompileError, UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from .codegen import FunctionLowering, ModuleLowering
+from ..target import (
+    CTX_BLOCK, CTX_BLOCK_IDX, CTX_DYN_BYTES, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_BOUNDS,
+    HIDDEN_FAST, LAUNCH_BLOCK, LAUNCH_ERROR, LAUNCH_EXTENT, LAUNCH_INDEX, LAUNCH_PRINT_BUF,
+    LAUNCH_PRINT_CAP, LAUNCH_PRINT_USED, LAUNCH_SITE, LAUNCH_THREAD, PRINT_LINE_BYTES,
+    host_target_machine, register_host_symbols,
+)
 from .llvmtypes import I8, I32, I64, PTR, VOID, ll_type
 from .target import Target, atomic_rmw, string_constant
-
-# --- the per-worker context: an array of i64 ---------------------------------------------------
-CTX_GRID = 0          # gridDim x, y, z
-CTX_BLOCK = 3         # blockDim x, y, z
-CTX_BLOCK_IDX = 6     # blockIdx x, y, z
-CTX_SHARED = 9        # this worker's shared memory (static arrays, then the dynamic buffer)
-CTX_DYN_BYTES = 10    # dynamic shared memory bytes of the launch
-CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = returned)
-CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
-CTX_WORDS = 16
-
-# --- the launch state: the first error and the print buffer ------------------------------------
-LAUNCH_ERROR = 0      # 0, or the kind (ERR_*) of the first error, claimed with a cmpxchg
-LAUNCH_SITE = 1       # index into HostKernel.sites
-LAUNCH_INDEX = 2
-LAUNCH_EXTENT = 3
-LAUNCH_BLOCK = 4      # linear block index
-LAUNCH_THREAD = 5     # linear thread index in the block
-LAUNCH_PRINT_USED = 6
-LAUNCH_PRINT_CAP = 7
-LAUNCH_PRINT_BUF = 8
-LAUNCH_WORDS = 16
-
-ERR_BOUNDS = 1
-ERR_DIVERGENT_BARRIER = 2
-
-STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
-HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters
-PRINT_LINE_BYTES = 512
 
 _LIBM_NAMES = {"gamma": "tgamma"}
 
 
 # --- the host machine --------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def host_target_machine():
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-        opt=3, codemodel="jitdefault", jit=True)
-
-
-@functools.lru_cache(maxsize=1)
-def _register_libm() -> None:
-    """Make libm's and libc's functions known to MCJIT's symbol resolution by address."""
-    libm = ctypes.CDLL("libm.so.6")
-    libc = ctypes.CDLL(None)
-    names = ["snprintf"]
-    for base in ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "tgamma", "lgamma", "atan2", "pow", "hypot", "copysign", "fmod", "floor", "ceil", "trunc", "rint", "fabs", "fma", "exp2"]:
-        names += [base, base + "f"]
-    for name in names:
-        for lib in (libm, libc):
-            try:
-                addr = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-            except AttributeError:
-                continue
-            llvm.add_symbol(name, addr)
-            break
-
 
 def ctx_word(b: ir.IRBuilder, base, index: int, name: str = ""):
     """Word ``index`` of an i64 array (the context or the launch state)."""
@@ -512,7 +460,7 @@ def compile_host(pyfunc, kfunc, signature, symbol, options, spec, timings):
     llvm_text = str(mod.module)
     t2 = time.perf_counter()
     timings["llvm"] = t2 - t1
-    _register_libm()
+    register_host_symbols()
     tm = host_target_machine()
     try:
         ref = llvm.parse_assembly(llvm_text)

@@ -34,13 +34,10 @@ from .. import types as T
 from ..frontend import kir
 from ..frontend.kir import Expr
 from . import ops
+from ..target import (
+    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
+)
 from .host import (
-    CTX_BLOCK,
-    CTX_EXITED,
-    CTX_LAUNCH,
-    ERR_DIVERGENT_BARRIER,
-    LAUNCH_ERROR,
-    STATUS_RETURNED,
     HostFunctionLowering,
     counted_loop,
     ctx_word,

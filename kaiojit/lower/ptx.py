@@ -12,15 +12,10 @@ import threading
 from llvmlite import binding as llvm
 
 from ..errors import LibdeviceNotFound
+from ..target import LLVM_MAX_PTX, parse_arch, ptx_version_for  # noqa: F401 (re-exported)
 
 _LOCK = threading.Lock()
 _initialized = False
-
-# PTX ISA version each sm needs at least, and what LLVM 22 can write
-_MIN_PTX = {70: 60, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88,
-            110: 90, 120: 87, 121: 88}
-LLVM_MAX_PTX = 88
-
 
 def initialize() -> None:
     global _initialized
@@ -30,24 +25,6 @@ def initialize() -> None:
                 llvm.initialize_all_targets()
                 llvm.initialize_all_asmprinters()
                 _initialized = True
-
-
-def parse_arch(arch: str) -> int:
-    """'sm_90' (or 'sm_90a', 'compute_90') -> 90."""
-    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
-    if not arch.startswith(("sm_", "compute_")) or not digits:
-        raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
-    return int(digits)
-
-
-def ptx_version_for(arch: str, driver_max: int | None = None) -> int:
-    """The PTX ISA version (e.g. 80 for 8.0) to write for ``arch`` under a driver's limit."""
-    cc = parse_arch(arch)
-    need = max((v for k, v in _MIN_PTX.items() if k <= cc), default=60)
-    version = max(need, 80 if cc >= 90 else need)
-    if driver_max is not None:
-        version = min(version, driver_max)
-    return min(version, LLVM_MAX_PTX)
 
 
 @functools.lru_cache(maxsize=16)

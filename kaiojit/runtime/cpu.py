@@ -66,7 +66,7 @@ class _LaunchBuffers(threading.local):
     """Per calling thread: worker contexts, shared memory, the launch state, the print buffer."""
 
     def __init__(self) -> None:
-        from kaiojit.lower import host as H
+        from kaiojit import target as H
 
         self.launch = np.zeros(H.LAUNCH_WORDS, np.int64)
         self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
@@ -175,7 +175,7 @@ class CpuBackend:
         return (9, 0)
 
     def target_spec(self):
-        from kaiojit.compiler import TargetSpec
+        from kaiojit.target import TargetSpec
 
         return TargetSpec(kind="host")
 
@@ -215,7 +215,7 @@ class CpuBackend:
 
     def run_grid(self, kernel: CpuKernel, config: Any, slots_address: int) -> None:
         """Run every block of a checked configuration; raise KernelError on a fault."""
-        from kaiojit.lower import host as H
+        from kaiojit import target as H
 
         gx, gy, gz = config.grid
         bx, by, bz = config.block
@@ -339,7 +339,7 @@ class CpuBackend:
 
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
     """The KernelError for the fault native code recorded in ``launch``."""
-    from kaiojit.lower import host as H
+    from kaiojit import target as H
 
     site = kernel.host.sites[int(launch[H.LAUNCH_SITE])]
     gx, gy, _ = config.grid

@@ -1,0 +1,132 @@
+"""What a compile is for and what it hands the runtime: shared by the compiler and the runtime.
+
+Neither the compiler nor the runtime owns these facts, so they live here, below both:
+
+* ``TargetSpec``: the target of a compile ('nvptx' with an arch and PTX version, or 'host').
+  A backend answers its own (``backend.target(device)``); the compiler keys its caches on it.
+* The PTX ISA versions each arch needs, and the highest LLVM writes.
+* ``HostImage``: what a compile for the host produces (native object code and the facts the
+  cpu backend needs to run it), and the host ABI: the context and launch-state words that
+  generated host code and the cpu backend's runner share.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """What a compile is for: 'nvptx' with an arch and PTX version, or 'host'."""
+
+    kind: str = "nvptx"
+    arch: str = "sm_90"
+    ptx_version: int = 80
+
+
+# PTX ISA version each sm needs at least, and what LLVM 22 can write
+_MIN_PTX = {70: 60, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88,
+            110: 90, 120: 87, 121: 88}
+LLVM_MAX_PTX = 88
+
+
+def parse_arch(arch: str) -> int:
+    """'sm_90' (or 'sm_90a', 'compute_90') -> 90."""
+    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
+    if not arch.startswith(("sm_", "compute_")) or not digits:
+        raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
+    return int(digits)
+
+
+def ptx_version_for(arch: str, driver_max: int | None = None) -> int:
+    """The PTX ISA version (e.g. 80 for 8.0) to write for ``arch`` under a driver's limit."""
+    cc = parse_arch(arch)
+    need = max((v for k, v in _MIN_PTX.items() if k <= cc), default=60)
+    version = max(need, 80 if cc >= 90 else need)
+    if driver_max is not None:
+        version = min(version, driver_max)
+    return min(version, LLVM_MAX_PTX)
+
+
+
+# --- the host image and its ABI ----------------------------------------------------------------
+
+@dataclass(slots=True)
+class HostImage:
+    """A kernel compiled for the host: native object code and what running it needs.
+
+    ``entry`` is the driver ``void entry(slots, ctx, first_block, end_block)``; ``sites`` are
+    plain dicts (kind, filename, line, col and details) that name where a fault came from.
+    """
+
+    object_code: bytes
+    entry: str
+    uses_block_mode: bool
+    static_shared_bytes: int
+    sites: list[dict] = field(default_factory=list)
+
+
+# --- the per-worker context: an array of i64 ---------------------------------------------------
+CTX_GRID = 0          # gridDim x, y, z
+CTX_BLOCK = 3         # blockDim x, y, z
+CTX_BLOCK_IDX = 6     # blockIdx x, y, z
+CTX_SHARED = 9        # this worker's shared memory (static arrays, then the dynamic buffer)
+CTX_DYN_BYTES = 10    # dynamic shared memory bytes of the launch
+CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = returned)
+CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
+CTX_WORDS = 16
+
+# --- the launch state: the first error and the print buffer ------------------------------------
+LAUNCH_ERROR = 0      # 0, or the kind (ERR_*) of the first error, claimed with a cmpxchg
+LAUNCH_SITE = 1       # index into HostImage.sites
+LAUNCH_INDEX = 2
+LAUNCH_EXTENT = 3
+LAUNCH_BLOCK = 4      # linear block index
+LAUNCH_THREAD = 5     # linear thread index in the block
+LAUNCH_PRINT_USED = 6
+LAUNCH_PRINT_CAP = 7
+LAUNCH_PRINT_BUF = 8
+LAUNCH_WORDS = 16
+
+ERR_BOUNDS = 1
+ERR_DIVERGENT_BARRIER = 2
+
+STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
+HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters
+PRINT_LINE_BYTES = 512
+
+
+# --- the host machine --------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def host_target_machine():
+    from llvmlite import binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=3, codemodel="jitdefault", jit=True)
+
+
+@functools.lru_cache(maxsize=1)
+def register_host_symbols() -> None:
+    """Make libm's and libc's functions known to MCJIT's symbol resolution by address."""
+    from llvmlite import binding as llvm
+
+    libm = ctypes.CDLL("libm.so.6")
+    libc = ctypes.CDLL(None)
+    names = ["snprintf"]
+    for base in ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "tgamma", "lgamma", "atan2", "pow", "hypot", "copysign", "fmod", "floor", "ceil", "trunc", "rint", "fabs", "fma", "exp2"]:
+        names += [base, base + "f"]
+    for name in names:
+        for lib in (libm, libc):
+            try:
+                addr = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+            except AttributeError:
+                continue
+            llvm.add_symbol(name, addr)
+            break
