@@ -180,7 +180,7 @@ def test_torch_interop():
 
 
 def test_driver_facts(cuda):
-    from kaiojit.runtime.cuda import device_compute_capability, driver_version, max_ptx_version
+    from kaiojit.runtime.driver import device_compute_capability, driver_version, max_ptx_version
 
     assert driver_version() >= 12000
     assert device_compute_capability(0) >= (7, 0)
