@@ -1,9 +1,10 @@
 """From user arguments to kernel parameters: ``typeof`` and the per-signature packer.
 
 Both dispatch on the argument's Python class through tables filled the first time a class is
-seen, so a launch pays one dict lookup per argument, never an ``isinstance`` chain. An array
-argument becomes its parameters as ``kaiojit.types.param_parts`` says: the data pointer, the
-shape, and (layout 'A' only) the strides in bytes.
+seen (device arrays through :mod:`kaiojit.runtime.interop`'s), so a launch pays one dict lookup
+per argument, never an ``isinstance`` chain. An array argument becomes its parameters as
+``kaiojit.types.param_parts`` says: the data pointer, the shape, and (layout 'A' only) the
+strides in bytes. A NumPy array is staged: copied to the device for the launch and back.
 """
 
 from __future__ import annotations

@@ -95,7 +95,8 @@ class DeviceArray:
 
     @property
     def is_f_contiguous(self) -> bool:
-        return self.kaiojit_type.layout == "F" or (self.ndim <= 1 and self.kaiojit_type.layout == "C")
+        layout = self.kaiojit_type.layout
+        return layout == "F" or (self.ndim <= 1 and layout == "C")
 
     def __len__(self) -> int:
         if not self.shape:
@@ -290,9 +291,3 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     target = to if to is not None else device_array_like(host)
     target.copy_to_device(host, stream=stream)
     return target
-
-
-def zeros(shape: int | Sequence[int], dtype: Any = np.float64) -> DeviceArray:
-    a = device_array(shape, dtype)
-    a.backend.memset(a.ptr, 0, a.nbytes)
-    return a
