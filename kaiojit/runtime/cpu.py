@@ -122,7 +122,6 @@ class CpuKernel:
     def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
                   args: Sequence[Any]) -> None:
         """None: cpu launches have no generated fast form (see the module's docstring)."""
-        return None
 
     def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Sequence[Any],
                cluster: Any = None) -> None:
@@ -262,7 +261,6 @@ class CpuBackend:
     def fast_launch_binding(self, fn: Any, grid: Dim3, block: Dim3, shared_mem: int,
                             stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
         """None: cpu launches have no generated fast form (see the module's docstring)."""
-        return None
 
     def run_grid(self, kernel: CpuKernel, config: Any, slots_address: int) -> None:
         """Run every block of a checked configuration; raise KernelError on a fault."""

@@ -120,8 +120,10 @@ def driver_version() -> int:
 def device_compute_capability(device: int = 0) -> tuple[int, int]:
     drv = initialized()
     attr = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
-    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
+    major = check(drv.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
+    minor = check(drv.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
     return int(major), int(minor)
 
 
@@ -150,7 +152,7 @@ def max_ptx_version() -> tuple[int, int]:
     return ptx_version_for_driver(driver_version())
 
 
-# --- ctypes entry points ---------------------------------------------------------------------------
+# --- ctypes entry points ------------------------------------------------------------------------
 
 _u = ctypes.c_uint
 _p = ctypes.c_void_p

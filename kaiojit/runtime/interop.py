@@ -81,7 +81,8 @@ def cai_info(cai: dict) -> ArrayInfo:
     strides = tuple(strides) if strides is not None else None
     layout = layout_of(shape, strides, scalar.itemsize)
     ptr = cai["data"][0] or 0
-    return ptr, shape, strides if layout == "A" else None, array_type(scalar, len(shape), layout), -1
+    t = array_type(scalar, len(shape), layout)
+    return ptr, shape, strides if layout == "A" else None, t, -1
 
 
 def _dlpack_info(obj: Any) -> ArrayInfo:
