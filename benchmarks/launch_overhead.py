@@ -126,7 +126,7 @@ def row_ctypes_raw() -> Callable[[], None]:
     loaded = backend.load_kernel(_image())
     handle = loaded.on_device(0).fn.handle
     arrays = _kj_arrays()
-    slots = loaded._slots.get()
+    slots = loaded.slots.get()
     loaded.packer.pack(slots, (*arrays, A, N), 0)
     params, entry = slots.params_pointer, backend._launch
     fn = ctypes.c_void_p(handle)

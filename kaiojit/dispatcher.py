@@ -219,8 +219,7 @@ class Dispatcher:
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
         ck = self.compile(sig, target_spec_of(backend))
-        loader = getattr(backend, "load_kernel", None)
-        loaded = loader(ck) if loader is not None else rt.load_kernel(backend, ck)
+        loaded = backend.load_kernel(ck)  # MERGE: every backend implements load_kernel
         try:
             key = _launch_key(args)
         except TypeError:
@@ -343,19 +342,7 @@ def _bind_runtime():
 
 def target_spec_of(backend) -> TargetSpec:
     """What to compile for on ``backend``: the host, or the current device's arch and PTX."""
-    spec = getattr(backend, "target_spec", None)
-    if spec is not None:
-        return spec()
-    from .lower.ptx import ptx_version_for
-
-    major, minor = backend.compute_capability(backend.current_device())
-    arch = f"sm_{major}{minor}"
-    driver_max = None
-    if backend.name == "cuda":
-        from .runtime.cuda import max_ptx_version
-        hi, lo = max_ptx_version()
-        driver_max = hi * 10 + lo
-    return TargetSpec("nvptx", arch, ptx_version_for(arch, driver_max))
+    return backend.target_spec()  # MERGE: every backend answers its own target (runtime.backend)
 
 
 def _parse_config(config):

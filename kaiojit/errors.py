@@ -77,6 +77,10 @@ class CudaError(KaiojitError, RuntimeError):
             msg += f" ({context})"
         super().__init__(msg)
 
+    def __reduce__(self) -> tuple:
+        # rebuilt from its fields (args holds only the message), e.g. across processes
+        return type(self), (self.name, self.text, self.context, self.code), self.__dict__
+
 
 class KernelError(KaiojitError, RuntimeError):
     """A fault detected while a kernel ran: divergent barrier, out-of-bounds index (debug=True)."""

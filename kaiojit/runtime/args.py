@@ -1,9 +1,10 @@
 """From user arguments to kernel parameters: ``typeof`` and the per-signature packer.
 
 Both dispatch on the argument's Python class through tables filled the first time a class is
-seen, so a launch pays one dict lookup per argument, never an ``isinstance`` chain. An array
-argument becomes its parameters as ``kaiojit.types.param_parts`` says: the data pointer, the
-shape, and (layout 'A' only) the strides in bytes.
+seen (device arrays through :mod:`kaiojit.runtime.interop`'s), so a launch pays one dict lookup
+per argument, never an ``isinstance`` chain. An array argument becomes its parameters as
+``kaiojit.types.param_parts`` says: the data pointer, the shape, and (layout 'A' only) the
+strides in bytes. A NumPy array is staged: copied to the device for the launch and back.
 """
 
 from __future__ import annotations
@@ -17,120 +18,13 @@ import numpy as np
 
 from kaiojit import types as kt
 from kaiojit.errors import PerformanceWarning
-from kaiojit.runtime.memory import DeviceArray, array_type, layout_of
+from kaiojit.runtime.interop import array_extractor, instance_extractor
+from kaiojit.runtime.layout import array_type, contiguous_strides
+from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
-
-# An array's launch facts: (pointer, shape, strides in bytes or None when contiguous,
-# kaiojit type, device ordinal or -1 when unknown). DeviceArray keeps this tuple ready.
-ArrayInfo = tuple[int, tuple[int, ...], "tuple[int, ...] | None", kt.ArrayType, int]
+from kaiojit.runtime.tensormap import TensorMap
 
 _SCALAR_OF_PYTHON = {bool: kt.bool_, int: kt.int64, float: kt.float64}
-
-
-# --- per-class array extractors -----------------------------------------------------------------
-
-def _device_array_info(a: DeviceArray) -> ArrayInfo:
-    return a._info
-
-
-def _torch_info(t: Any) -> ArrayInfo:
-    device = t.get_device()
-    if device < 0:
-        raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
-    scalar = _torch_scalar(t.dtype)
-    shape = tuple(t.shape)
-    if t.is_contiguous():
-        return t.data_ptr(), shape, None, array_type(scalar, len(shape), "C"), device
-    itemsize = scalar.itemsize
-    strides = tuple(s * itemsize for s in t.stride())
-    layout = layout_of(shape, strides, itemsize)
-    return t.data_ptr(), shape, strides, array_type(scalar, len(shape), layout), device
-
-
-_TORCH_DTYPES: dict[Any, kt.ScalarType] = {}
-
-
-def _torch_scalar(dtype: Any) -> kt.ScalarType:
-    scalar = _TORCH_DTYPES.get(dtype)
-    if scalar is None:
-        name = str(dtype).removeprefix("torch.")
-        if name not in kt.SCALARS:
-            raise TypeError(f"kaiojit has no type for PyTorch dtype {dtype}")
-        scalar = _TORCH_DTYPES[dtype] = kt.SCALARS[name]
-    return scalar
-
-
-def _cupy_info(a: Any) -> ArrayInfo:
-    scalar = kt.from_dtype(a.dtype)
-    shape, strides = a.shape, a.strides
-    layout = layout_of(shape, strides, scalar.itemsize)
-    return (a.data.ptr, shape, strides if layout == "A" else None,
-            array_type(scalar, len(shape), layout), a.data.device_id)
-
-
-def _cai_info(obj: Any) -> ArrayInfo:
-    cai = obj.__cuda_array_interface__
-    return cai_info(cai)
-
-
-def cai_info(cai: dict) -> ArrayInfo:
-    """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3)."""
-    if cai.get("mask") is not None:
-        raise TypeError("masked __cuda_array_interface__ arrays are not supported")
-    scalar = kt.from_dtype(np.dtype(cai["typestr"]))
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides")
-    strides = tuple(strides) if strides is not None else None
-    layout = layout_of(shape, strides, scalar.itemsize)
-    ptr = cai["data"][0] or 0
-    return ptr, shape, strides if layout == "A" else None, array_type(scalar, len(shape), layout), -1
-
-
-def _dlpack_info(obj: Any) -> ArrayInfo:
-    from kaiojit.runtime.dlpack import from_dlpack
-
-    return from_dlpack(obj)._info
-
-
-def _numpy_marker(a: np.ndarray) -> ArrayInfo:
-    raise AssertionError("NumPy arrays are staged, not extracted")  # pragma: no cover
-
-
-def _classify_array(cls: type) -> Callable[[Any], ArrayInfo] | None:
-    """The extractor for arrays of class ``cls``, or None if ``cls`` is no array kaiojit takes."""
-    if issubclass(cls, DeviceArray):
-        return _device_array_info
-    if issubclass(cls, np.ndarray):
-        return _numpy_marker
-    for base in cls.__mro__:
-        module = base.__module__ or ""
-        if module.startswith("torch") and base.__name__ == "Tensor":
-            return _torch_info
-        if module.startswith("cupy") and base.__name__ == "ndarray":
-            return _cupy_info
-    if hasattr(cls, "__cuda_array_interface__"):
-        return _cai_info
-    if hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__"):
-        return _dlpack_info
-    return None
-
-
-def _instance_extractor(value: Any) -> Callable[[Any], ArrayInfo] | None:
-    """Objects that carry ``__cuda_array_interface__`` as an instance attribute."""
-    if hasattr(value, "__cuda_array_interface__"):
-        return _cai_info
-    return None
-
-
-_ARRAY_EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {}
-
-
-def array_extractor(cls: type) -> Callable[[Any], ArrayInfo] | None:
-    try:
-        return _ARRAY_EXTRACTORS[cls]
-    except KeyError:
-        ex = _ARRAY_EXTRACTORS[cls] = _classify_array(cls)
-        return ex
 
 
 # --- typeof -------------------------------------------------------------------------------------
@@ -151,7 +45,7 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         t = _SCALAR_OF_PYTHON[cls]
         return lambda v: t
     if issubclass(cls, DeviceArray):
-        return operator.attrgetter("_type")
+        return operator.attrgetter("kaiojit_type")
     if issubclass(cls, np.generic):
         try:
             t = kt.from_dtype(np.dtype(cls))
@@ -160,8 +54,6 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return lambda v: t
     if issubclass(cls, np.ndarray):
         return _typeof_numpy
-    from kaiojit.runtime.tensormap import TensorMap
-
     if issubclass(cls, TensorMap):
         return lambda v: kt.tensormap
     if issubclass(cls, bool):
@@ -176,7 +68,7 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
     fail = _unsupported(cls)
 
     def by_instance(v: Any) -> kt.Type:
-        ex = _instance_extractor(v)
+        ex = instance_extractor(v)
         return ex(v)[3] if ex is not None else fail(v)
     return by_instance
 
@@ -275,8 +167,6 @@ def _bool_writer(slot: int, name: str) -> Writer:
 
 
 def _tensormap_writer(slot: int, name: str) -> Writer:
-    from kaiojit.runtime.tensormap import TensorMap
-
     def write(slots: ArgSlots, value: Any, device: int) -> None:
         if value.__class__ is not TensorMap and not isinstance(value, TensorMap):
             raise TypeError(f"parameter {name!r} is a tensormap: got {_describe(value)}")
@@ -299,7 +189,7 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
 
     def write(slots: ArgSlots, value: Any, device: int) -> StagedArray | None:
         if value.__class__ is DeviceArray and not passes_strides:
-            ptr, shape, _, vt, vdev = value._info
+            ptr, shape, _, vt, vdev = value.launch_info
             if vt is exact and vdev == device:  # the common case, in one step
                 u64 = slots.u64
                 u64[first] = ptr
@@ -314,15 +204,13 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
         return write_any(slots, value, device)
 
     def write_any(slots: ArgSlots, value: Any, device: int) -> StagedArray | None:
-        ex = _ARRAY_EXTRACTORS.get(value.__class__) or array_extractor(value.__class__)
+        ex = array_extractor(value.__class__) or instance_extractor(value)
         staged = None
         if ex is None:
-            ex = _instance_extractor(value)
-        if ex is None:
-            raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
-        if ex is _numpy_marker:
+            if not isinstance(value, np.ndarray):
+                raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
             staged = _stage_numpy(value, name)
-            info = staged.device_array._info
+            info = staged.device_array.launch_info
         else:
             try:
                 info = ex(value)
@@ -350,20 +238,7 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
     return write
 
 
-def contiguous_strides(shape: Sequence[int], itemsize: int, layout: str) -> tuple[int, ...]:
-    """Byte strides of a contiguous array of ``shape`` in order 'C' or 'F'."""
-    strides = [0] * len(shape)
-    step = itemsize
-    order = range(len(shape) - 1, -1, -1) if layout != "F" else range(len(shape))
-    for i in order:
-        strides[i] = step
-        step *= max(shape[i], 1)
-    return tuple(strides)
-
-
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
-    from kaiojit.runtime.memory import to_device
-
     warnings.warn(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
                   "and back after it; pass a kj.DeviceArray to avoid the copies",
                   PerformanceWarning, stacklevel=5)

@@ -1,24 +1,33 @@
 """The backend protocol and the choice of backend.
 
 A backend is what kernels run on: ``cuda`` (the driver API), ``cpu`` (kernels compiled for the
-host, plugged in by ``kaiojit/runtime/cpu.py``) or ``mock`` (records launches, for tests).
+host) or ``mock`` (records launches, for tests). The protocol is declared here in parts
+(devices, memory, modules, launching, streams and events, tensor maps) that
+:class:`GpuBackend` combines, with :class:`LoadedKernel`, what ``load_kernel`` returns. Every
+backend implements every member: where a backend cannot do something (the cpu backend has no
+PTX JIT and no tensor-map encoder) its answer is a clear error, documented on its method.
+
+Backends are registered by name (``kaiojit.runtime`` registers the three built-in ones).
 ``KAIOJIT_BACKEND`` is read once, the first time a backend is asked for; without it the
 default is cuda when a CUDA device is usable, else cpu (said once in the ``kaiojit`` log).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from kaiojit.errors import CudaError
+from kaiojit.runtime import driver
+from kaiojit.runtime.slots import ArgSlots
+from kaiojit.target import TargetSpec
 
 log = logging.getLogger("kaiojit")
+
+Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,82 +35,182 @@ class DeviceLimits:
     """What a device allows one launch: checked before launching (``kj.LaunchError``)."""
 
     max_threads_per_block: int = 1024
-    max_block: tuple[int, int, int] = (1024, 1024, 64)
-    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_block: Dim3 = (1024, 1024, 64)
+    max_grid: Dim3 = (2**31 - 1, 65535, 65535)
     max_shared_per_block: int = 48 * 1024
     max_shared_per_block_optin: int = 227 * 1024
     max_cluster_size: int = 8
 
 
-class GpuBackend(Protocol):
-    """What the runtime needs from a device. Pointers, streams, events and modules are ints
-    or opaque handles owned by the backend; sizes are in bytes.
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """A checked launch configuration (see ``kaiojit.runtime.launch.check_launch_config``)."""
 
-    ``launch_typed`` receives an :class:`~kaiojit.runtime.slots.ArgSlots` whose values are
-    already written; ``fn`` is what ``get_function`` returned.
-    """
+    grid: Dim3
+    block: Dim3
+    shared_mem: int
+    cluster: Dim3 | None
 
-    name: str
-    debug_sync: bool  # KAIOJIT_DEBUG_SYNC, read once when the backend is made
-    closing: bool  # set at interpreter exit: finalizers then free nothing
 
-    def load_kernel(self, image: Any) -> Any: ...  # a LoadedKernel (see launch.load_kernel)
+@dataclass(frozen=True, slots=True)
+class FastLaunchBinding:
+    """What a generated fast launch (:mod:`kaiojit.runtime.fastlaunch`) calls for one kernel,
+    stream and set of slots: ``call(function, gx, gy, gz, bx, by, bz, shared_mem, stream,
+    params, None)`` launches and returns the driver's status, ``failed(status)`` raises the
+    error of a non-zero one, and ``thread_state.device`` is the calling thread's device."""
 
-    # devices
+    call: Callable[..., int]
+    function: Any
+    stream: Any
+    params: Any
+    failed: Callable[[int], None]
+    thread_state: Any
+
+
+# --- the protocol, in parts -----------------------------------------------------------------------
+
+class Devices(Protocol):
+    """Devices, their limits and what to compile for them. Devices are ordinals from 0."""
+
     def device_count(self) -> int: ...
-    def current_device(self) -> int: ...
-    def select_device(self, device: int) -> None: ...
-    def set_default_device(self, device: int) -> None: ...
+    def current_device(self) -> int: ...  # this thread's device
+    def select_device(self, device: int) -> None: ...  # for this thread
+    def set_default_device(self, device: int) -> None: ...  # for threads started later
     def device_limits(self, device: int) -> DeviceLimits: ...
     def compute_capability(self, device: int) -> tuple[int, int]: ...
 
-    # code
-    def load_module(self, ptx: str, device: int) -> Any: ...
-    def unload_module(self, module: Any, device: int) -> None: ...
-    def get_function(self, module: Any, name: str, device: int) -> Any: ...
-    def function_attributes(self, fn: Any) -> dict[str, int]: ...
-    def set_dynamic_shared(self, fn: Any, nbytes: int) -> None: ...
-    def occupancy_block_size(self, fn: Any, dynamic_shared: int) -> tuple[int, int]: ...
-    def launch_typed(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                     shared_mem: int, stream: int, slots: Any,
-                     cluster: tuple[int, int, int] | None = None) -> None: ...
+    def target_spec(self, device: int | None = None) -> TargetSpec:
+        """What kernels for ``device`` (default: the current one) are compiled for."""
+        ...
 
-    # memory
-    def alloc(self, nbytes: int) -> int: ...
+
+class Memory(Protocol):
+    """Allocations and copies; pointers are ints, sizes bytes, streams handles (None: sync)."""
+
+    def alloc(self, nbytes: int) -> int: ...  # on the current device
     def free(self, ptr: int, device: int) -> None: ...
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None: ...
     def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None: ...
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None: ...
+    def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
+                    stream: int | None = None) -> None: ...
+    def can_access_peer(self, device: int, peer: int) -> bool: ...
+    def enable_peer_access(self, device: int, peer: int) -> bool: ...  # False: impossible
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None: ...
-    def pointer_device(self, ptr: int) -> int: ...
-    def dlpack_device_type(self) -> int: ...
+    def pointer_device(self, ptr: int) -> int: ...  # -1 for memory the backend does not know
+    def dlpack_device_type(self) -> int: ...  # kDLCUDA (2) or kDLCPU (1)
 
-    # streams and events
-    def synchronize(self) -> None: ...
+
+class Modules(Protocol):
+    """Loading code. ``load_kernel`` is what the dispatcher uses; the module-level calls serve
+    ``kj.Module`` (code users bring) and the loaded kernels themselves."""
+
+    def load_kernel(self, kernel: Any) -> LoadedKernel:
+        """A compiled kernel (``kaiojit.compiler.CompiledKernel``) ready to launch; cached."""
+        ...
+
+    def load_module(self, image: Any, device: int) -> Any: ...  # image: PTX text or HostImage
+    def unload_module(self, module: Any, device: int) -> None: ...
+    def get_function(self, module: Any, name: str, device: int) -> Any: ...
+    def function_attributes(self, fn: Any) -> dict[str, int]: ...
+    def set_dynamic_shared(self, fn: Any, nbytes: int) -> None: ...  # opt in past 48 KB
+
+    def occupancy_block_size(self, fn: Any, dynamic_shared: int) -> tuple[int, int]:
+        """``(min_grid_size, block_size)`` of the highest occupancy."""
+        ...
+
+
+class Launching(Protocol):
+    """Launches of a function ``get_function`` returned, with its arguments in slots."""
+
+    def launch_typed(self, fn: Any, grid: Dim3, block: Dim3, shared_mem: int, stream: int,
+                     slots: ArgSlots, cluster: Dim3 | None = None) -> None: ...
+
+    def fast_launch_binding(self, fn: Any, grid: Dim3, block: Dim3, shared_mem: int,
+                            stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
+        """What a generated fast launch calls, or None where launches take no fast form."""
+        ...
+
+
+class Streams(Protocol):
+    """Streams and events, as integer handles; stream 0 is the legacy default stream."""
+
+    def synchronize(self) -> None: ...  # the current device
     def stream_create(self) -> int: ...
     def stream_destroy(self, stream: int) -> None: ...
     def stream_synchronize(self, stream: int) -> None: ...
+    def stream_wait_event(self, stream: int, event: int) -> None: ...
     def event_create(self, timing: bool = True) -> int: ...
     def event_destroy(self, event: int) -> None: ...
     def event_record(self, event: int, stream: int) -> None: ...
     def event_synchronize(self, event: int) -> None: ...
     def event_elapsed_ms(self, start: int, end: int) -> float: ...
-    def stream_wait_event(self, stream: int, event: int) -> None: ...
 
-    # tensor maps
-    def encode_tensormap_tiled(self, **fields: Any) -> bytes: ...
+
+class TensorMaps(Protocol):
+    """CUtensorMap encoding (the fields are ``kaiojit.runtime.tensormap.tiled_fields``')."""
+
+    def encode_tensormap_tiled(self, *, dtype: str, rank: int, address: int,
+                               dims: tuple[int, ...], strides: tuple[int, ...],
+                               box: tuple[int, ...], element_strides: tuple[int, ...],
+                               interleave: str, swizzle: str, l2_promotion: str,
+                               oob_fill: str) -> bytes: ...
+
+
+@runtime_checkable
+class GpuBackend(Devices, Memory, Modules, Launching, Streams, TensorMaps, Protocol):
+    """Everything the runtime needs from a device."""
+
+    name: str  # what kj.backend() says: "cuda", "cpu", "mock"
+    debug_sync: bool  # KAIOJIT_DEBUG_SYNC, read once when the backend is made
+    closing: bool  # set at interpreter exit: finalizers then free nothing
+
+
+class DeviceKernel(Protocol):
+    """A loaded kernel on one device: ``fn`` is what the backend's ``get_function`` gave."""
+
+    device: int
+    fn: Any
+
+
+@runtime_checkable
+class LoadedKernel(Protocol):
+    """A compiled kernel ready to launch on any device of its backend."""
+
+    name: str
+    backend: GpuBackend
+    packer: Any  # the signature's kaiojit.runtime.args.ArgPacker
+
+    def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Sequence[Any],
+               cluster: Any = None) -> None:
+        """Check the configuration, pack ``args`` (the user's values in signature order) and
+        launch."""
+        ...
+
+    def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
+                  device: int | None = None) -> LaunchConfig:
+        """Check a configuration for this kernel (``LaunchError`` if it cannot run)."""
+        ...
+
+    def on_device(self, device: int) -> DeviceKernel: ...
+    def attributes(self, device: int | None = None) -> dict[str, int]: ...
+    def suggest_block_size(self, dynamic_shared: int = 0) -> int: ...
+
+    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
+                  args: Sequence[Any]) -> Callable[..., Any] | None:
+        """After a successful launch with these values: a method ``fast(launcher, *args)``
+        that repeats such launches with less work, or None where there is no fast form."""
+        ...
+
+
+def launch_context(name: str, grid: Any, block: Any, shared_mem: int) -> str:
+    """How errors name a launch."""
+    return f"kernel {name!r}, grid={tuple(grid)}, block={tuple(block)}, shared_mem={shared_mem}"
 
 
 # --- registry and selection ---------------------------------------------------------------------
 
 _FACTORIES: dict[str, Callable[[], GpuBackend]] = {}
-# Backends that live in a module not imported yet: importing it registers the factory.
-_LAZY_MODULES: dict[str, str] = {
-    "cuda": "kaiojit.runtime.cuda",
-    "mock": "kaiojit.runtime.mock",
-    "cpu": "kaiojit.runtime.cpu",
-}
-BACKEND_NAMES = ("cuda", "cpu", "mock")
 
 _lock = threading.RLock()
 _active: GpuBackend | None = None
@@ -114,29 +223,14 @@ def register_backend(name: str, factory: Callable[[], GpuBackend]) -> None:
     _FACTORIES[name] = factory
 
 
-def _factory(name: str) -> Callable[[], GpuBackend]:
-    if name not in _FACTORIES and name in _LAZY_MODULES:
-        try:
-            importlib.import_module(_LAZY_MODULES[name])
-        except ModuleNotFoundError as e:
-            if e.name != _LAZY_MODULES[name]:
-                raise
-    if name not in _FACTORIES:
-        if name == "cpu":
-            raise RuntimeError(
-                "the cpu backend is not available in this build of kaiojit "
-                "(kaiojit/runtime/cpu.py is missing); use KAIOJIT_BACKEND=cuda on a machine "
-                "with a GPU"
-            )
-        known = ", ".join(sorted(set(BACKEND_NAMES) | set(_FACTORIES)))
-        raise ValueError(f"unknown kaiojit backend {name!r}; choose one of {known}")
-    return _FACTORIES[name]
-
-
 def _instance(name: str) -> GpuBackend:
     backend = _instances.get(name)
     if backend is None:
-        backend = _instances[name] = _factory(name)()
+        factory = _FACTORIES.get(name)
+        if factory is None:
+            known = ", ".join(sorted(_FACTORIES))
+            raise ValueError(f"unknown kaiojit backend {name!r}; choose one of {known}")
+        backend = _instances[name] = factory()
     return backend
 
 
@@ -145,9 +239,7 @@ def is_cuda_available() -> bool:
     global _cuda_available
     if _cuda_available is None:
         try:
-            from kaiojit.runtime import cuda as cuda_backend
-
-            _cuda_available = cuda_backend.probe_device_count() > 0
+            _cuda_available = driver.probe_device_count() > 0
         except Exception:  # no driver library, no device, broken install: all mean "no"
             _cuda_available = False
     return _cuda_available
@@ -172,9 +264,7 @@ def get_backend() -> GpuBackend:
         if _active is None:
             name = _choose_default()
             if name == "cuda" and not is_cuda_available():
-                from kaiojit.runtime import cuda as cuda_backend
-
-                cuda_backend.raise_unavailable()
+                driver.raise_unavailable()
             _set(_instance(name))
         return _active  # type: ignore[return-value]
 
@@ -201,15 +291,3 @@ def set_backend(backend: str | GpuBackend | None) -> GpuBackend | None:
 def backend() -> str:
     """``kj.backend()``: the name of the active backend ("cuda", "cpu" or "mock")."""
     return get_backend().name
-
-
-def cuda_unavailable_error(reason: str) -> CudaError:
-    return CudaError(
-        "CUDA_ERROR_NO_DEVICE",
-        f"no usable CUDA device ({reason}); set KAIOJIT_BACKEND=cpu to run kernels on the host",
-    )
-
-
-def launch_context(name: str, grid: Any, block: Any, shared_mem: int) -> str:
-    """How errors name a launch."""
-    return f"kernel {name!r}, grid={tuple(grid)}, block={tuple(block)}, shared_mem={shared_mem}"

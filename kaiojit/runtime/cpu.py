@@ -1,4 +1,4 @@
-"""The cpu backend: kernels compiled for the host (``kaiojit/lower/host.py``) and run natively.
+"""The cpu backend: kernels compiled for the host (``kaiojit.target.HostImage``) run natively.
 
 Memory is host memory (NumPy buffers kept alive by the backend), so ``DeviceArray``, copies,
 DLPack and the argument packer work unchanged. Streams run their work synchronously (a launch
@@ -7,6 +7,10 @@ with the GPU's rules and limits, packs the arguments into the runtime's 8-byte s
 the grid's blocks natively, split between worker threads (one per core, at most two halves of
 the grid each call; ctypes releases the GIL while native code runs). Faults detected in native
 code (debug bounds checks, divergent barriers) raise :class:`kaiojit.KernelError`.
+
+The backend protocol is implemented in full; what a host cannot do is a clear error: PTX
+modules and tensor maps need the cuda backend, and there is no generated fast launch (a
+launch's native work outweighs the general path's few microseconds).
 """
 
 from __future__ import annotations
@@ -19,15 +23,17 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from kaiojit.errors import CudaError, KernelError, LaunchError
+from kaiojit.errors import CudaError, KernelError
 from kaiojit.runtime.args import ArgPacker
-from kaiojit.runtime.backend import DeviceLimits, register_backend
+from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.launch import check_launch_config
-from kaiojit.runtime.slots import ThreadSlots
+from kaiojit.runtime.slots import ArgSlots, ThreadSlots
+from kaiojit.target import HostImage, TargetSpec
 
 KDL_CPU = 1
 PRINT_BUFFER_BYTES = 1 << 20          # like CUDA's default printf FIFO
@@ -91,9 +97,10 @@ class CpuKernel:
         self.backend = backend
         self.image = image
         self.host = image.host
-        self.name = getattr(image, "py_name", image.name)
-        self.fn = self  # the protocol's per-device function handle (occupancy queries)
-        self.packer = ArgPacker(image.signature.args, getattr(image, "arg_names", None))
+        self.name = image.py_name
+        self.device = 0
+        self.fn = self  # on its one device, the kernel is its own function handle
+        self.packer = ArgPacker(image.signature.args, image.arg_names)
         self._slots = ThreadSlots(self.packer.layout)
         self._configs: dict[Any, Any] = {}
         self._run = self.host.run
@@ -105,14 +112,18 @@ class CpuKernel:
         return self.backend.function_attributes(self)
 
     def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
-                  device: int | None = None):
+                  device: int | None = None) -> LaunchConfig:
         return check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
                                    self.name, self.host.static_shared_bytes)
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         return self.backend.occupancy_block_size(self, dynamic_shared)[1]
 
-    def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any,
+    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
+                  args: Sequence[Any]) -> None:
+        """None: cpu launches have no generated fast form (see the module's docstring)."""
+
+    def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Sequence[Any],
                cluster: Any = None) -> None:
         key = (grid, block, shared_mem, cluster)
         try:
@@ -132,8 +143,29 @@ class CpuKernel:
         return f"<CpuKernel {self.name} {self.image.signature}>"
 
 
+class HostModule:
+    """A host image loaded into this process: its native code and the image's entry."""
+
+    __slots__ = ("image", "code")
+
+    def __init__(self, image: HostImage, code: Any):
+        self.image = image
+        self.code = code
+
+
+class HostFunction:
+    """A host module's entry, what ``launch_typed`` runs (read as a CpuKernel is)."""
+
+    __slots__ = ("name", "host", "_run")
+
+    def __init__(self, name: str, host: Any):
+        self.name = name
+        self.host = host
+        self._run = host.run
+
+
 class CpuBackend:
-    """The GpuBackend protocol on the host."""
+    """The GpuBackend protocol on the host: one device, 0."""
 
     name = "cpu"
     debug_sync = False
@@ -163,8 +195,7 @@ class CpuBackend:
         return 0
 
     def select_device(self, device: int) -> None:
-        if device != 0:
-            raise ValueError(f"no device {device}: the cpu backend has one device, 0")
+        _check_device(device)
 
     set_default_device = select_device
 
@@ -174,33 +205,45 @@ class CpuBackend:
     def compute_capability(self, device: int) -> tuple[int, int]:
         return (9, 0)
 
-    def target_spec(self):
-        from kaiojit.target import TargetSpec
-
+    def target_spec(self, device: int | None = None) -> TargetSpec:
         return TargetSpec(kind="host")
 
     # --- code --------------------------------------------------------------------------------------
-    def load_kernel(self, image: Any) -> CpuKernel:
-        if getattr(image, "host", None) is None:
-            raise TypeError(f"kernel {image.name!r} was not compiled for the host")
-        entry = self._kernels.get(id(image))
-        if entry is None or entry[0] is not image:
-            entry = self._kernels[id(image)] = (image, CpuKernel(self, image))
+    def load_kernel(self, kernel: Any) -> CpuKernel:
+        if kernel.host is None:
+            raise TypeError(f"kernel {kernel.name!r} was not compiled for the host")
+        entry = self._kernels.get(id(kernel))
+        if entry is None or entry[0] is not kernel:
+            entry = self._kernels[id(kernel)] = (kernel, CpuKernel(self, kernel))
         return entry[1]
 
-    def load_module(self, ptx: str, device: int) -> Any:
-        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "the cpu backend runs host code, not PTX")
+    def load_module(self, image: HostImage, device: int) -> HostModule:
+        """Link a host image's object code into this process. PTX text is a CudaError: it
+        needs the driver's JIT, the cuda backend's."""
+        _check_device(device)
+        if not isinstance(image, HostImage):
+            raise CudaError("CUDA_ERROR_NOT_SUPPORTED",
+                            f"the cpu backend loads host images (kaiojit.target.HostImage), got "
+                            f"{type(image).__name__}; PTX needs the cuda backend "
+                            "(KAIOJIT_BACKEND=cuda on a machine with a GPU)")
+        from kaiojit.runtime.hostjit import load_host_image  # MERGE: helper B's host JIT
 
-    def unload_module(self, module: Any, device: int) -> None:
-        pass
+        return HostModule(image, load_host_image(image))
 
-    def get_function(self, module: Any, name: str, device: int) -> Any:
-        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "the cpu backend runs host code, not PTX")
+    def unload_module(self, module: HostModule, device: int) -> None:
+        """Nothing to do: the native code is freed with the last function that uses it."""
 
-    def function_attributes(self, fn: Any) -> dict[str, int]:
-        static = fn.host.static_shared_bytes if isinstance(fn, CpuKernel) else 0
+    def get_function(self, module: HostModule, name: str, device: int) -> HostFunction:
+        if name != module.image.entry:
+            raise CudaError("CUDA_ERROR_NOT_FOUND", "named symbol not found",
+                            f"kernel {name!r}; the host module's entry is "
+                            f"{module.image.entry!r}")
+        return HostFunction(name, module.code)
+
+    def function_attributes(self, fn: CpuKernel | HostFunction) -> dict[str, int]:
         return {"max_threads_per_block": self.limits.max_threads_per_block,
-                "shared_bytes": static, "local_bytes": 0, "registers": 0, "const_bytes": 0}
+                "shared_bytes": fn.host.static_shared_bytes, "local_bytes": 0, "registers": 0,
+                "const_bytes": 0}
 
     def set_dynamic_shared(self, fn: Any, nbytes: int) -> None:
         pass
@@ -208,10 +251,16 @@ class CpuBackend:
     def occupancy_block_size(self, fn: Any, dynamic_shared: int) -> tuple[int, int]:
         return 1, 256
 
-    def launch_typed(self, fn: Any, grid, block, shared_mem, stream, slots, cluster=None) -> None:
+    def launch_typed(self, fn: CpuKernel | HostFunction, grid: Dim3, block: Dim3,
+                     shared_mem: int, stream: int, slots: ArgSlots,
+                     cluster: Dim3 | None = None) -> None:
         config = check_launch_config(grid, block, shared_mem, cluster, self.limits, fn.name,
                                      fn.host.static_shared_bytes)
         self.run_grid(fn, config, slots.address)
+
+    def fast_launch_binding(self, fn: Any, grid: Dim3, block: Dim3, shared_mem: int,
+                            stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
+        """None: cpu launches have no generated fast form (see the module's docstring)."""
 
     def run_grid(self, kernel: CpuKernel, config: Any, slots_address: int) -> None:
         """Run every block of a checked configuration; raise KernelError on a fault."""
@@ -282,6 +331,20 @@ class CpuBackend:
     memcpy_dtoh = memcpy_htod
     memcpy_dtod = memcpy_htod
 
+    def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
+                    stream: int | None = None) -> None:
+        _check_device(dst_device)
+        _check_device(src_device)
+        self.memcpy_dtod(dst, src, nbytes)
+
+    def can_access_peer(self, device: int, peer: int) -> bool:
+        _check_device(device)
+        _check_device(peer)
+        return True
+
+    def enable_peer_access(self, device: int, peer: int) -> bool:
+        return self.can_access_peer(device, peer)
+
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memset(ptr, byte, nbytes)
@@ -332,9 +395,19 @@ class CpuBackend:
             raise CudaError("CUDA_ERROR_INVALID_HANDLE", "an event was not recorded")
         return (t1 - t0) * 1000.0
 
-    def encode_tensormap_tiled(self, **fields: Any) -> bytes:
+    def encode_tensormap_tiled(self, *, dtype: str, rank: int, address: int,
+                               dims: tuple[int, ...], strides: tuple[int, ...],
+                               box: tuple[int, ...], element_strides: tuple[int, ...],
+                               interleave: str, swizzle: str, l2_promotion: str,
+                               oob_fill: str) -> bytes:
+        """A CudaError: a tensor map is read by a GPU's copy engine, which a host lacks."""
         raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "tensor maps need a GPU; the cpu backend "
-                        "cannot encode them")
+                        "cannot encode them (use the cuda backend)")
+
+
+def _check_device(device: int) -> None:
+    if device != 0:
+        raise ValueError(f"no device {device}: the cpu backend has one device, 0")
 
 
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
@@ -363,6 +436,4 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     return KernelError(msg)
 
 
-register_backend("cpu", CpuBackend)
-
-__all__ = ["CpuBackend", "CpuKernel", "LaunchError"]
+__all__ = ["CpuBackend", "CpuKernel", "HostFunction", "HostModule"]

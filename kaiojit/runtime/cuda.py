@@ -2,12 +2,10 @@
 
 Each device's primary context is retained and made current, so memory and streams of
 PyTorch, CuPy and numba (which use the same primary contexts) interoperate. Every driver call
-goes through :func:`check`. The launch itself, module loading and tensor-map encoding call
-driver entry points fetched once with ``cuGetProcAddress`` through ctypes: a launch then costs
-one foreign call with prebuilt argument types and no Python object made per launch.
-
-``cuda.bindings`` is imported on first use, so importing kaiojit on a machine without a
-driver stays cheap and harmless.
+goes through :func:`kaiojit.runtime.driver.check`. The launch itself, module loading and
+tensor-map encoding call the driver entry points :mod:`kaiojit.runtime.driver` fetches through
+ctypes: a launch then costs one foreign call with prebuilt argument types and no Python object
+made per launch.
 """
 
 from __future__ import annotations
@@ -20,166 +18,12 @@ import threading
 from typing import Any
 
 from kaiojit.errors import CudaError
-from kaiojit.runtime.backend import (
-    DeviceLimits,
-    cuda_unavailable_error,
-    launch_context,
-    register_backend,
-)
-
-_drv: Any = None
-
-
-def _driver() -> Any:
-    global _drv
-    if _drv is None:
-        from cuda.bindings import driver
-
-        _drv = driver
-    return _drv
-
-
-# Errors after which the context is unusable: every later call fails the same way.
-_STICKY_ERRORS = frozenset({
-    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
-    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_PC",
-    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
-    "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-})
-STICKY_NOTE = (
-    "this fault poisons the CUDA context: every later CUDA call in this process will fail; "
-    "restart the process"
-)
-
-
-def error_for(code: Any, context: str = "") -> CudaError:
-    """A :class:`CudaError` with the driver's name and text for ``code`` (a CUresult or int)."""
-    drv = _driver()
-    code = drv.CUresult(int(code))
-    _, name = drv.cuGetErrorName(code)
-    _, text = drv.cuGetErrorString(code)
-    name = name.decode() if isinstance(name, bytes) else str(name or f"CUDA error {int(code)}")
-    text = text.decode() if isinstance(text, bytes) else str(text or "")
-    if name in _STICKY_ERRORS and name != "CUDA_ERROR_CONTEXT_IS_DESTROYED":
-        text = f"{text}; {STICKY_NOTE}"
-    return CudaError(name, text, context, int(code))
-
-
-def check(result: Any, context: str = "") -> Any:
-    """Unwrap a ``cuda.bindings`` result ``(err, *values)``; raise :class:`CudaError` on error."""
-    err = result[0]
-    if int(err) != 0:
-        raise error_for(err, context)
-    if len(result) == 1:
-        return None
-    if len(result) == 2:
-        return result[1]
-    return result[1:]
-
-
-def is_sticky(error: CudaError) -> bool:
-    return error.name in _STICKY_ERRORS
-
-
-# --- what the driver offers ---------------------------------------------------------------------
-
-_initialized = False
-
-
-def _init() -> Any:
-    global _initialized
-    drv = _driver()
-    if not _initialized:
-        check(drv.cuInit(0))
-        _initialized = True
-    return drv
-
-
-def probe_device_count() -> int:
-    """How many devices the driver sees; raises if there is no driver."""
-    drv = _init()
-    return int(check(drv.cuDeviceGetCount()))
-
-
-def raise_unavailable() -> None:
-    """Raise the clear error of a forced cuda backend on a machine without CUDA."""
-    try:
-        n = probe_device_count()
-    except CudaError as e:
-        raise cuda_unavailable_error(f"{e.name}: {e.text}") from None
-    except Exception as e:  # no driver library at all
-        raise cuda_unavailable_error(f"the CUDA driver could not be loaded: {e}") from None
-    if n == 0:
-        raise cuda_unavailable_error("the driver reports no devices")
-
-
-def driver_version() -> int:
-    """The driver's CUDA version as 1000*major + 10*minor (12080 is CUDA 12.8)."""
-    return int(check(_init().cuDriverGetVersion()))
-
-
-def device_compute_capability(device: int = 0) -> tuple[int, int]:
-    drv = _init()
-    attr = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
-    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
-    return int(major), int(minor)
-
-
-# The first CUDA release that loads each PTX ISA version, newest first (the PTX ISA release
-# history). CUDA 13.x loads PTX 9.x with the same minor.
-_PTX_FOR_CUDA: tuple[tuple[int, tuple[int, int]], ...] = (
-    (13050, (9, 5)), (13040, (9, 4)), (13030, (9, 3)), (13020, (9, 2)), (13010, (9, 1)),
-    (13000, (9, 0)), (12090, (8, 8)), (12080, (8, 7)), (12070, (8, 6)), (12050, (8, 5)),
-    (12040, (8, 4)), (12030, (8, 3)), (12020, (8, 2)), (12010, (8, 1)), (12000, (8, 0)),
-    (11080, (7, 8)), (11070, (7, 7)), (11060, (7, 6)), (11050, (7, 5)), (11040, (7, 4)),
-    (11030, (7, 3)), (11020, (7, 2)), (11010, (7, 1)), (11000, (7, 0)),
-)
-
-
-def ptx_version_for_driver(version: int) -> tuple[int, int]:
-    """The newest PTX ISA ``(major, minor)`` a driver of CUDA ``version`` (e.g. 12080) loads."""
-    for first_cuda, ptx in _PTX_FOR_CUDA:
-        if version >= first_cuda:
-            return ptx
-    raise CudaError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-                    f"driver CUDA {version // 1000}.{version % 1000 // 10} is older than 11.0")
-
-
-def max_ptx_version() -> tuple[int, int]:
-    """The newest PTX ISA version this machine's driver accepts, e.g. ``(9, 0)``."""
-    return ptx_version_for_driver(driver_version())
-
-
-# --- ctypes entry points ---------------------------------------------------------------------------
-
-_u = ctypes.c_uint
-_p = ctypes.c_void_p
-# cuLaunchKernel is called without argtypes: the handle, stream and parameter array go as
-# prebuilt c_void_p objects and the dimensions as plain ints (C ints, which the x86-64 and
-# aarch64 ABIs pass like the driver's unsigned ints). Measured 2.4x cheaper than converting
-# eleven arguments through argtypes on every launch.
-_LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int)
-_LOAD_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_p), ctypes.c_char_p, _u,
-                               ctypes.POINTER(ctypes.c_int), ctypes.POINTER(_p))
-_TMAP_PROTO = ctypes.CFUNCTYPE(
-    ctypes.c_int, _p, ctypes.c_int, ctypes.c_uint32, _p, ctypes.POINTER(ctypes.c_uint64),
-    ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
-    ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int)
-_ENTRY_POINT_CUDA_VERSION = 12000
-
-
-def _entry_point(name: str, proto: Any) -> Any:
-    drv = _driver()
-    flags = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
-    result = check(drv.cuGetProcAddress(name.encode(), _ENTRY_POINT_CUDA_VERSION, flags),
-                   f"cuGetProcAddress({name})")
-    pfn = result[0] if isinstance(result, tuple) else result
-    address = int(pfn)
-    if not address:
-        raise CudaError("CUDA_ERROR_NOT_FOUND", f"the driver has no entry point {name}")
-    return proto(address)
-
+from kaiojit.runtime import driver
+from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, launch_context
+from kaiojit.runtime.driver import check, error_for
+from kaiojit.runtime.launch import ModuleKernel, load_kernel
+from kaiojit.runtime.slots import ArgSlots
+from kaiojit.target import TargetSpec, ptx_version_for
 
 _JIT_LOG_BYTES = 1 << 16
 
@@ -206,25 +50,27 @@ class CudaBackend:
     """The GpuBackend of real devices."""
 
     name = "cuda"
+    debug_sync = False
+    closing = False
 
     def __init__(self) -> None:
-        self.drv = _init()
+        self.drv = driver.initialized()
         self.debug_sync = os.environ.get("KAIOJIT_DEBUG_SYNC", "") not in ("", "0")
         self._count = int(check(self.drv.cuDeviceGetCount()))
         if self._count == 0:
-            raise cuda_unavailable_error("the driver reports no devices")
+            raise driver.unavailable_error("the driver reports no devices")
         self._contexts: dict[int, Any] = {}
         self._limits: dict[int, DeviceLimits] = {}
+        self._specs: dict[int, TargetSpec] = {}
         self._tls = _ThreadState()
         self._default_device = 0
         self._lock = threading.Lock()
-        self._launch = _entry_point("cuLaunchKernel", _LAUNCH_PROTO)
+        self._launch = driver.entry_point("cuLaunchKernel", driver.LAUNCH_PROTO)
         # KAIOJIT_LAUNCH=bindings launches through cuda.bindings' cuLaunchKernel instead.
         self.launch_through_bindings = os.environ.get("KAIOJIT_LAUNCH", "") == "bindings"
         self._streams: dict[int, Any] = {0: None}
-        self._load = _entry_point("cuModuleLoadDataEx", _LOAD_PROTO)
+        self._load = driver.entry_point("cuModuleLoadDataEx", driver.LOAD_PROTO)
         self._encode_tiled: Any = None
-        self.closing = False
         atexit.register(self._at_exit)
 
     def _at_exit(self) -> None:
@@ -292,7 +138,19 @@ class CudaBackend:
         return limits
 
     def compute_capability(self, device: int) -> tuple[int, int]:
-        return device_compute_capability(device)
+        return driver.device_compute_capability(device)
+
+    def target_spec(self, device: int | None = None) -> TargetSpec:
+        """The device's ``sm_XY``, and the PTX version both it and the driver take."""
+        dev = self.current_device() if device is None else device
+        spec = self._specs.get(dev)
+        if spec is None:
+            major, minor = self.compute_capability(dev)
+            arch = f"sm_{major}{minor}"
+            ptx_major, ptx_minor = driver.max_ptx_version()
+            version = ptx_version_for(arch, 10 * ptx_major + ptx_minor)
+            spec = self._specs[dev] = TargetSpec("nvptx", arch, version)
+        return spec
 
     def _on_device(self, device: int) -> bool:
         """Make ``device``'s context current in this thread; True if it was not (pop later)."""
@@ -306,20 +164,17 @@ class CudaBackend:
 
     # --- modules and functions --------------------------------------------------------------
 
-    def load_kernel(self, image: Any) -> Any:
-        """The LoadedKernel of a compiled image (cached per image; loaded per device)."""
-        from kaiojit.runtime.launch import load_kernel
-
-        loaded = load_kernel(self, image)
-        check_entry_params(image.ptx, image.name, len(loaded.packer.layout.kinds))
+    def load_kernel(self, kernel: Any) -> ModuleKernel:
+        """The loaded form of a compiled kernel (cached per kernel; loaded per device)."""
+        loaded = load_kernel(self, kernel)
+        check_entry_params(kernel.ptx, kernel.name, len(loaded.packer.layout.kinds))
         return loaded
 
-
-    def load_module(self, ptx: str, device: int) -> Any:
-        """``cuModuleLoadDataEx`` on PTX, with the JIT's error and info logs in the error."""
+    def load_module(self, image: str, device: int) -> Any:
+        """``cuModuleLoadDataEx`` on PTX text, with the JIT's error and info logs in the error."""
         pushed = self._on_device(device)
         try:
-            return self._load_module(ptx)
+            return self._load_module(image)
         finally:
             if pushed:
                 self._pop()
@@ -331,9 +186,9 @@ class CudaBackend:
         opts = (ctypes.c_int * 4)(
             int(jit.CU_JIT_ERROR_LOG_BUFFER), int(jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
             int(jit.CU_JIT_INFO_LOG_BUFFER), int(jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES))
-        vals = (_p * 4)(ctypes.addressof(error_log), _JIT_LOG_BYTES,
-                        ctypes.addressof(info_log), _JIT_LOG_BYTES)
-        module = _p()
+        vals = (ctypes.c_void_p * 4)(ctypes.addressof(error_log), _JIT_LOG_BYTES,
+                                     ctypes.addressof(info_log), _JIT_LOG_BYTES)
+        module = ctypes.c_void_p()
         rc = self._load(ctypes.byref(module), ptx.encode(), 4, opts, vals)
         if rc != 0:
             err = error_for(rc, "loading PTX with cuModuleLoadDataEx")
@@ -387,9 +242,8 @@ class CudaBackend:
 
     # --- launching --------------------------------------------------------------------------
 
-    def launch_typed(self, fn: CudaFunction, grid: tuple[int, int, int],
-                     block: tuple[int, int, int], shared_mem: int, stream: int, slots: Any,
-                     cluster: tuple[int, int, int] | None = None) -> None:
+    def launch_typed(self, fn: CudaFunction, grid: Dim3, block: Dim3, shared_mem: int,
+                     stream: int, slots: ArgSlots, cluster: Dim3 | None = None) -> None:
         if cluster is not None:
             self._launch_cluster(fn, grid, block, shared_mem, stream, slots, cluster)
             return
@@ -408,16 +262,19 @@ class CudaBackend:
         if rc != 0:
             self._launch_failed(rc, fn, grid, block, shared_mem, stream, slots)
 
-    @property
-    def fast_launch(self) -> bool:
-        """Whether launches may take :mod:`kaiojit.runtime.fastlaunch`'s generated path."""
-        return not self.launch_through_bindings
+    def fast_launch_binding(self, fn: CudaFunction, grid: Dim3, block: Dim3, shared_mem: int,
+                            stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
+        """The ctypes ``cuLaunchKernel`` with prebuilt pointers; none under
+        ``KAIOJIT_LAUNCH=bindings``, whose launches all go through ``launch_typed``."""
+        if self.launch_through_bindings:
+            return None
 
-    def fast_launch_entry(self, fn: CudaFunction, slots: Any) -> Any:
-        """The callable a fast launch calls as ``cuLaunchKernel`` (the ctypes entry point)."""
-        return self._launch
+        def failed(rc: int) -> None:
+            self._launch_failed(rc, fn, grid, block, shared_mem, stream, slots)
+        return FastLaunchBinding(self._launch, fn.pointer, self._stream_pointer(stream),
+                                 slots.params_pointer, failed, self._tls)
 
-    def stream_pointer(self, stream: int) -> ctypes.c_void_p:
+    def _stream_pointer(self, stream: int) -> ctypes.c_void_p:
         """The prebuilt ``c_void_p`` a launch passes for a stream handle."""
         try:
             return self._streams[stream]
@@ -592,7 +449,8 @@ class CudaBackend:
                                oob_fill: str) -> bytes:
         """``cuTensorMapEncodeTiled``; enum arguments are the driver's member names."""
         if self._encode_tiled is None:
-            self._encode_tiled = _entry_point("cuTensorMapEncodeTiled", _TMAP_PROTO)
+            self._encode_tiled = driver.entry_point("cuTensorMapEncodeTiled",
+                                                    driver.TENSORMAP_PROTO)
         drv = self.drv
         storage = ctypes.create_string_buffer(128 + 64)
         address_out = (ctypes.addressof(storage) + 63) // 64 * 64
@@ -609,9 +467,6 @@ class CudaBackend:
         if rc != 0:
             raise error_for(rc, f"cuTensorMapEncodeTiled(dims={dims}, box={box})")
         return ctypes.string_at(address_out, 128)
-
-
-register_backend("cuda", CudaBackend)
 
 
 def check_entry_params(ptx: str, name: str, expected: int) -> None:

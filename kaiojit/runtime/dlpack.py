@@ -1,22 +1,21 @@
-"""DLPack export and import, with the capsule written through ctypes.
+"""DLPack capsules, read and written through ctypes.
 
-Export: :func:`to_dlpack_capsule` builds a ``DLManagedTensor`` whose ``manager_ctx`` keeps
-the DeviceArray (and the shape/strides storage) alive until the consumer calls the deleter, or
-until the capsule dies unconsumed. Import: :func:`from_dlpack` views a producer's tensor,
-renames the capsule ``used_dltensor`` (the protocol's "consumed" mark) and calls the
-producer's deleter when the view is collected.
+Export: :func:`to_dlpack_capsule` builds a ``DLManagedTensor`` that keeps the exported array
+(and the shape/strides storage) alive until the consumer calls the deleter, or until the
+capsule dies unconsumed. Import: :func:`consume` reads a producer's tensor and renames the
+capsule ``used_dltensor`` (the protocol's "consumed" mark); whoever views the tensor calls
+:func:`release` when the view dies, which calls the producer's deleter. Making a DeviceArray of
+an imported tensor is :func:`kaiojit.runtime.interop.from_dlpack`'s job.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from kaiojit.runtime.backend import get_backend
 
 K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
 _KIND_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
@@ -74,7 +73,7 @@ class _Export:
 
     __slots__ = ("managed", "shape", "strides", "array")
 
-    def __init__(self, array: Any):
+    def __init__(self, array: Any, device_type: int):
         ndim = array.ndim
         itemsize = array.dtype.itemsize
         self.array = array
@@ -83,7 +82,7 @@ class _Export:
         m = DLManagedTensor()
         t = m.dl_tensor
         t.data = array.ptr or None
-        t.device = DLDevice(array._backend.dlpack_device_type(), array.device_id)
+        t.device = DLDevice(device_type, array.device_id)
         t.ndim = ndim
         t.dtype = DLDataType(_KIND_CODES[array.dtype.kind], itemsize * 8, 1)
         t.shape = self.shape
@@ -112,11 +111,11 @@ def _capsule_destructor(capsule: int) -> None:
             _delete_export(address)
 
 
-def to_dlpack_capsule(array: Any) -> Any:
-    """A ``dltensor`` capsule viewing ``array`` (a DeviceArray)."""
+def to_dlpack_capsule(array: Any, device_type: int) -> Any:
+    """A ``dltensor`` capsule viewing ``array`` (a DeviceArray) on a DLPack device type."""
     if array.dtype.kind not in _KIND_CODES:
         raise BufferError(f"DLPack has no code for dtype {array.dtype}")
-    export = _Export(array)
+    export = _Export(array, device_type)
     address = ctypes.addressof(export.managed)
     with _exported_lock:
         _exported[address] = export
@@ -124,22 +123,28 @@ def to_dlpack_capsule(array: Any) -> Any:
                         ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
-def _call_deleter(address: int) -> None:
+@dataclass(frozen=True, slots=True)
+class ImportedTensor:
+    """A producer's tensor, read from its capsule: strides in bytes (None: C-contiguous);
+    ``address`` is its DLManagedTensor, for :func:`release`."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    dtype: np.dtype
+    device_id: int
+    address: int
+
+
+def release(address: int) -> None:
+    """Give an imported tensor back to its producer (call its deleter)."""
     managed = DLManagedTensor.from_address(address)
     if managed.deleter:
         managed.deleter(ctypes.cast(address, ctypes.POINTER(DLManagedTensor)))
 
 
-def from_dlpack(obj: Any) -> Any:
-    """A zero-copy DeviceArray viewing a ``__dlpack__`` producer's device tensor."""
-    from kaiojit.runtime.memory import DeviceArray
-
-    backend = get_backend()
-    device_type, device_id = obj.__dlpack_device__()
-    accepted = {backend.dlpack_device_type(), K_DL_CUDA_MANAGED}
-    if int(device_type) not in accepted:
-        raise TypeError(f"a DLPack tensor on device type {int(device_type)}; kaiojit's "
-                        f"{backend.name} backend takes device type {backend.dlpack_device_type()}")
+def consume(obj: Any) -> ImportedTensor:
+    """Take ``obj.__dlpack__()``'s tensor; the caller must :func:`release` it when done."""
     try:
         capsule = obj.__dlpack__(stream=None)
     except TypeError:
@@ -158,6 +163,4 @@ def from_dlpack(obj: Any) -> Any:
                if t.strides else None)
     _capsule_set_name(capsule, ctypes.addressof(_USED_NAME))
     ptr = (t.data or 0) + t.byte_offset
-    view = DeviceArray(shape, strides, dtype, ptr, int(t.device.device_id), obj, backend)
-    weakref.finalize(view, _call_deleter, address).atexit = False
-    return view
+    return ImportedTensor(ptr, shape, strides, dtype, int(t.device.device_id), address)

@@ -1,13 +1,15 @@
 """The launch fast path: one generated Python function per (kernel, configuration, argument
 kinds), used by ``kernel[grid, block](...)`` once a launch of that shape has succeeded.
 
-A launch through :meth:`LoadedKernel.launch` types the arguments, looks up the configuration,
-and calls one writer per argument. Once that has worked, the same launch is specialized: the
-generated function checks, argument by argument, that each value is of the kind it saw
-(class, kaiojit type, device), writes the slots inline and calls ``cuLaunchKernel`` with the
-configuration already bound. Any check that fails returns False, and the caller takes the
-general path, which types, validates and reports errors as before. The function is bound to
-the thread that built it (its slots are that thread's).
+A launch through :meth:`ModuleKernel.launch <kaiojit.runtime.launch.ModuleKernel.launch>`
+types the arguments, looks up the configuration, and calls one writer per argument. Once that
+has worked, the same launch is specialized: the generated function checks, argument by
+argument, that each value is of the kind it saw (class, kaiojit type, device), writes the slots
+inline and calls the backend's launch entry (``cuLaunchKernel`` on cuda, see
+:class:`~kaiojit.runtime.backend.FastLaunchBinding`) with the configuration already bound. Any
+check that fails hands the arguments to the launcher's general path, which types, validates
+and reports errors as before. The function is bound to the thread that built it (its slots
+are that thread's).
 """
 
 from __future__ import annotations
@@ -15,35 +17,39 @@ from __future__ import annotations
 import math
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kaiojit import types as kt
+from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
 from kaiojit.runtime.memory import DeviceArray
+from kaiojit.runtime.slots import ArgSlots
 
 _FLOAT_KINDS = {32: "f32", 64: "f64"}
 
 
-def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> Any:
+def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: int,
+          args: tuple, device: int) -> Callable[..., Any] | None:
     """A fast launcher for this launch's shape, or None where only the general path applies.
 
     It is a method ``fast(launcher, *args)``: it launches, or hands ``args`` to
-    ``launcher.general`` when any of them differs in kind from what it was built for."""
+    ``launcher.general`` when any of them differs in kind from what it was built for.
+    ``slots`` are the calling thread's slots of ``loaded``."""
     backend = loaded.backend
-    if (not getattr(backend, "fast_launch", False) or backend.debug_sync
-            or config.cluster is not None):
+    if backend.debug_sync or config.cluster is not None:
         return None
     packer = loaded.packer
-    slots = loaded._slots.get()
-    dk = loaded.on_device(device)
+    fn = loaded.on_device(device).fn
+    binding = backend.fast_launch_binding(fn, config.grid, config.block, config.shared_mem,
+                                          stream, slots)
+    if binding is None:
+        return None
     env: dict[str, Any] = {
         "DA": DeviceArray, "get_ident": threading.get_ident, "OWNER": threading.get_ident(),
-        "tls": backend._tls, "DEV": device, "u64": slots.u64, "f32": slots.f32,
-        "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": backend.fast_launch_entry(dk.fn, slots),
-        "FN": getattr(dk.fn, "pointer", dk.fn),
-        "STREAM": backend.stream_pointer(stream), "PARAMS": slots.params_pointer,
-        "failed": backend._launch_failed, "fn": dk.fn, "slots": slots,
-        "GRID": config.grid, "BLOCK": config.block, "SHARED": config.shared_mem,
-        "STREAM_HANDLE": stream,
+        "tls": binding.thread_state, "DEV": device, "u64": slots.u64, "f32": slots.f32,
+        "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": binding.call,
+        "FN": binding.function, "STREAM": binding.stream, "PARAMS": binding.params,
+        "failed": binding.failed,
     }
     n = len(args)
     names = [f"a{i}" for i in range(n)]
@@ -72,7 +78,7 @@ def build(loaded: Any, config: Any, stream: int, args: tuple, device: int) -> An
         f"    rc = launch(FN, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {config.shared_mem}, STREAM,",
         "                PARAMS, None)",
         "    if rc:",
-        "        failed(rc, fn, GRID, BLOCK, SHARED, STREAM_HANDLE, slots)",
+        "        failed(rc)",
     ]
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), f"<kaiojit fast launch of {loaded.name}>", "exec"), env,
@@ -92,10 +98,11 @@ def _argument(v: str, i: int, t: kt.Type, value: Any, first: int, env: dict) -> 
 def _array(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list | None:
     cls = value.__class__
     if cls is DeviceArray:
-        env[f"T{i}"] = value._type
-        code = [f"if {v}.__class__ is not DA or {v}._type is not T{i} or {v}._device != DEV:",
+        env[f"T{i}"] = value.kaiojit_type
+        code = [(f"if {v}.__class__ is not DA or {v}.kaiojit_type is not T{i} or "
+                 f"{v}.device_id != DEV:"),
                 "    return False",
-                f"u64[{first}] = {v}._ptr"]
+                f"u64[{first}] = {v}.ptr"]
         shape = f"{v}.shape"
         strides = f"{v}.strides"
     elif _is_torch_tensor(value) and value.is_contiguous() and t.layout == "C":

@@ -1,10 +1,11 @@
-"""Launching compiled kernels: configuration checks, :class:`LoadedKernel`, occupancy.
+"""Launching compiled kernels: configuration checks, :class:`ModuleKernel`, occupancy.
 
-A :class:`LoadedKernel` is what the dispatcher launches: one compiled image (PTX, entry name,
-signature), loaded lazily on each device it is launched on. A launch normalizes and checks the
-configuration (cached per distinct configuration), packs the arguments into this thread's
-slots, and hands them to the backend. ``KAIOJIT_DEBUG_SYNC=1`` synchronizes after every launch
-so an asynchronous fault is raised at the launch that caused it.
+A :class:`ModuleKernel` is the :class:`~kaiojit.runtime.backend.LoadedKernel` of backends
+that load modules (cuda, mock): one compiled image (PTX, entry name, signature), loaded lazily
+on each device it is launched on. A launch normalizes and checks the configuration (cached per
+distinct configuration), packs the arguments into this thread's slots, and hands them to the
+backend. ``KAIOJIT_DEBUG_SYNC=1`` synchronizes after every launch so an asynchronous fault is
+raised at the launch that caused it.
 """
 
 from __future__ import annotations
@@ -12,17 +13,24 @@ from __future__ import annotations
 import threading
 import traceback
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kaiojit.errors import CudaError, LaunchError
+from kaiojit.runtime import fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
-from kaiojit.runtime.backend import DeviceLimits, GpuBackend, launch_context
+from kaiojit.runtime.backend import (
+    DeviceLimits,
+    Dim3,
+    GpuBackend,
+    LaunchConfig,
+    LoadedKernel,
+    launch_context,
+)
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
-Dim3 = tuple[int, int, int]
 
 
 class KernelImage(Protocol):
@@ -55,14 +63,6 @@ def normalize_dim3(value: Any, what: str, kernel: str = "") -> Dim3:
     while len(out) < 3:
         out.append(1)
     return out[0], out[1], out[2]
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchConfig:
-    grid: Dim3
-    block: Dim3
-    shared_mem: int
-    cluster: Dim3 | None
 
 
 def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
@@ -134,7 +134,7 @@ def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig
 # --- one kernel on one device -------------------------------------------------------------------
 
 class _DeviceKernel:
-    """A LoadedKernel's module and function on one device."""
+    """A ModuleKernel's module and function on one device."""
 
     __slots__ = ("device", "module", "fn", "limits", "max_threads", "static_shared",
                  "dynamic_limit", "__weakref__")
@@ -147,28 +147,29 @@ class _DeviceKernel:
         attrs = backend.function_attributes(self.fn)
         self.limits = backend.device_limits(device)
         self.max_threads = attrs.get("max_threads_per_block")
-        self.static_shared = max(attrs.get("shared_bytes", 0),
-                                 getattr(image, "static_shared_bytes", 0) or 0)
+        self.static_shared = max(attrs.get("shared_bytes", 0), image.static_shared_bytes)
         self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
 
 
 def _unload(backend: GpuBackend, module: Any, device: int) -> None:
-    if not getattr(backend, "closing", False):
+    if not backend.closing:
         try:
             backend.unload_module(module, device)
         except Exception:
             pass
 
 
-class LoadedKernel:
-    """A compiled kernel ready to launch on any device of its backend."""
+class ModuleKernel:
+    """A compiled kernel ready to launch on any device of a backend that loads modules.
+
+    ``slots`` are its argument slots, one copy per thread (``slots.get()``)."""
 
     def __init__(self, backend: GpuBackend, image: KernelImage):
         self.backend = backend
         self.image = image
         self.name = image.name
-        self.packer = ArgPacker(image.signature.args, getattr(image, "arg_names", None))
-        self._slots = ThreadSlots(self.packer.layout)
+        self.packer = ArgPacker(image.signature.args, image.arg_names)
+        self.slots = ThreadSlots(self.packer.layout)
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs: dict[Any, LaunchConfig] = {}
         self._lock = threading.Lock()
@@ -220,7 +221,7 @@ class LoadedKernel:
         except TypeError:  # an unhashable configuration (lists): check it every time
             config = self._configure(dk, grid, block, shared_mem, cluster, None)
         handle = 0 if stream is None else stream_handle(stream)
-        slots = self._slots.get()
+        slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
         backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
                              config.cluster)
@@ -229,25 +230,28 @@ class LoadedKernel:
         if backend.debug_sync:
             debug_sync(backend, handle, self.name, config)
 
-    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any) -> Any:
-        """After a successful :meth:`launch` with these values: a function ``fast(args)`` that
-        repeats such launches with less work, returning False when ``args`` differ in kind
-        (see :mod:`kaiojit.runtime.fastlaunch`); None where there is no fast form."""
-        from kaiojit.runtime import fastlaunch
-
+    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
+                  args: Sequence[Any]) -> Callable[..., Any] | None:
+        """After a successful :meth:`launch` with these values: a method
+        ``fast(launcher, *args)`` that repeats such launches with less work and hands
+        ``args`` of other kinds to ``launcher.general`` (see :mod:`kaiojit.runtime.fastlaunch`);
+        None where there is no fast form."""
         device = self.backend.current_device()
         try:
             config = self._configs[(grid, block, shared_mem, None, device)]
         except (KeyError, TypeError):
             return None
         handle = 0 if stream is None else stream_handle(stream)
-        return fastlaunch.build(self, config, handle, tuple(args), device)
+        return fastlaunch.build(self, self.slots.get(), config, handle, tuple(args), device)
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
-        return suggest_block_size(self, dynamic_shared)
+        """The block size of highest occupancy on the current device."""
+        dk = self.on_device(self.backend.current_device())
+        _, block = self.backend.occupancy_block_size(dk.fn, dynamic_shared)
+        return max(int(block), 1)
 
     def __repr__(self) -> str:
-        return f"<LoadedKernel {self.name} {self.image.signature} on {self.backend.name}>"
+        return f"<ModuleKernel {self.name} {self.image.signature} on {self.backend.name}>"
 
 
 def _copy_back(staged: list[StagedArray], backend: GpuBackend, stream: int) -> None:
@@ -258,12 +262,12 @@ def _copy_back(staged: list[StagedArray], backend: GpuBackend, stream: int) -> N
 
 # --- loading, cached per backend ----------------------------------------------------------------
 
-_LOADED: weakref.WeakKeyDictionary[Any, dict[Any, LoadedKernel]] = weakref.WeakKeyDictionary()
+_LOADED: weakref.WeakKeyDictionary[Any, dict[Any, ModuleKernel]] = weakref.WeakKeyDictionary()
 _loaded_lock = threading.Lock()
 
 
-def load_kernel(backend: GpuBackend, image: KernelImage) -> LoadedKernel:
-    """The LoadedKernel of ``image`` on ``backend``; one per (PTX, entry name, signature)."""
+def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
+    """The ModuleKernel of ``image`` on ``backend``; one per (PTX, entry name, signature)."""
     key = (image.ptx, image.name, image.signature)
     cache = _LOADED.get(backend)
     if cache is not None:
@@ -274,7 +278,7 @@ def load_kernel(backend: GpuBackend, image: KernelImage) -> LoadedKernel:
         cache = _LOADED.setdefault(backend, {})
         loaded = cache.get(key)
         if loaded is None:
-            loaded = cache[key] = LoadedKernel(backend, image)
+            loaded = cache[key] = ModuleKernel(backend, image)
         return loaded
 
 
@@ -282,14 +286,12 @@ def load_kernel(backend: GpuBackend, image: KernelImage) -> LoadedKernel:
 
 def suggest_block_size(loaded: LoadedKernel, dynamic_shared: int = 0) -> int:
     """The block size of highest occupancy (``cuOccupancyMaxPotentialBlockSize``)."""
-    dk = loaded.on_device(loaded.backend.current_device())
-    _, block = loaded.backend.occupancy_block_size(dk.fn, dynamic_shared)
-    return max(int(block), 1)
+    return loaded.suggest_block_size(dynamic_shared)
 
 
 def forall_config(loaded: LoadedKernel, n: int, dynamic_shared: int = 0) -> tuple[int, int]:
     """``(grid, block)`` of a 1-D launch covering ``n`` threads, for ``.forall(n)``."""
     if n < 0:
         raise LaunchError(f"forall needs n >= 0, got {n}")
-    block = suggest_block_size(loaded, dynamic_shared)
+    block = loaded.suggest_block_size(dynamic_shared)
     return max((n + block - 1) // block, 1), block

@@ -15,48 +15,10 @@ from typing import Any
 import numpy as np
 
 from kaiojit import types as kt
+from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
-
-_ARRAY_TYPES: dict[tuple[kt.ScalarType, int, str], kt.ArrayType] = {}
-
-
-def array_type(scalar: kt.ScalarType, ndim: int, layout: str) -> kt.ArrayType:
-    """The interned ArrayType, so types compare and hash by identity in the common case."""
-    key = (scalar, ndim, layout)
-    t = _ARRAY_TYPES.get(key)
-    if t is None:
-        t = _ARRAY_TYPES[key] = kt.ArrayType(scalar, ndim, layout)
-    return t
-
-
-def layout_of(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> str:
-    """'C' if C-contiguous, else 'F' if F-contiguous, else 'A' (NumPy's rules: dimensions of
-    length 1 do not count, an empty array is contiguous; 1-D contiguous is 'C')."""
-    if strides is None or 0 in shape:
-        return "C"
-    if _contiguous(shape, strides, itemsize, reversed(range(len(shape)))):
-        return "C"
-    if _contiguous(shape, strides, itemsize, range(len(shape))):
-        return "F"
-    return "A"
-
-
-def _contiguous(shape: Sequence[int], strides: Sequence[int], itemsize: int, order: Any) -> bool:
-    expected = itemsize
-    for i in order:
-        if shape[i] != 1:
-            if strides[i] != expected:
-                return False
-            expected *= shape[i]
-    return True
-
-
-def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+from kaiojit.runtime.layout import array_type, contiguous_strides, layout_of
+from kaiojit.runtime.stream import stream_handle
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -82,7 +44,7 @@ class _Allocation:
 
 
 def _free(backend: GpuBackend, ptr: int, device: int) -> None:
-    if getattr(backend, "closing", False):
+    if backend.closing:
         return
     try:
         backend.free(ptr, device)
@@ -91,10 +53,15 @@ def _free(backend: GpuBackend, ptr: int, device: int) -> None:
 
 
 class DeviceArray:
-    """An N-d array in device memory (or a view of one), NumPy-like in its metadata."""
+    """An N-d array in device memory (or a view of one), NumPy-like in its metadata.
 
-    __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "_ptr", "_device",
-                 "_backend", "_owner", "_type", "_info", "__weakref__")
+    Besides NumPy's metadata it carries what launches read: ``ptr``, ``device_id``, the
+    ``backend`` that owns the memory, ``kaiojit_type`` (the array type signatures specialize
+    on) and ``launch_info`` (:data:`kaiojit.runtime.interop.ArrayInfo`, ready-made).
+    """
+
+    __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "ptr", "device_id",
+                 "backend", "kaiojit_type", "launch_info", "_owner", "__weakref__")
 
     def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
                  ptr: int, device: int, owner: Any, backend: GpuBackend):
@@ -103,41 +70,33 @@ class DeviceArray:
         self.shape = tuple(int(n) for n in shape)
         itemsize = self.dtype.itemsize
         self.strides = (tuple(int(s) for s in strides) if strides is not None
-                        else _c_strides(self.shape, itemsize))
+                        else contiguous_strides(self.shape, itemsize))
         self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
         self.nbytes = self.size * itemsize
-        self._ptr = int(ptr)
-        self._device = device
-        self._backend = backend
+        self.ptr = int(ptr)
+        self.device_id = device
+        self.backend = backend
         self._owner = owner
         layout = layout_of(self.shape, self.strides, itemsize)
-        self._type = array_type(scalar, self.ndim, layout)
-        # What the packer needs at a launch, ready-made (see args.ArrayInfo).
-        self._info = (self._ptr, self.shape, self.strides if layout == "A" else None,
-                      self._type, device)
+        self.kaiojit_type = array_type(scalar, self.ndim, layout)
+        self.launch_info = (self.ptr, self.shape, self.strides if layout == "A" else None,
+                            self.kaiojit_type, device)
 
     # --- metadata ---------------------------------------------------------------------------
 
     @property
     def device_ctypes_pointer(self) -> int:
-        return self._ptr
-
-    @property
-    def ptr(self) -> int:
-        return self._ptr
-
-    @property
-    def device_id(self) -> int:
-        return self._device
+        return self.ptr
 
     @property
     def is_c_contiguous(self) -> bool:
-        return self._type.layout == "C"
+        return self.kaiojit_type.layout == "C"
 
     @property
     def is_f_contiguous(self) -> bool:
-        return self._type.layout == "F" or (self.ndim <= 1 and self._type.layout == "C")
+        layout = self.kaiojit_type.layout
+        return layout == "F" or (self.ndim <= 1 and layout == "C")
 
     def __len__(self) -> int:
         if not self.shape:
@@ -146,17 +105,17 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return (f"<kj.DeviceArray shape={self.shape} dtype={self.dtype} "
-                f"device={self._device} ptr=0x{self._ptr:x}>")
+                f"device={self.device_id} ptr=0x{self.ptr:x}>")
 
     # --- interop exports ------------------------------------------------------------------
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        contiguous = self._type.layout == "C"
+        contiguous = self.kaiojit_type.layout == "C"
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self._ptr, False),
+            "data": (self.ptr, False),
             "strides": None if contiguous else self.strides,
             "version": 3,
             "stream": None,
@@ -164,14 +123,12 @@ class DeviceArray:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
-        from kaiojit.runtime.dlpack import to_dlpack_capsule
-
         if copy:
             raise BufferError("kaiojit's __dlpack__ does not copy")
-        return to_dlpack_capsule(self)
+        return dlpack.to_dlpack_capsule(self, self.backend.dlpack_device_type())
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._backend.dlpack_device_type(), self._device
+        return self.backend.dlpack_device_type(), self.device_id
 
     # --- copies -----------------------------------------------------------------------------
 
@@ -186,48 +143,44 @@ class DeviceArray:
     def copy_to_host(self, out: np.ndarray | None = None, stream: Any = None) -> np.ndarray:
         """Copy to a NumPy array (``out`` or a new one). With a stream the copy is
         asynchronous on it: ``out`` is valid once the stream is synchronized."""
-        from kaiojit.runtime.stream import stream_handle
-
         handle = None if stream is None else stream_handle(stream)
         if out is None:
-            order = "F" if self._type.layout == "F" else "C"
+            order = "F" if self.kaiojit_type.layout == "F" else "C"
             out = np.empty(self.shape, self.dtype, order=order)
         self._check_host_peer(out)
         lo, hi = self._span()
-        if self._type.layout != "A" and out.strides == self.strides:
-            self._backend.memcpy_dtoh(out.ctypes.data, self._ptr, self.nbytes, handle)
+        if self.kaiojit_type.layout != "A" and out.strides == self.strides:
+            self.backend.memcpy_dtoh(out.ctypes.data, self.ptr, self.nbytes, handle)
             return out
         staging = np.empty(hi - lo, np.uint8)
-        self._backend.memcpy_dtoh(staging.ctypes.data, self._ptr + lo, hi - lo, None)
+        self.backend.memcpy_dtoh(staging.ctypes.data, self.ptr + lo, hi - lo, None)
         out[...] = _strided_view(staging, -lo, self.shape, self.strides, self.dtype)
         return out
 
     def copy_to_device(self, ary: Any, stream: Any = None) -> None:
         """Copy a NumPy array (or another DeviceArray of the same shape) into this array."""
-        from kaiojit.runtime.stream import stream_handle
-
         handle = None if stream is None else stream_handle(stream)
         if isinstance(ary, DeviceArray):
             if ary.shape != self.shape or ary.dtype != self.dtype:
                 raise ValueError(f"copy_to_device: got {ary.shape} {ary.dtype}, this array is "
                                  f"{self.shape} {self.dtype}")
-            if ary.strides == self.strides and self._type.layout != "A":
-                self._backend.memcpy_dtod(self._ptr, ary._ptr, self.nbytes, handle)
+            if ary.strides == self.strides and self.kaiojit_type.layout != "A":
+                self.backend.memcpy_dtod(self.ptr, ary.ptr, self.nbytes, handle)
                 return
             ary = ary.copy_to_host()
         host = np.asarray(ary, dtype=self.dtype)
         if host.shape != self.shape:
             host = np.broadcast_to(host, self.shape)
-        if self._type.layout != "A" and host.strides == self.strides:
+        if self.kaiojit_type.layout != "A" and host.strides == self.strides:
             # From pageable memory the driver stages the bytes before returning, so ``host``
             # may be dropped even when the copy is asynchronous.
-            self._backend.memcpy_htod(self._ptr, host.ctypes.data, self.nbytes, handle)
+            self.backend.memcpy_htod(self.ptr, host.ctypes.data, self.nbytes, handle)
             return
         lo, hi = self._span()
         staging = np.empty(hi - lo, np.uint8)
-        self._backend.memcpy_dtoh(staging.ctypes.data, self._ptr + lo, hi - lo, None)
+        self.backend.memcpy_dtoh(staging.ctypes.data, self.ptr + lo, hi - lo, None)
         _strided_view(staging, -lo, self.shape, self.strides, self.dtype)[...] = host
-        self._backend.memcpy_htod(self._ptr + lo, staging.ctypes.data, hi - lo, None)
+        self.backend.memcpy_htod(self.ptr + lo, staging.ctypes.data, hi - lo, None)
 
     def _check_host_peer(self, out: np.ndarray) -> None:
         if out.shape != self.shape or out.dtype != self.dtype:
@@ -263,8 +216,8 @@ class DeviceArray:
                 raise TypeError(f"DeviceArray supports integers and slices, got {idx!r}")
         shape += self.shape[len(index):]
         strides += self.strides[len(index):]
-        ptr = self._ptr + offset if self.size else self._ptr
-        view = DeviceArray(shape, strides, self.dtype, ptr, self._device, self, self._backend)
+        ptr = self.ptr + offset if self.size else self.ptr
+        view = DeviceArray(shape, strides, self.dtype, ptr, self.device_id, self, self.backend)
         if not shape:
             return view.copy_to_host()[()]
         return view
@@ -277,8 +230,8 @@ class DeviceArray:
 
     def _scalar_view(self, index: tuple) -> DeviceArray:
         offset = sum((int(i) % n) * s for i, n, s in zip(index, self.shape, self.strides))
-        return DeviceArray((), (), self.dtype, self._ptr + offset, self._device, self,
-                           self._backend)
+        return DeviceArray((), (), self.dtype, self.ptr + offset, self.device_id, self,
+                           self.backend)
 
     def reshape(self, *shape: Any) -> DeviceArray:
         if len(shape) == 1 and not isinstance(shape[0], int):
@@ -286,9 +239,9 @@ class DeviceArray:
         shape = _normalize_shape(shape)
         if int(np.prod(shape, dtype=np.int64)) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
-        if self._type.layout != "C":
+        if self.kaiojit_type.layout != "C":
             raise ValueError("reshape needs a C-contiguous array")
-        return DeviceArray(shape, None, self.dtype, self._ptr, self._device, self, self._backend)
+        return DeviceArray(shape, None, self.dtype, self.ptr, self.device_id, self, self.backend)
 
     def ravel(self) -> DeviceArray:
         return self.reshape(self.size)
@@ -308,11 +261,9 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     backend = get_backend()
     shape = _normalize_shape(shape)
     dtype = np.dtype(dtype)
-    strides = _c_strides(shape, dtype.itemsize)
-    if order == "F":
-        strides = tuple(reversed(_c_strides(tuple(reversed(shape)), dtype.itemsize)))
-    elif order != "C":
+    if order not in ("C", "F"):
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    strides = contiguous_strides(shape, dtype.itemsize, order)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
     allocation = _Allocation(backend, nbytes)
     return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
@@ -324,7 +275,7 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
     order = "F" if getattr(a, "flags", None) is not None and not a.flags.c_contiguous \
         and a.flags.f_contiguous else "C"
     if isinstance(a, DeviceArray):
-        order = "F" if a._type.layout == "F" else "C"
+        order = "F" if a.kaiojit_type.layout == "F" else "C"
     return device_array(a.shape, a.dtype, order=order)
 
 
@@ -340,33 +291,3 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     target = to if to is not None else device_array_like(host)
     target.copy_to_device(host, stream=stream)
     return target
-
-
-def zeros(shape: int | Sequence[int], dtype: Any = np.float64) -> DeviceArray:
-    a = device_array(shape, dtype)
-    a._backend.memset(a._ptr, 0, a.nbytes)
-    return a
-
-
-def as_device_array(obj: Any) -> DeviceArray:
-    """A zero-copy DeviceArray viewing a CAI or DLPack array; keeps ``obj`` alive."""
-    if isinstance(obj, DeviceArray):
-        return obj
-    backend = get_backend()
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        from kaiojit.runtime.args import cai_info
-
-        ptr, shape, strides, t, _ = cai_info(cai)
-        device = backend.pointer_device(ptr) if ptr else -1
-        if device < 0:
-            device = backend.current_device()
-        if strides is None:
-            strides = cai.get("strides")
-        return DeviceArray(shape, strides, t.dtype.np_dtype, ptr, device, obj, backend)
-    if hasattr(obj, "__dlpack__"):
-        from kaiojit.runtime.dlpack import from_dlpack
-
-        return from_dlpack(obj)
-    raise TypeError(f"as_device_array needs an object with __cuda_array_interface__ or "
-                    f"__dlpack__, got {type(obj).__qualname__}")

@@ -1,6 +1,7 @@
 """The mock backend: launches are recorded with their packed parameter bytes, memory is host
-memory. Tests of the launch plumbing (slots, packing, configuration checks, the builder) run
-on it without a GPU.
+memory. Tests of the launch plumbing (slots, packing, configuration checks, the builder, the
+fast launch) run on it without a GPU. It claims ``device_count`` devices of one compute
+capability; modules are PTX text that must name its entries, and nothing runs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit.errors import CudaError
-from kaiojit.runtime.backend import DeviceLimits, register_backend
+from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding
+from kaiojit.runtime.launch import ModuleKernel, load_kernel
+from kaiojit.runtime.slots import ArgSlots
+from kaiojit.target import TargetSpec, ptx_version_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,8 @@ class MockBackend:
     """A GpuBackend that runs nothing. ``launches`` lists every :class:`MockLaunch`."""
 
     name = "mock"
+    debug_sync = False
+    closing = False
 
     def __init__(self, device_count: int = 1, limits: DeviceLimits | None = None,
                  debug_sync: bool = False, compute_capability: tuple[int, int] = (9, 0)):
@@ -82,24 +88,6 @@ class MockBackend:
             dev = self._tls.device = self._default_device
         return dev
 
-    # the launch fast path (kaiojit.runtime.fastlaunch) works here as on the cuda backend
-    fast_launch = True
-
-    def stream_pointer(self, stream: int) -> int:
-        return stream
-
-    def fast_launch_entry(self, fn: Any, slots: Any) -> Any:
-        """A stand-in for cuLaunchKernel that records the launch like ``launch_typed``."""
-        def launch(fn_, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
-            self.launch_typed(fn, (gx, gy, gz), (bx, by, bz), shared, stream, slots)
-            self.fast_launches += 1
-            return 0
-        return launch
-
-    def _launch_failed(self, rc: int, fn: Any, grid: tuple, block: tuple, shared_mem: int,
-                       stream: int, slots: Any) -> None:
-        raise CudaError("CUDA_ERROR_LAUNCH_FAILED", f"mock launch failed ({rc})")
-
     def select_device(self, device: int) -> None:
         if not 0 <= device < self._count:
             raise ValueError(f"no CUDA device {device}: this machine has {self._count}")
@@ -115,18 +103,23 @@ class MockBackend:
     def compute_capability(self, device: int) -> tuple[int, int]:
         return self.cc
 
+    def target_spec(self, device: int | None = None) -> TargetSpec:
+        """The arch of the compute capability the mock claims, its PTX version unlimited by a
+        driver."""
+        arch = f"sm_{self.cc[0]}{self.cc[1]}"
+        return TargetSpec("nvptx", arch, ptx_version_for(arch))
+
     # code
-    def load_kernel(self, image: Any) -> Any:
-        """The LoadedKernel of a compiled image (cached per image; loaded per device)."""
-        from kaiojit.runtime.launch import load_kernel
+    def load_kernel(self, kernel: Any) -> ModuleKernel:
+        """The loaded form of a compiled kernel (cached per kernel; loaded per device)."""
+        return load_kernel(self, kernel)
 
-        return load_kernel(self, image)
-
-    def load_module(self, ptx: str, device: int) -> MockModule:
-        if ".entry" not in ptx and ".visible" not in ptx:
+    def load_module(self, image: str, device: int) -> MockModule:
+        """A module of PTX text; text without an entry fails as the driver's JIT would."""
+        if ".entry" not in image and ".visible" not in image:
             raise CudaError("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed\n"
                             "JIT log:\nptxas fatal: mock backend found no .entry in the PTX")
-        return MockModule(ptx, device)
+        return MockModule(image, device)
 
     def unload_module(self, module: MockModule, device: int) -> None:
         module.unloaded = True
@@ -147,13 +140,26 @@ class MockBackend:
     def occupancy_block_size(self, fn: MockFunction, dynamic_shared: int) -> tuple[int, int]:
         return 264, 256
 
-    def launch_typed(self, fn: MockFunction, grid: tuple[int, int, int],
-                     block: tuple[int, int, int], shared_mem: int, stream: int, slots: Any,
-                     cluster: tuple[int, int, int] | None = None) -> None:
+    def launch_typed(self, fn: MockFunction, grid: Dim3, block: Dim3, shared_mem: int,
+                     stream: int, slots: ArgSlots, cluster: Dim3 | None = None) -> None:
         launch = MockLaunch(fn.name, grid, block, shared_mem, stream, slots.all_param_bytes(),
                             self.current_device(), cluster)
         with self._lock:
             self.launches.append(launch)
+
+    def fast_launch_binding(self, fn: MockFunction, grid: Dim3, block: Dim3, shared_mem: int,
+                            stream: int, slots: ArgSlots) -> FastLaunchBinding:
+        """A stand-in for ``cuLaunchKernel`` that records the launch as ``launch_typed`` does
+        and counts it in ``fast_launches``."""
+        def call(function: MockFunction, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                 shared: int, stream_handle: int, params: int, extra: None) -> int:
+            self.launch_typed(function, (gx, gy, gz), (bx, by, bz), shared, stream_handle, slots)
+            self.fast_launches += 1
+            return 0
+
+        def failed(rc: int) -> None:
+            raise CudaError("CUDA_ERROR_LAUNCH_FAILED", f"mock launch failed ({rc})")
+        return FastLaunchBinding(call, fn, stream, slots.params_pointer, failed, self._tls)
 
     # memory: real host buffers, so copies and DLPack views hold real data
     def alloc(self, nbytes: int) -> int:
@@ -176,6 +182,16 @@ class MockBackend:
 
     memcpy_dtoh = memcpy_htod
     memcpy_dtod = memcpy_htod
+
+    def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
+                    stream: int | None = None) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
+    def can_access_peer(self, device: int, peer: int) -> bool:
+        return True  # the mock's devices share the host's memory
+
+    def enable_peer_access(self, device: int, peer: int) -> bool:
+        return True
 
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         ctypes.memset(ptr, byte, nbytes)
@@ -229,10 +245,14 @@ class MockBackend:
     def event_elapsed_ms(self, start: int, end: int) -> float:
         return 0.0
 
-    # tensor maps: deterministic bytes that depend on every field
-    def encode_tensormap_tiled(self, **fields: Any) -> bytes:
-        digest = hashlib.sha512(repr(sorted(fields.items())).encode()).digest()
+    # tensor maps
+    def encode_tensormap_tiled(self, *, dtype: str, rank: int, address: int,
+                               dims: tuple[int, ...], strides: tuple[int, ...],
+                               box: tuple[int, ...], element_strides: tuple[int, ...],
+                               interleave: str, swizzle: str, l2_promotion: str,
+                               oob_fill: str) -> bytes:
+        """128 deterministic bytes that depend on every field."""
+        fields = (dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle,
+                  l2_promotion, oob_fill)
+        digest = hashlib.sha512(repr(fields).encode()).digest()
         return digest + hashlib.sha512(digest).digest()
-
-
-register_backend("mock", MockBackend)

@@ -15,6 +15,7 @@ import weakref
 from typing import Any
 
 from kaiojit.runtime.backend import GpuBackend, get_backend
+from kaiojit.runtime.interop import array_info
 from kaiojit.runtime.launch import check_launch_config, debug_sync, launch_context
 from kaiojit.runtime.slots import ArgSlots, SlotLayout, ThreadSlots
 from kaiojit.runtime.stream import stream_handle
@@ -49,7 +50,7 @@ class Module:
 
 
 def _unload(backend: GpuBackend, handle: Any, device: int) -> None:
-    if not getattr(backend, "closing", False):
+    if not backend.closing:
         try:
             backend.unload_module(handle, device)
         except Exception:
@@ -148,13 +149,11 @@ class KernelLaunch:
         """A device pointer: an int, a DeviceArray, or any CAI/DLPack/PyTorch/CuPy array."""
         if isinstance(pointer, int):
             return self._add("ptr", pointer)
-        from kaiojit.runtime.args import array_extractor
-
-        ex = array_extractor(pointer.__class__)
-        if ex is None or ex.__name__ == "_numpy_marker":
+        info = array_info(pointer)
+        if info is None:
             raise TypeError(f"argument {len(self.kinds)} (ptr): a device pointer or a device "
                             f"array, got {type(pointer).__qualname__}")
-        return self._add("ptr", ex(pointer)[0])
+        return self._add("ptr", info[0])
 
     def arg_u32(self, value: int) -> KernelLaunch:
         return self._int("uint32", value)

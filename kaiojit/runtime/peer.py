@@ -17,18 +17,12 @@ from kaiojit.runtime.stream import stream_handle
 
 def can_access_peer(device: int, peer: int) -> bool:
     """Whether ``device`` can read and write ``peer``'s memory directly."""
-    backend = get_backend()
-    check = getattr(backend, "can_access_peer", None)
-    return bool(check(device, peer)) if check is not None else device == peer
+    return get_backend().can_access_peer(device, peer)
 
 
 def enable_peer_access(device: int, peer: int) -> bool:
     """Let kernels and copies on ``device`` reach ``peer``'s memory; False where impossible."""
-    backend = get_backend()
-    enable = getattr(backend, "enable_peer_access", None)
-    if enable is None:
-        return device == peer
-    return bool(enable(device, peer))
+    return get_backend().enable_peer_access(device, peer)
 
 
 def copy_peer(dst: DeviceArray, src: DeviceArray, stream: Any = None) -> None:
@@ -43,7 +37,7 @@ def copy_peer(dst: DeviceArray, src: DeviceArray, stream: Any = None) -> None:
         raise ValueError("copy_peer copies contiguous arrays; copy a strided view first")
     backend = get_backend()
     handle = None if stream is None else stream_handle(stream)
-    if dst.device_id == src.device_id or not hasattr(backend, "memcpy_peer"):
+    if dst.device_id == src.device_id:
         backend.memcpy_dtod(dst.ptr, src.ptr, src.nbytes, handle)
         return
     backend.memcpy_peer(dst.ptr, dst.device_id, src.ptr, src.device_id, src.nbytes, handle)

@@ -50,7 +50,7 @@ class Stream:
 
 
 def _destroy_stream(backend: GpuBackend, handle: int) -> None:
-    if not getattr(backend, "closing", False):
+    if not backend.closing:
         try:
             backend.stream_destroy(handle)
         except Exception:
@@ -137,7 +137,7 @@ class Event:
 
 
 def _destroy_event(backend: GpuBackend, handle: int) -> None:
-    if not getattr(backend, "closing", False):
+    if not backend.closing:
         try:
             backend.event_destroy(handle)
         except Exception:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kaiojit.runtime.backend import get_backend
+from kaiojit.runtime.interop import array_info
+from kaiojit.runtime.layout import contiguous_strides
 
 _DTYPES = {
     "uint8": "UINT8", "int8": "UINT8", "bool": "UINT8", "uint16": "UINT16", "int16": "UINT16",
@@ -54,18 +56,13 @@ class TensorMap:
               element_strides: Sequence[int] | None = None) -> TensorMap:
         """A tiled map of ``array`` (a device array of 1 to 5 dimensions, innermost contiguous)
         that copies boxes of shape ``box``."""
-        from kaiojit.runtime.args import array_extractor
-
-        ex = array_extractor(array.__class__)
-        if ex is None or ex.__name__ == "_numpy_marker":
+        info = array_info(array)
+        if info is None:
             raise TypeError(f"TensorMap.tiled needs a device array, got "
                             f"{type(array).__qualname__}")
-        ptr, shape, strides, t, _ = ex(array)
-        itemsize = t.dtype.itemsize
+        ptr, shape, strides, t, _ = info
         if strides is None:
-            from kaiojit.runtime.args import contiguous_strides
-
-            strides = contiguous_strides(shape, itemsize, t.layout)
+            strides = contiguous_strides(shape, t.dtype.itemsize, t.layout)
         fields = tiled_fields(ptr, tuple(shape), tuple(strides), t.dtype.name, tuple(box),
                               swizzle, interleave, l2_promotion, oob_fill, element_strides)
         data = get_backend().encode_tensormap_tiled(**fields)

@@ -77,7 +77,7 @@ def test_register_backend_plugs_in_a_factory():
     (13010, (9, 1)), (13050, (9, 5)), (14000, (9, 5)),
 ])
 def test_ptx_version_for_driver(version, ptx):
-    from kaiojit.runtime.cuda import ptx_version_for_driver
+    from kaiojit.runtime.driver import ptx_version_for_driver
 
     assert ptx_version_for_driver(version) == ptx
 

@@ -180,11 +180,41 @@ def test_torch_interop():
 
 
 def test_driver_facts(cuda):
-    from kaiojit.runtime.cuda import device_compute_capability, driver_version, max_ptx_version
+    from kaiojit.runtime.driver import device_compute_capability, driver_version, max_ptx_version
 
     assert driver_version() >= 12000
     assert device_compute_capability(0) >= (7, 0)
     assert max_ptx_version() >= (8, 0)
+
+
+def test_target_spec_is_the_device_under_the_driver(cuda):
+    from kaiojit.runtime.driver import max_ptx_version
+
+    spec = cuda.target_spec()
+    major, minor = cuda.compute_capability(cuda.current_device())
+    ptx_major, ptx_minor = max_ptx_version()
+    assert (spec.kind, spec.arch) == ("nvptx", f"sm_{major}{minor}")
+    assert 60 <= spec.ptx_version <= 10 * ptx_major + ptx_minor
+
+
+def test_fast_launch_on_the_device(cuda):
+    import kaiojit as kj
+
+    @kj.jit
+    def axpy(out, x, a, n):
+        i = kj.grid(1)
+        if i < n:
+            out[i] = a * x[i] + out[i]
+    launcher = axpy[8, 128]
+    for _ in range(4):
+        n = int(RNG.integers(500, 1024))
+        x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+        a = np.float32(RNG.uniform(-3, 3))
+        out = rt.to_device(y)
+        launcher(out, rt.to_device(x), a, np.int32(n))
+        rt.synchronize()
+        np.testing.assert_allclose(out.copy_to_host(), a * x + y, rtol=1e-6, atol=1e-5)
+    assert launcher.fast is not None
 
 
 FAULT_SCRIPT = f"""

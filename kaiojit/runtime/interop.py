@@ -1,0 +1,168 @@
+"""Foreign device arrays: their pointers, shapes and types, and zero-copy DeviceArray views.
+
+kaiojit takes any device array without copying it: its own :class:`DeviceArray`, PyTorch
+tensors and CuPy arrays (read through their attributes, the fastest way), and anything with
+``__cuda_array_interface__`` (v2, v3) or a ``__dlpack__`` on the backend's device. What a
+launch needs of one is its :data:`ArrayInfo`. The extractor is chosen once per Python class,
+so a launch pays one dict lookup per array. NumPy arrays are host memory, not device arrays:
+they have no extractor here (the argument packer stages them).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kaiojit import types as kt
+from kaiojit.runtime import dlpack
+from kaiojit.runtime.backend import get_backend
+from kaiojit.runtime.layout import array_type, layout_of
+from kaiojit.runtime.memory import DeviceArray
+
+# An array's launch facts: (pointer, shape, strides in bytes or None when contiguous,
+# kaiojit type, device ordinal or -1 when unknown). DeviceArray keeps this tuple ready.
+ArrayInfo = tuple[int, tuple[int, ...], "tuple[int, ...] | None", kt.ArrayType, int]
+Extractor = Callable[[Any], ArrayInfo]
+
+
+def _device_array_info(a: DeviceArray) -> ArrayInfo:
+    return a.launch_info
+
+
+def _torch_info(t: Any) -> ArrayInfo:
+    device = t.get_device()
+    if device < 0:
+        raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
+    scalar = _torch_scalar(t.dtype)
+    shape = tuple(t.shape)
+    if t.is_contiguous():
+        return t.data_ptr(), shape, None, array_type(scalar, len(shape), "C"), device
+    itemsize = scalar.itemsize
+    strides = tuple(s * itemsize for s in t.stride())
+    layout = layout_of(shape, strides, itemsize)
+    return t.data_ptr(), shape, strides, array_type(scalar, len(shape), layout), device
+
+
+_TORCH_DTYPES: dict[Any, kt.ScalarType] = {}
+
+
+def _torch_scalar(dtype: Any) -> kt.ScalarType:
+    scalar = _TORCH_DTYPES.get(dtype)
+    if scalar is None:
+        name = str(dtype).removeprefix("torch.")
+        if name not in kt.SCALARS:
+            raise TypeError(f"kaiojit has no type for PyTorch dtype {dtype}")
+        scalar = _TORCH_DTYPES[dtype] = kt.SCALARS[name]
+    return scalar
+
+
+def _cupy_info(a: Any) -> ArrayInfo:
+    scalar = kt.from_dtype(a.dtype)
+    shape, strides = a.shape, a.strides
+    layout = layout_of(shape, strides, scalar.itemsize)
+    return (a.data.ptr, shape, strides if layout == "A" else None,
+            array_type(scalar, len(shape), layout), a.data.device_id)
+
+
+def _cai_info(obj: Any) -> ArrayInfo:
+    return cai_info(obj.__cuda_array_interface__)
+
+
+def cai_info(cai: dict) -> ArrayInfo:
+    """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3)."""
+    if cai.get("mask") is not None:
+        raise TypeError("masked __cuda_array_interface__ arrays are not supported")
+    scalar = kt.from_dtype(np.dtype(cai["typestr"]))
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides")
+    strides = tuple(strides) if strides is not None else None
+    layout = layout_of(shape, strides, scalar.itemsize)
+    ptr = cai["data"][0] or 0
+    t = array_type(scalar, len(shape), layout)
+    return ptr, shape, strides if layout == "A" else None, t, -1
+
+
+def _dlpack_info(obj: Any) -> ArrayInfo:
+    return from_dlpack(obj).launch_info
+
+
+def _classify_array(cls: type) -> Extractor | None:
+    """The extractor for arrays of class ``cls``, or None if ``cls`` is no device array."""
+    if issubclass(cls, DeviceArray):
+        return _device_array_info
+    if issubclass(cls, np.ndarray):
+        return None  # host memory (it has a __dlpack__ too, on the CPU)
+    for base in cls.__mro__:
+        module = base.__module__ or ""
+        if module.startswith("torch") and base.__name__ == "Tensor":
+            return _torch_info
+        if module.startswith("cupy") and base.__name__ == "ndarray":
+            return _cupy_info
+    if hasattr(cls, "__cuda_array_interface__"):
+        return _cai_info
+    if hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__"):
+        return _dlpack_info
+    return None
+
+
+_EXTRACTORS: dict[type, Extractor | None] = {}
+
+
+def array_extractor(cls: type) -> Extractor | None:
+    """How to read the :data:`ArrayInfo` of instances of ``cls`` (None: not a device array)."""
+    try:
+        return _EXTRACTORS[cls]
+    except KeyError:
+        ex = _EXTRACTORS[cls] = _classify_array(cls)
+        return ex
+
+
+def instance_extractor(value: Any) -> Extractor | None:
+    """For objects that carry ``__cuda_array_interface__`` as an instance attribute."""
+    if hasattr(value, "__cuda_array_interface__"):
+        return _cai_info
+    return None
+
+
+def array_info(value: Any) -> ArrayInfo | None:
+    """The :data:`ArrayInfo` of any device array kaiojit takes, None for anything else."""
+    ex = array_extractor(value.__class__) or instance_extractor(value)
+    return ex(value) if ex is not None else None
+
+
+def from_dlpack(obj: Any) -> DeviceArray:
+    """A zero-copy DeviceArray viewing a ``__dlpack__`` producer's tensor on the backend's
+    device; the producer's deleter runs when the view is collected."""
+    backend = get_backend()
+    device_type, _ = obj.__dlpack_device__()
+    accepted = {backend.dlpack_device_type(), dlpack.K_DL_CUDA_MANAGED}
+    if int(device_type) not in accepted:
+        raise TypeError(f"a DLPack tensor on device type {int(device_type)}; kaiojit's "
+                        f"{backend.name} backend takes device type {backend.dlpack_device_type()}")
+    t = dlpack.consume(obj)
+    view = DeviceArray(t.shape, t.strides, t.dtype, t.ptr, t.device_id, obj, backend)
+    weakref.finalize(view, dlpack.release, t.address).atexit = False
+    return view
+
+
+def as_device_array(obj: Any) -> DeviceArray:
+    """A zero-copy DeviceArray viewing a CAI or DLPack array; keeps ``obj`` alive."""
+    if isinstance(obj, DeviceArray):
+        return obj
+    backend = get_backend()
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        ptr, shape, strides, t, _ = cai_info(cai)
+        device = backend.pointer_device(ptr) if ptr else -1
+        if device < 0:
+            device = backend.current_device()
+        if strides is None:
+            strides = cai.get("strides")
+        return DeviceArray(shape, strides, t.dtype.np_dtype, ptr, device, obj, backend)
+    if hasattr(obj, "__dlpack__"):
+        return from_dlpack(obj)
+    raise TypeError(f"as_device_array needs an object with __cuda_array_interface__ or "
+                    f"__dlpack__, got {type(obj).__qualname__}")

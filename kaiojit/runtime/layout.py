@@ -1,0 +1,55 @@
+"""Array layouts: contiguous strides, the layout ('C', 'F' or 'A') of a shape and strides,
+and the interned array types signatures are specialized on. One place for these rules, which
+DeviceArray, foreign arrays, the argument packer and tensor maps all follow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kaiojit import types as kt
+
+_ARRAY_TYPES: dict[tuple[kt.ScalarType, int, str], kt.ArrayType] = {}
+
+
+def array_type(scalar: kt.ScalarType, ndim: int, layout: str) -> kt.ArrayType:
+    """The interned ArrayType, so types compare and hash by identity in the common case."""
+    key = (scalar, ndim, layout)
+    t = _ARRAY_TYPES.get(key)
+    if t is None:
+        t = _ARRAY_TYPES[key] = kt.ArrayType(scalar, ndim, layout)
+    return t
+
+
+def contiguous_strides(shape: Sequence[int], itemsize: int, order: str = "C") -> tuple[int, ...]:
+    """Byte strides of a contiguous array of ``shape`` in order 'C' (the default) or 'F'."""
+    strides = [0] * len(shape)
+    step = itemsize
+    axes = range(len(shape)) if order == "F" else range(len(shape) - 1, -1, -1)
+    for i in axes:
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def layout_of(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> str:
+    """'C' if C-contiguous, else 'F' if F-contiguous, else 'A' (NumPy's rules: dimensions of
+    length 1 do not count, an empty array is contiguous; 1-D contiguous is 'C')."""
+    if strides is None or 0 in shape:
+        return "C"
+    if _contiguous(shape, strides, itemsize, range(len(shape) - 1, -1, -1)):
+        return "C"
+    if _contiguous(shape, strides, itemsize, range(len(shape))):
+        return "F"
+    return "A"
+
+
+def _contiguous(shape: Sequence[int], strides: Sequence[int], itemsize: int,
+                axes: Iterable[int]) -> bool:
+    """Whether the array is packed along ``axes``, innermost first."""
+    expected = itemsize
+    for i in axes:
+        if shape[i] != 1:
+            if strides[i] != expected:
+                return False
+            expected *= shape[i]
+    return True
