@@ -1,4 +1,5 @@
-"""The cpu backend: kernels compiled for the host (``kaiojit/lower/host.py``) and run natively.
+"""The cpu backend: kernels compiled for the host (``kaiojit/lower/host.py``) to object code,
+loaded by ``kaiojit/runtime/hostjit.py`` and run natively.
 
 Memory is host memory (NumPy buffers kept alive by the backend), so ``DeviceArray``, copies,
 DLPack and the argument packer work unchanged. Streams run their work synchronously (a launch
@@ -26,8 +27,10 @@ import numpy as np
 from kaiojit.errors import CudaError, KernelError, LaunchError
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, register_backend
+from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import check_launch_config
 from kaiojit.runtime.slots import ThreadSlots
+from kaiojit.target import HostImage
 
 KDL_CPU = 1
 PRINT_BUFFER_BYTES = 1 << 20          # like CUDA's default printf FIFO
@@ -90,13 +93,14 @@ class CpuKernel:
     def __init__(self, backend: CpuBackend, image: Any):
         self.backend = backend
         self.image = image
-        self.host = image.host
+        self.host = image.image  # the HostImage: object code, static shared bytes, block mode
+        self.code = load_host_image(self.host)  # the loaded native code, kept alive here
         self.name = getattr(image, "py_name", image.name)
         self.fn = self  # the protocol's per-device function handle (occupancy queries)
         self.packer = ArgPacker(image.signature.args, getattr(image, "arg_names", None))
         self._slots = ThreadSlots(self.packer.layout)
         self._configs: dict[Any, Any] = {}
-        self._run = self.host.run
+        self._run = self.code.run
 
     def on_device(self, device: int) -> CpuKernel:
         return self
@@ -181,7 +185,7 @@ class CpuBackend:
 
     # --- code --------------------------------------------------------------------------------------
     def load_kernel(self, image: Any) -> CpuKernel:
-        if getattr(image, "host", None) is None:
+        if not isinstance(getattr(image, "image", None), HostImage):
             raise TypeError(f"kernel {image.name!r} was not compiled for the host")
         entry = self._kernels.get(id(image))
         if entry is None or entry[0] is not image:
@@ -347,9 +351,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     lb, lt = int(launch[H.LAUNCH_BLOCK]), int(launch[H.LAUNCH_THREAD])
     block = (lb % gx, lb // gx % gy, lb // (gx * gy))
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
-    loc = site["loc"]
-    where = f"{loc.filename}:{loc.line}" if loc is not None else "an unknown line"
-    source = f"\n    {loc.source_line.strip()}" if loc is not None and loc.source_line else ""
+    where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
+    source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = (f"kernel {kernel.name!r}: index {int(launch[H.LAUNCH_INDEX])} is out of bounds "
                f"for dimension {site['dim']} of array {site['array']!r} (size "
