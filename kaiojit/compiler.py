@@ -129,7 +129,15 @@ def type_stage(pyfunc, meta: Metadata) -> kir.KFunction:
     """kir: the Python function typed for the signature's argument types."""
     sig = meta.signature
     if not meta.device and sig.return_type != T.void:
-        raise TypeError(f"a kernel returns void, the signature says {sig.return_type}")
+        raise TypeError(f"{pyfunc.__qualname__}: a kernel returns void, the signature says "
+                        f"{sig.return_type} (compile a device function with device=True)")
+    if meta.device:
+        names = pyfunc.__code__.co_varnames[:pyfunc.__code__.co_argcount]
+        for name, t in zip(names, sig.args):
+            if isinstance(t, T.TensorMapType):
+                raise TypeError(f"{pyfunc.__qualname__}(): parameter {name!r} is a tensormap, "
+                                "which only a kernel takes (a __grid_constant__ parameter), "
+                                "not a device function")
     kfunc = type_kernel(pyfunc, sig.args, meta.specialize_device, not meta.device, meta.options)
     if meta.device:
         if sig.return_type not in (T.void, kfunc.return_type):
