@@ -13,7 +13,7 @@ Entries are written atomically.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import json
 import os
@@ -145,7 +145,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
              "kir": ck.kir, "llvm": ck.llvm, "static_shared_bytes": ck.static_shared_bytes,
              "uses_sync": ck.uses_sync}
     if isinstance(ck.image, HostImage):
-        entry.update(image=base64.b64encode(ck.image.object_code).decode("ascii"),
+        entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
                      entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
                      host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites)
     else:
@@ -162,7 +162,7 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
     try:
         if target.kind == "host":
             image = HostImage(
-                object_code=base64.b64decode(entry["image"], validate=True),
+                object_code=binascii.a2b_base64(entry["image"], strict_mode=True),
                 entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
                 static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]))
             ptx = ""

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import inspect
 import threading
+from typing import Any
 
 from . import types as T
 from .compiler import (
@@ -143,7 +144,7 @@ class Dispatcher:
 
     # --- inspection -----------------------------------------------------------------------------
 
-    def _inspect(self, stage: str, signature):
+    def _inspect(self, stage: str, signature) -> str | bytes | dict:
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
         whose pipeline has that stage."""
         if signature is not None:
@@ -264,7 +265,7 @@ def _accepts(param: T.Type, arg: T.Type) -> bool:
     return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
 
 
-def _target_spec(backend) -> TargetSpec:
+def _target_spec(backend: Any) -> TargetSpec:
     """What to compile for on ``backend``'s current device: the host, or its arch and PTX."""
     # MERGE: helper C gives every backend target_spec(device=None); then this whole function
     # goes and _prepare calls backend.target_spec() directly.
@@ -304,7 +305,8 @@ def _as_signature(sig, pyfunc) -> T.Signature:
     raise TypeError(f"a signature is a string like 'void(float32[:], int32)', got {sig!r}")
 
 
-def _compile_user_facing(dispatcher, sig, spec, device: bool = False) -> CompiledKernel:
+def _compile_user_facing(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec,
+                         device: bool = False) -> CompiledKernel:
     try:
         return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
                               _specialize_device, device=device)
@@ -312,7 +314,7 @@ def _compile_user_facing(dispatcher, sig, spec, device: bool = False) -> Compile
         raise e.with_traceback(None) from None
 
 
-def _compile_cached(dispatcher, sig, spec) -> CompiledKernel:
+def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) -> CompiledKernel:
     """A compile through the disk cache (``cache=True``): a hit runs no stage."""
     from . import __version__, diskcache
 

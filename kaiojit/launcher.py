@@ -9,9 +9,12 @@ compile, load).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CompileError
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
 
 MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
 
@@ -37,7 +40,8 @@ class Launcher:
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "rebuilds")
 
-    def __init__(self, dispatcher, grid, block, stream=None, shared_mem=0):
+    def __init__(self, dispatcher: Dispatcher, grid: Any, block: Any, stream: Any = None,
+                 shared_mem: Any = 0):
         self.dispatcher = dispatcher
         self.grid = grid
         self.block = block
@@ -45,11 +49,11 @@ class Launcher:
         self.shared_mem = shared_mem
         self.rebuilds = 0
 
-    def general(self, args):
+    def general(self, args: tuple) -> None:
         """The general path (what a fast form hands back to)."""
         return Launcher.__call__(self, *args)
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> None:
         # the general path: one key of the backend and the argument types, one dict lookup
         try:
             loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
@@ -74,7 +78,7 @@ class Launcher:
                 self.__class__ = Launcher
 
     @property
-    def fast(self):
+    def fast(self) -> Any:
         """The generated fast form this launcher uses, if any (for tests and inspection)."""
         call = type(self).__call__
         return None if call is Launcher.__call__ else call
@@ -83,10 +87,10 @@ class Launcher:
 class ForallLauncher:
     """``kernel.forall(n)``: a 1-D launch of ``n`` threads, block size by occupancy."""
 
-    def __init__(self, dispatcher, n: int, stream, shared_mem: int):
+    def __init__(self, dispatcher: Dispatcher, n: int, stream: Any, shared_mem: int):
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> None:
         d = self.dispatcher
         try:
             loaded = d._loaded_for(args)
@@ -104,7 +108,7 @@ _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the fi
 _typeof = None
 
 
-def launch_key(args) -> tuple:
+def launch_key(args: tuple) -> tuple:
     """What a launch's specialization depends on: the backend and every argument's type."""
     if _get_backend is None:
         _bind_runtime()

@@ -173,3 +173,16 @@ def test_a_kernel_only_signature_is_a_clean_error():
                                         "float32 \\(compile a device function with "
                                         "device=True\\)"):
         kj.compile_ptx(axpy, "float32(float32, float32, float32)")
+
+
+def test_inspection_reads_the_stage_table():
+    k = kj.jit(scale_sum)
+    ck = k.compile(SIG)
+    host = k.compile(SIG, HOST)
+    assert k.inspect_kir(SIG) == ck.kir and k.inspect_llvm(SIG) == ck.llvm
+    shown = k.inspect_ptx(SIG)
+    assert shown == ck.ptx and shown.language == "nasm"
+    assert ck.name in shown._repr_html_()
+    # all compiled signatures: the host's compile has no ptx stage, so it is left out
+    assert isinstance(host.image, HostImage)
+    assert k.inspect_ptx() == {ck.signature: ck.ptx}
