@@ -3,7 +3,10 @@ stage, dumping any stage under its name, and device functions compiled on their 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -15,6 +18,7 @@ from kaiojit.options import CompileOptions, Config
 from kaiojit.target import HostImage, TargetSpec
 from tests.ptxas import assemble
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIG = "void(float32[::1], float32[::1], int32)"
 NVPTX = TargetSpec("nvptx", "sm_90", 80)
 HOST = TargetSpec("host")
@@ -186,3 +190,20 @@ def test_inspection_reads_the_stage_table():
     # all compiled signatures: the host's compile has no ptx stage, so it is left out
     assert isinstance(host.image, HostImage)
     assert k.inspect_ptx() == {ck.signature: ck.ptx}
+
+
+def test_compiling_for_either_target_does_not_import_the_runtime():
+    script = textwrap.dedent(f"""
+        import sys
+        import kaiojit as kj
+        from kaiojit.target import TargetSpec
+        from tests.test_compiler import scale_sum
+        k = kj.jit(scale_sum)
+        k.compile({SIG!r})
+        k.compile({SIG!r}, TargetSpec("host"))
+        print(sorted(m for m in sys.modules if m.startswith("kaiojit.runtime")))
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
