@@ -335,8 +335,8 @@ def stage_names(kind: str) -> tuple[str, ...]:
     return tuple(s.name for s in stages_of(kind))
 
 
-def run_stages(module, meta: Metadata, start: str = "kir", stop: str | None = None,
-               config: Config = CONFIG):
+def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None = None,
+               config: Config = CONFIG) -> Any:
     """Run the stages of ``meta.target.kind``'s pipeline from ``start`` through ``stop`` (the
     last stage by default) and return the last module. ``module`` is what the stage before
     ``start`` produces: the Python function for ``kir``, LLVM IR text for ``llvm``, and so on.
