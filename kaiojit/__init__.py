@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 
 from . import types
-from .compiler import CompileOptions as _CompileOptions
-from .compiler import TargetSpec as _TargetSpec
+from .options import VERSION as _VERSION
+from .options import CompileOptions as _CompileOptions
+from .target import TargetSpec as _TargetSpec
+from .target import ptx_version_for as _ptx_version_for
 from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
 from .errors import (
     CompileError,
@@ -73,7 +75,7 @@ from .types import (
     uint64,
 )
 
-__version__ = "0.1.0"
+__version__ = _VERSION
 
 __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) load on first use
     "CompileError", "CudaError", "Dispatcher", "KernelError", "LaunchError", "LibdeviceNotFound",
@@ -142,31 +144,35 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug
 
 def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | None = None,
                 device: bool = False, **options) -> str:
-    """PTX for ``pyfunc`` compiled for ``signature``; no GPU needed. Returns the PTX text."""
-    from .lower.ptx import ptx_version_for
+    """PTX for ``pyfunc`` compiled for ``signature``; no GPU needed. Returns the PTX text.
 
-    spec = _TargetSpec("nvptx", arch, ptx_version or ptx_version_for(arch))
-    disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
+    With ``device=True`` the function is compiled as a device function: a ``.visible .func``
+    named after it, returning what it returns (numba's ``compile_ptx(device=True)``)."""
     try:
-        return disp.compile(signature, spec).ptx
+        return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
     except CompileError as e:
         raise e.with_traceback(None) from None
 
 
-def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
-    """Optimized LLVM IR for ``pyfunc`` compiled for ``signature``."""
-    from .lower.ptx import ptx_version_for
-
-    spec = _TargetSpec("nvptx", arch, ptx_version_for(arch))
-    disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
+def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False,
+                 **options) -> str:
+    """Optimized LLVM IR (NVPTX) for ``pyfunc`` compiled for ``signature``; ``device`` as for
+    :func:`compile_ptx`."""
     try:
-        return disp.compile(signature, spec).llvm
+        return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
     except CompileError as e:
         raise e.with_traceback(None) from None
 
 
-_SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "language", "types", "errors",
-                         "frontend", "lower", "testing"})
+def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
+    spec = _TargetSpec("nvptx", arch, ptx_version or _ptx_version_for(arch))
+    disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
+    return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
+
+
+_SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
+                         "options", "sass", "target", "types", "errors", "frontend", "lower",
+                         "testing"})
 
 
 def __getattr__(name: str):

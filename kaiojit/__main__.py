@@ -1,5 +1,5 @@
 """``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
-[--emit kir|llvm|ptx|sass]``: print one stage of a kernel's compile."""
+[--emit kir|llvm_unoptimized|llvm|ptx|sass]``: print one stage of a kernel's compile."""
 
 from __future__ import annotations
 
@@ -33,13 +33,14 @@ def main(argv=None) -> int:
     p.add_argument("kernel", help="FILE.py:KERNEL")
     p.add_argument("--sig", required=True, help='e.g. "void(float32[:], int32)"')
     p.add_argument("--arch", default="sm_90")
-    p.add_argument("--emit", choices=["kir", "llvm", "ptx", "sass"], default="ptx")
+    p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass"],
+                   default="ptx", help="a stage of the nvptx pipeline, or sass")
     args = parser.parse_args(argv)
 
     import kaiojit as kj
-    from kaiojit.compiler import TargetSpec
-    from kaiojit.dispatcher import Dispatcher, sass_of
-    from kaiojit.lower.ptx import ptx_version_for
+    from kaiojit.dispatcher import Dispatcher
+    from kaiojit.sass import sass_of
+    from kaiojit.target import TargetSpec, ptx_version_for
 
     obj = _load_kernel(args.kernel)
     disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     if args.emit == "sass":
         print(sass_of(ck))
     else:
-        print(getattr(ck, args.emit))
+        print(ck.stage(args.emit))
     return 0
 
 

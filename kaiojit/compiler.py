@@ -1,9 +1,18 @@
-"""The compile pipeline: an ordered table of named stages, each dumpable under its name.
+"""The compile pipeline: per target kind, an ordered table of named stages.
 
-    python function --kir--> typed IR --llvm--> LLVM IR --opt--> optimized LLVM IR --ptx--> PTX
+    nvptx: python function -kir-> typed IR -llvm_unoptimized-> LLVM IR -llvm-> optimized -ptx-> PTX
+    host:  python function -kir-> typed IR -llvm_unoptimized-> LLVM IR -llvm-> optimized
+                                                                     -object-> native object code
 
-A compile is a pure function of (function, signature, options, target): that is what the
-caches key on.
+A stage is ``(module, metadata) -> module`` and is named after what it produces. That one name
+is what ``KAIOJIT_DUMP`` takes, the :class:`CompiledKernel` attribute holding the stage's text,
+and where :func:`run_stages` can enter the pipeline. The last stage's module is the kernel's
+image: PTX text for the driver, or a :class:`~kaiojit.target.HostImage` that the cpu backend
+loads (``kaiojit/runtime/hostjit.py``). A compile is a pure function of (function, signature,
+options, target): that is what the caches key on.
+
+LLVM (llvmlite) is imported by the stages that use it, not by this module, so a program whose
+kernels all come from the disk cache never loads it.
 """
 
 from __future__ import annotations
@@ -11,40 +20,38 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from llvmlite import binding as llvm
+from typing import Any
 
 from . import types as T
-from .errors import CompileError
+from .errors import CompileError, UnsupportedError
 from .frontend import kir
 from .frontend.source import function_source
 from .frontend.typer import type_function
-from .lower import ptx as ptx_stage
-from .lower.codegen import ModuleLowering
-from .options import CONFIG, CompileOptions
-from .target import TargetSpec
+from .options import CONFIG, CompileOptions, Config
+from .target import HostImage, TargetSpec
 
 
 @dataclass(slots=True)
 class CompiledKernel:
-    """A kernel compiled for one signature and target: every stage's text, and what the
-    runtime needs to load and launch it."""
+    """A kernel compiled for one signature and target: every stage's text, the image the
+    runtime loads, and what a launch needs to know."""
 
-    name: str  # the kernel's entry symbol in PTX (the Python name plus a signature hash)
+    name: str  # the entry symbol (the Python name plus a signature hash; a device function's own name)
     py_name: str
     signature: T.Signature
     arg_names: tuple[str, ...]
     kir: str
-    llvm: str
     llvm_unoptimized: str
-    ptx: str
+    llvm: str
+    ptx: str  # "" for the host
+    image: str | HostImage  # the last stage's module: PTX text, or the host's object code
     static_shared_bytes: int
     uses_sync: bool
     options: CompileOptions
     target: TargetSpec
-    kfunc: kir.KFunction | None = None
-    host: object = None  # the cpu backend's compiled function
+    kfunc: kir.KFunction | None = None  # None when the kernel came from the disk cache
     timings: dict = field(default_factory=dict)
     resources: dict | None = None
 
@@ -52,16 +59,64 @@ class CompiledKernel:
     def symbol(self) -> str:
         return self.name
 
+    def stage(self, name: str) -> str | bytes:
+        """The output of stage ``name`` of this kernel's pipeline (``object``: the bytes)."""
+        if name not in stage_names(self.target.kind):
+            raise ValueError(f"no stage {name!r} in the {self.target.kind} pipeline; its stages "
+                             f"are {', '.join(stage_names(self.target.kind))}")
+        if name == "object":
+            return self.image.object_code
+        return getattr(self, name)
+
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.py_name}{self.signature}>"
 
+
+# --- what the stages know besides their module ----------------------------------------------------
+
+@dataclass(slots=True)
+class Metadata:
+    """One compile's facts besides the module the stages hand on: what was asked (set before
+    the first stage), what stages found that later ones need, and every stage's text and time.
+
+    Entering the pipeline after ``kir`` needs only ``symbol``, ``options`` and ``target`` (and,
+    at the host's ``object`` stage, the host facts a lowering would have recorded)."""
+
+    symbol: str
+    options: CompileOptions
+    target: TargetSpec
+    signature: T.Signature | None = None
+    specialize_device: Callable | None = None  # types a device function a kernel calls
+    device: bool = False  # a device function on its own (``.visible .func``), not a kernel
+    kfunc: kir.KFunction | None = None
+    uses_block_mode: bool = False  # host: blocks run block-synchronously (barriers, warps)
+    host_shared_bytes: int = 0  # host: the static shared arrays, laid out 16-byte aligned
+    sites: list[dict] = field(default_factory=list)  # host: where a reported fault comes from
+    texts: dict[str, str | bytes] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """A named step of a pipeline, ``run(module, metadata) -> module``; ``suffix`` is the file
+    extension of its dump."""
+
+    name: str
+    run: Callable[[Any, Metadata], Any]
+    suffix: str
+
+
+# --- typing ---------------------------------------------------------------------------------------
 
 def mangle(pyfunc, signature: T.Signature) -> str:
     digest = hashlib.blake2s(
         f"{pyfunc.__module__}.{pyfunc.__qualname__}{signature}".encode(), digest_size=6
     ).hexdigest()
-    base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in pyfunc.__name__)
-    return f"{base}_{digest}"
+    return f"{_identifier(pyfunc.__name__)}_{digest}"
+
+
+def _identifier(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
 
 
 def type_kernel(pyfunc, arg_types: tuple[T.Type, ...], specialize_device, is_kernel=True,
@@ -70,6 +125,30 @@ def type_kernel(pyfunc, arg_types: tuple[T.Type, ...], specialize_device, is_ker
     return type_function(pyfunc, src, arg_types, is_kernel, specialize_device, options)
 
 
+def type_stage(pyfunc, meta: Metadata) -> kir.KFunction:
+    """kir: the Python function typed for the signature's argument types."""
+    sig = meta.signature
+    if not meta.device and sig.return_type != T.void:
+        raise TypeError(f"{pyfunc.__qualname__}: a kernel returns void, the signature says "
+                        f"{sig.return_type} (compile a device function with device=True)")
+    if meta.device:
+        names = pyfunc.__code__.co_varnames[:pyfunc.__code__.co_argcount]
+        for name, t in zip(names, sig.args):
+            if isinstance(t, T.TensorMapType):
+                raise TypeError(f"{pyfunc.__qualname__}(): parameter {name!r} is a tensormap, "
+                                "which only a kernel takes (a __grid_constant__ parameter), "
+                                "not a device function")
+    kfunc = type_kernel(pyfunc, sig.args, meta.specialize_device, not meta.device, meta.options)
+    if meta.device:
+        if sig.return_type not in (T.void, kfunc.return_type):
+            raise TypeError(f"the signature says {pyfunc.__qualname__} returns "
+                            f"{sig.return_type}; it returns {kfunc.return_type}")
+        kfunc.mangled = meta.symbol
+    meta.kfunc = kfunc
+    return kfunc
+
+
+# MERGE: helper A moves these two to kaiojit/kir/analysis.py; repoint them there.
 def static_shared_bytes(kfunc: kir.KFunction) -> int:
     seen, total = set(), 0
     for f in _with_callees(kfunc):
@@ -85,6 +164,10 @@ def static_shared_bytes(kfunc: kir.KFunction) -> int:
     return total
 
 
+def uses_sync(kfunc: kir.KFunction) -> bool:
+    return any(f.uses_sync for f in _with_callees(kfunc))
+
+
 def _with_callees(kfunc, seen=None):
     seen = seen if seen is not None else set()
     if id(kfunc) in seen:
@@ -95,63 +178,50 @@ def _with_callees(kfunc, seen=None):
         yield from _with_callees(c, seen)
 
 
-def uses_sync(kfunc: kir.KFunction) -> bool:
-    return any(f.uses_sync for f in _with_callees(kfunc))
+# --- the nvptx stages -----------------------------------------------------------------------------
 
-
-def lower_to_llvm(kfunc: kir.KFunction, symbol: str, options: CompileOptions, target) -> tuple:
-    mod = ModuleLowering(target, options, name=symbol)
-    mod.lower_kernel(kfunc, symbol)
-    return mod
-
-
-def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec: TargetSpec,
-                   specialize_device) -> CompiledKernel:
-    """Run the whole pipeline for one signature."""
-    timings = {}
-    t0 = time.perf_counter()
-    if signature.return_type != T.void:
-        raise TypeError(f"a kernel returns void, the signature says {signature.return_type}")
-    kfunc = type_kernel(pyfunc, signature.args, specialize_device, True, options)
-    t1 = time.perf_counter()
-    timings["kir"] = t1 - t0
-    symbol = mangle(pyfunc, signature)
-    if spec.kind == "host":
-        from .lower.host import compile_host  # the cpu backend's target
-        return compile_host(pyfunc, kfunc, signature, symbol, options, spec, timings)
+def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
+    """llvm_unoptimized: the kernel (or device function) and its callees as NVPTX LLVM IR."""
+    from .lower import ptx as ptx_stage
+    from .lower.codegen import ModuleLowering
     from .lower.nvptx import NVPTXTarget
 
-    mod = lower_to_llvm(kfunc, symbol, options, NVPTXTarget())
-    ftz = options.fastmath
-    ptx_stage.prepare_module(mod.module, ftz)
-    llvm_text = str(mod.module)
-    t2 = time.perf_counter()
-    timings["llvm"] = t2 - t1
-    ptx_stage.initialize()
-    try:
-        ref = llvm.parse_assembly(llvm_text)
-        ref.verify()
-    except RuntimeError as e:  # an internal bug: say so plainly, with the IR's complaint
-        raise CompileError(f"internal error: kaiojit produced invalid LLVM IR for "
-                           f"{pyfunc.__qualname__}: {e}") from None
-    tm = ptx_stage.target_machine(spec.arch, spec.ptx_version, 3 if options.opt >= 3 else options.opt)
-    ptx_stage.optimize(ref, tm, options.opt, {symbol}, mod.needs_libdevice, ftz)
-    optimized = str(ref)
-    t3 = time.perf_counter()
-    timings["opt"] = t3 - t2
-    ptx_text = ptx_stage.emit(ref, tm)
-    if options.max_registers:
-        ptx_text = _with_maxnreg(ptx_text, symbol, options.max_registers)
-    timings["ptx"] = time.perf_counter() - t3
-    ck = CompiledKernel(
-        name=symbol, py_name=pyfunc.__name__, signature=signature,
-        arg_names=tuple(n for n, _ in kfunc.params), kir=str(kfunc), llvm=optimized,
-        llvm_unoptimized=llvm_text, ptx=ptx_text, static_shared_bytes=static_shared_bytes(kfunc),
-        uses_sync=uses_sync(kfunc), options=options, target=spec, kfunc=kfunc, timings=timings,
-    )
-    if CONFIG.dump:
-        dump_stages(ck)
-    return ck
+    mod = ModuleLowering(NVPTXTarget(), meta.options, name=meta.symbol)  # MERGE: NVPTXTarget(meta.target.arch)
+    if meta.device:
+        mod.lower_device_function(kfunc, meta.symbol)
+    else:
+        mod.lower_kernel(kfunc, meta.symbol)
+    ptx_stage.prepare_module(mod.module, meta.options.fastmath)
+    return str(mod.module)
+
+
+def optimize_nvptx(module: str, meta: Metadata):
+    """llvm: verified, libdevice linked where called, everything but the entry internal, and
+    the O-level pipeline run for the arch."""
+    from .lower import ptx as ptx_stage
+
+    ref = parse_llvm(module, meta)
+    libdevice = any(fn.is_declaration and fn.name.startswith("__nv_") for fn in ref.functions)
+    ptx_stage.optimize(ref, _nvptx_machine(meta), meta.options.opt, {meta.symbol}, libdevice,
+                       meta.options.fastmath)
+    return ref
+
+
+def emit_ptx(module, meta: Metadata) -> str:
+    """ptx: LLVM's NVPTX backend, plus ``.maxnreg`` for ``max_registers``."""
+    from .lower import ptx as ptx_stage
+
+    text = ptx_stage.emit(parse_llvm(module, meta), _nvptx_machine(meta))
+    if meta.options.max_registers:
+        text = _with_maxnreg(text, meta.symbol, meta.options.max_registers)
+    return text
+
+
+def _nvptx_machine(meta: Metadata):
+    from .lower import ptx as ptx_stage
+
+    spec = meta.target
+    return ptx_stage.target_machine(spec.arch, spec.ptx_version, min(meta.options.opt, 3))
 
 
 def _with_maxnreg(ptx_text: str, symbol: str, n: int) -> str:
@@ -163,18 +233,164 @@ def _with_maxnreg(ptx_text: str, symbol: str, n: int) -> str:
     return ptx_text[: close + 1] + f"\n.maxnreg {int(n)}" + ptx_text[close + 1:]
 
 
-def dump_stages(ck: CompiledKernel) -> None:
-    os.makedirs(CONFIG.dump_dir, exist_ok=True)
-    stages = {"kir": ck.kir, "llvm": ck.llvm, "llvm_unoptimized": ck.llvm_unoptimized,
-              "ptx": ck.ptx}
-    for stage in CONFIG.dump:
-        text = stages.get(stage)
-        if text is None:
-            continue
-        ext = {"kir": "kir", "ptx": "ptx"}.get(stage, "ll")
-        path = os.path.join(CONFIG.dump_dir, f"{ck.symbol}.{stage}.{ext}")
-        with open(path, "w") as f:
-            f.write(text)
+# --- the host stages ------------------------------------------------------------------------------
+
+def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
+    """llvm_unoptimized: the kernel, its device functions and its driver ``<symbol>_run``,
+    lowered for this CPU (``kaiojit/lower/host.py``)."""
+    from .lower.host import HostModule, HostTarget
+
+    if meta.device:
+        raise ValueError("a device function on its own compiles for nvptx only")
+    for _, t in kfunc.params:
+        if isinstance(t, T.TensorMapType):
+            raise UnsupportedError("tensor maps need a GPU: the cpu backend cannot run "
+                                   f"{kfunc.qualname}", kfunc.loc)
+    mod = HostModule(HostTarget(), meta.options, meta.symbol, kfunc)
+    mod.lower_kernel(kfunc, meta.symbol)
+    meta.uses_block_mode = mod.needs_block(kfunc)
+    meta.host_shared_bytes = mod.static_shared_bytes
+    meta.sites = mod.sites
+    return str(mod.module)
 
 
-__all__ = ["CompileOptions", "TargetSpec", "CompiledKernel", "compile_kernel"]
+def optimize_host(module: str, meta: Metadata):
+    """llvm: everything but the driver internal, then the O-level pipeline for this CPU."""
+    from llvmlite import binding as llvm
+
+    from .target import host_target_machine
+
+    ref = parse_llvm(module, meta)
+    entry = host_entry(meta.symbol)
+    for fn in ref.functions:
+        if not fn.is_declaration and fn.name != entry:
+            fn.linkage = "internal"
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(meta.options.opt, 3))
+    pb = llvm.create_pass_builder(host_target_machine(), pto)
+    pb.getModulePassManager().run(ref, pb)
+    return ref
+
+
+def emit_host_object(module, meta: Metadata) -> HostImage:
+    """object: native object code for this CPU, with what the cpu backend needs to run it."""
+    from .target import host_target_machine
+
+    code = host_target_machine().emit_object(parse_llvm(module, meta))
+    return HostImage(object_code=code, entry=host_entry(meta.symbol),
+                     uses_block_mode=meta.uses_block_mode,
+                     static_shared_bytes=meta.host_shared_bytes, sites=meta.sites)
+
+
+def host_entry(symbol: str) -> str:
+    """The host driver's symbol: ``void <symbol>_run(slots, ctx, first_block, end_block)``."""
+    return f"{symbol}_run"
+
+
+# --- the table --------------------------------------------------------------------------------------
+
+def parse_llvm(module, meta: Metadata):
+    """``module`` as an llvmlite ModuleRef: text is parsed and verified (the optimizing
+    stages take text; later ones take the ModuleRef, or text when a caller enters there)."""
+    from llvmlite import binding as llvm
+
+    if not isinstance(module, str):
+        return module
+    if meta.target.kind == "nvptx":
+        from .lower.ptx import initialize
+        initialize()
+    try:
+        ref = llvm.parse_assembly(module)
+        ref.verify()
+    except RuntimeError as e:  # an internal bug: say so plainly, with the IR's complaint
+        raise CompileError(f"internal error: kaiojit produced invalid LLVM IR for "
+                           f"{meta.symbol} ({meta.target.kind}): {e}") from None
+    return ref
+
+
+PIPELINES: dict[str, tuple[Stage, ...]] = {
+    "nvptx": (
+        Stage("kir", type_stage, "kir"),
+        Stage("llvm_unoptimized", lower_nvptx, "ll"),
+        Stage("llvm", optimize_nvptx, "ll"),
+        Stage("ptx", emit_ptx, "ptx"),
+    ),
+    "host": (
+        Stage("kir", type_stage, "kir"),
+        Stage("llvm_unoptimized", lower_host, "ll"),
+        Stage("llvm", optimize_host, "ll"),
+        Stage("object", emit_host_object, "o"),
+    ),
+}
+
+
+def stages_of(kind: str) -> tuple[Stage, ...]:
+    try:
+        return PIPELINES[kind]
+    except KeyError:
+        raise ValueError(f"no pipeline for target kind {kind!r}; the kinds are "
+                         f"{', '.join(PIPELINES)}") from None
+
+
+def stage_names(kind: str) -> tuple[str, ...]:
+    return tuple(s.name for s in stages_of(kind))
+
+
+def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None = None,
+               config: Config = CONFIG) -> Any:
+    """Run the stages of ``meta.target.kind``'s pipeline from ``start`` through ``stop`` (the
+    last stage by default) and return the last module. ``module`` is what the stage before
+    ``start`` produces: the Python function for ``kir``, LLVM IR text for ``llvm``, and so on.
+    Each stage's text goes into ``meta.texts``, its time into ``meta.timings``, and its dump
+    into ``config.dump_dir`` when ``config.dump`` names it."""
+    stages = stages_of(meta.target.kind)
+    names = [s.name for s in stages]
+    for name in (start, stop):
+        if name is not None and name not in names:
+            raise ValueError(f"no stage {name!r} in the {meta.target.kind} pipeline; its "
+                             f"stages are {', '.join(names)}")
+    first = names.index(start)
+    last = names.index(stop) if stop is not None else len(stages) - 1
+    for stage in stages[first:last + 1]:
+        t0 = time.perf_counter()
+        module = stage.run(module, meta)
+        text = module.object_code if isinstance(module, HostImage) else module
+        meta.texts[stage.name] = text if isinstance(text, (str, bytes)) else str(text)
+        meta.timings[stage.name] = time.perf_counter() - t0
+        if stage.name in config.dump:
+            _dump(stage, meta, config.dump_dir)
+    return module
+
+
+def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    text = meta.texts[stage.name]
+    path = os.path.join(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}")
+    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
+        f.write(text)
+
+
+# --- compiling ----------------------------------------------------------------------------------------
+
+def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec: TargetSpec,
+                   specialize_device, *, device: bool = False) -> CompiledKernel:
+    """Run ``spec.kind``'s whole pipeline for one signature. With ``device=True`` the function
+    is compiled on its own as a device function, visible under its Python name."""
+    symbol = _identifier(pyfunc.__name__) if device else mangle(pyfunc, signature)
+    meta = Metadata(symbol=symbol, options=options, target=spec, signature=signature,
+                    specialize_device=specialize_device, device=device)
+    image = run_stages(pyfunc, meta)
+    kfunc = meta.kfunc
+    texts = meta.texts
+    return CompiledKernel(
+        name=symbol, py_name=pyfunc.__name__,
+        signature=kfunc.signature if device else signature,
+        arg_names=tuple(n for n, _ in kfunc.params), kir=texts["kir"],
+        llvm_unoptimized=texts["llvm_unoptimized"], llvm=texts["llvm"],
+        ptx=image if spec.kind == "nvptx" else "", image=image,
+        static_shared_bytes=static_shared_bytes(kfunc), uses_sync=uses_sync(kfunc),
+        options=options, target=spec, kfunc=kfunc, timings=meta.timings,
+    )
+
+
+__all__ = ["CompileOptions", "CompiledKernel", "Metadata", "PIPELINES", "Stage", "TargetSpec",
+           "compile_kernel", "run_stages", "stage_names"]

@@ -1,30 +1,31 @@
 """The on-disk cache of compiled kernels (``@kj.jit(cache=True)``).
 
-An entry is the PTX and what a launch needs (entry name, signature, parameter names, static
-shared bytes), stored under a key that covers everything the compile depended on: the
-kernel's source, the values of the module-level constants it reads, the source of every
-device function it calls (recursively), the signature, the options, the target and kaiojit's
-version. A stale entry therefore cannot be hit; entries are written atomically.
+An entry is the last stage's output of the target's pipeline (PTX, or the host's object code)
+with what a launch and inspection need (entry name, parameter names, shared bytes, the kir and
+optimized LLVM text, and for the host its block mode and fault sites). Its key covers
+everything the compile depended on: the kernel's source, the values of the module-level
+constants it reads, the source of every device function it calls (recursively), the
+signature, the options, the target (for the host: this CPU and LLVM's version) and kaiojit's
+version, so a stale entry cannot be hit. An entry is a header line (key and a digest of the
+rest) and a JSON payload; one that fails either check is a miss, and the compile rewrites it.
+Entries are written atomically.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import os
-import tempfile
 import sys
+import tempfile
 import types as pytypes
 
-CACHE_VERSION = "1"
+from .compiler import CompiledKernel
+from .options import CompileOptions, cache_dir, store_bytes
+from .target import HostImage, TargetSpec
 
-
-def cache_dir() -> str:
-    root = os.environ.get("KAIOJIT_CACHE_DIR")
-    if root:
-        return root
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kaiojit")
+CACHE_VERSION = "2"
 
 
 def _describe_global(value, seen: set) -> str | None:
@@ -78,47 +79,81 @@ def function_fingerprint(pyfunc, seen: set | None = None) -> str:
 
 
 def entry_key(pyfunc, signature, options, target, version: str) -> str:
+    parts = [CACHE_VERSION, version, function_fingerprint(pyfunc), str(signature),
+             repr(options), repr(target)]
+    if target.kind == "host":
+        from .target import host_machine_id
+        parts.append(host_machine_id())
     h = hashlib.sha256()
-    for part in (CACHE_VERSION, version, function_fingerprint(pyfunc), str(signature),
-                 repr(options), repr(target)):
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
 
 
 def _path(key: str) -> str:
-    return os.path.join(cache_dir(), key[:2], key + ".json")
+    return os.path.join(cache_dir(), key[:2], key + ".kjc")
 
 
 def load(key: str) -> dict | None:
+    """The payload stored under ``key``, or None (absent, unreadable, damaged or stale)."""
     try:
-        with open(_path(key), encoding="utf-8") as f:
-            entry = json.load(f)
-    except (OSError, ValueError):
+        with open(_path(key), "rb") as f:
+            data = f.read()
+        header, _, payload = data.partition(b"\n")
+        meta = json.loads(header)
+        if meta.get("key") != key or meta.get("sha256") != hashlib.sha256(payload).hexdigest():
+            return None
+        entry = json.loads(payload)
+    except (OSError, ValueError, AttributeError):
         return None
-    return entry if entry.get("key") == key else None
+    return entry if isinstance(entry, dict) else None
 
 
 def store(key: str, entry: dict) -> None:
     """Write an entry atomically (a failure to write only costs the next process a compile)."""
-    path = _path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(entry, key=key), f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    payload = json.dumps(entry).encode()
+    header = json.dumps({"key": key, "sha256": hashlib.sha256(payload).hexdigest()}).encode()
+    store_bytes(_path(key), header + b"\n" + payload)
 
 
-def store_bytes(path: str, data: bytes) -> None:
-    """Write a file of the cache atomically (a failure only costs a later rebuild)."""
+# --- compiled kernels -------------------------------------------------------------------------------
+
+def store_kernel(key: str, ck: CompiledKernel) -> None:
+    """Cache a compiled kernel: its image (the last stage's output) and its metadata."""
+    entry = {"kind": ck.target.kind, "name": ck.name, "arg_names": list(ck.arg_names),
+             "kir": ck.kir, "llvm": ck.llvm, "static_shared_bytes": ck.static_shared_bytes,
+             "uses_sync": ck.uses_sync}
+    if isinstance(ck.image, HostImage):
+        entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
+                     entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
+                     host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites)
+    else:
+        entry["image"] = ck.image
+    store(key, entry)
+
+
+def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
+                target: TargetSpec) -> CompiledKernel | None:
+    """The kernel cached under ``key``, or None; no stage runs (and LLVM is not loaded)."""
+    entry = load(key)
+    if entry is None or entry.get("kind") != target.kind:
+        return None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+        if target.kind == "host":
+            image = HostImage(
+                object_code=binascii.a2b_base64(entry["image"], strict_mode=True),
+                entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
+                static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]))
+            ptx = ""
+        else:
+            image = ptx = str(entry["image"])
+        return CompiledKernel(
+            name=str(entry["name"]), py_name=pyfunc.__name__, signature=signature,
+            arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",
+            llvm=str(entry["llvm"]), ptx=ptx, image=image,
+            static_shared_bytes=int(entry["static_shared_bytes"]),
+            uses_sync=bool(entry["uses_sync"]), options=options, target=target,
+            timings={"cache": True})
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -1,19 +1,25 @@
-"""``@kj.jit`` objects: one specialization per argument-type signature, launch configuration,
-inspection of every stage."""
+"""``@kj.jit`` objects: one specialization per argument-type signature, compiled on demand
+through the compiler's pipeline (or the disk cache), and inspection of every stage.
+
+Launching lives in :mod:`kaiojit.launcher`, SASS in :mod:`kaiojit.sass`, notebook display in
+:mod:`kaiojit.display`.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 
 from . import types as T
-from .compiler import CompiledKernel, CompileOptions, TargetSpec, compile_kernel, type_kernel
-from .errors import CompileError, KaiojitError, TypingError
+from .compiler import (
+    CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
+)
+from .display import Shown
+from .errors import CompileError, KaiojitError, LaunchError, TypingError
+from .launcher import ForallLauncher, Launcher, launch_key, parse_launch_config
+from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 
@@ -95,22 +101,27 @@ class Dispatcher:
             raise TypeError(f"{self.__qualname__} is a device function: it is compiled into the "
                             "kernels that call it; use .inspect_kir() or call it from a kernel")
         sig = _as_signature(signature, self.py_func)
-        spec = target or self._default_spec()
+        spec = target or _DEFAULT_SPEC
         key = (spec, sig)
         ck = self._compiled.get(key)
         if ck is None:
             with self._lock:
                 ck = self._compiled.get(key)
                 if ck is None:
-                    if self.options.cache and spec.kind == "nvptx":
+                    if self.options.cache:
                         ck = _compile_cached(self, sig, spec)
                     else:
                         ck = _compile_user_facing(self, sig, spec)
                     self._compiled[key] = ck
         return ck
 
-    def _default_spec(self) -> TargetSpec:
-        return _DEFAULT_SPEC
+    @_user_facing
+    def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
+        """This function compiled on its own as a device function, visible under its Python
+        name (``.visible .func`` in PTX): what ``kj.compile_ptx(..., device=True)`` returns.
+        A return type in the signature must be the one the function returns."""
+        sig = _as_signature(signature, self.py_func)
+        return _compile_user_facing(self, sig, target or _DEFAULT_SPEC, device=True)
 
     def _device_kir(self, arg_types: tuple, loc=None):
         """This function, typed as a device function for ``arg_types`` (cached)."""
@@ -131,40 +142,47 @@ class Dispatcher:
 
     # --- inspection -----------------------------------------------------------------------------
 
-    def _inspect(self, attr: str, signature):
+    def _inspect(self, stage: str, signature) -> str | bytes | dict:
+        """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
+        whose pipeline has that stage."""
         if signature is not None:
-            return getattr(self.compile(signature), attr)
-        return {sig: getattr(ck, attr) for (_, sig), ck in self._compiled.items()}
+            return self.compile(signature).stage(stage)
+        return {sig: ck.stage(stage) for (spec, sig), ck in self._compiled.items()
+                if stage in stage_names(spec.kind)}
 
     @_user_facing
     def inspect_kir(self, signature=None):
+        """The typed kernel IR (a device function's too)."""
         if self.device:
             if signature is not None:
                 return str(self._device_kir(_as_signature(signature, self.py_func).args))
             return {T.Signature(a, k.return_type): str(k) for a, k in self._device_cache.items()}
-        return _Shown.wrap(self._inspect("kir", signature), "python")
+        return Shown.wrap(self._inspect("kir", signature), "python")
 
     @_user_facing
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
-        return _Shown.wrap(self._inspect("llvm", signature), "llvm")
+        return Shown.wrap(self._inspect("llvm", signature), "llvm")
 
     @_user_facing
     def inspect_ptx(self, signature=None):
-        return _Shown.wrap(self._inspect("ptx", signature), "nasm")
+        """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
+        return Shown.wrap(self._inspect("ptx", signature), "nasm")
 
     @_user_facing
     def inspect_sass(self, signature=None):
+        """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
         if signature is None:
-            return {sig: sass_of(ck) for (_, sig), ck in self._compiled.items()}
+            return {sig: sass_of(ck) for (spec, sig), ck in self._compiled.items()
+                    if spec.kind == "nvptx"}
         return sass_of(self.compile(signature))
 
     # --- launching ------------------------------------------------------------------------------
 
-    def __getitem__(self, config) -> _Launcher:
+    def __getitem__(self, config) -> Launcher:
         launcher = self._launchers.get(config)
         if launcher is None:
-            launcher = _Launcher(self, *_parse_config(config))
+            launcher = Launcher(self, *parse_launch_config(config))
             if len(self._launchers) < 64:
                 self._launchers[config] = launcher
         return launcher
@@ -173,12 +191,11 @@ class Dispatcher:
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
-    def forall(self, n: int, stream=None, shared_mem=0) -> _Launcher:
+    def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
         if n <= 0:
-            from .errors import LaunchError
             raise LaunchError(f"forall({n}): the thread count must be positive")
-        return _ForallLauncher(self, n, stream, shared_mem)
+        return ForallLauncher(self, n, stream, shared_mem)
 
     def __call__(self, *args, **kwargs):
         if self.device:
@@ -195,7 +212,7 @@ class Dispatcher:
 
     def _loaded_for(self, args):
         try:
-            loaded = self._launch_cache.get(_launch_key(args))
+            loaded = self._launch_cache.get(launch_key(args))
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
             loaded = None
         return loaded if loaded is not None else self._prepare(args)
@@ -218,10 +235,9 @@ class Dispatcher:
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
-        ck = self.compile(sig, target_spec_of(backend))
-        loaded = backend.load_kernel(ck)  # MERGE: every backend implements load_kernel
+        loaded = backend.load_kernel(self.compile(sig, backend.target_spec()))
         try:
-            key = _launch_key(args)
+            key = launch_key(args)
         except TypeError:
             return loaded
         with self._lock:
@@ -247,112 +263,6 @@ def _accepts(param: T.Type, arg: T.Type) -> bool:
     return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
 
 
-class _Launcher:
-    """``kernel[grid, block, stream, shared]``: bound to a configuration, called with arguments.
-
-    After a launch through the general path, the launcher takes the runtime's fast form of
-    that launch (arguments of the same kinds, same device and thread) as its own ``__call__``,
-    in a class of its own; the fast form hands anything else back to :meth:`general`.
-    """
-
-    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "rebuilds")
-
-    def __init__(self, dispatcher, grid, block, stream=None, shared_mem=0):
-        self.dispatcher = dispatcher
-        self.grid = grid
-        self.block = block
-        self.stream = stream
-        self.shared_mem = shared_mem
-        self.rebuilds = 0
-
-    def general(self, args):
-        """The general path (what a fast form hands back to)."""
-        return _Launcher.__call__(self, *args)
-
-    def __call__(self, *args):
-        # the general path: one key of the backend and the argument types, one dict lookup
-        try:
-            loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
-        except TypeError:  # first launch (runtime not bound yet) or an argument kaiojit can't type
-            loaded = None
-        if loaded is None:
-            try:
-                loaded = self.dispatcher._prepare(args)
-            except CompileError as e:  # the user's line, not kaiojit's frames
-                raise e.with_traceback(None) from None
-        loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
-        if self.rebuilds < _MAX_FAST_REBUILDS:
-            self.rebuilds += 1
-            fast_path = getattr(loaded, "fast_path", None)  # backends without one: None
-            fast = fast_path and fast_path(self.grid, self.block, self.stream, self.shared_mem,
-                                           args)
-            if fast:
-                self.__class__ = type("_FastLauncher", (_Launcher,),
-                                      {"__slots__": (), "__call__": fast})
-            else:
-                self.__class__ = _Launcher
-
-    @property
-    def fast(self):
-        """The generated fast form this launcher uses, if any (for tests and inspection)."""
-        call = type(self).__call__
-        return None if call is _Launcher.__call__ else call
-
-
-_MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
-
-
-class _ForallLauncher:
-    def __init__(self, dispatcher, n, stream, shared_mem):
-        self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
-
-    def __call__(self, *args):
-        d = self.dispatcher
-        rt = _runtime()
-        try:
-            loaded = d._loaded_for(args)
-        except CompileError as e:  # the user's error, without kaiojit's frames
-            raise e.with_traceback(None) from None
-        block = d._block_size_cache.get(loaded)
-        if block is None:
-            block = d._block_size_cache[loaded] = rt.suggest_block_size(loaded, self.shared_mem)
-        block = min(block, self.n)
-        grid = (self.n + block - 1) // block
-        loaded.launch(grid, block, self.stream, self.shared_mem, args, None)
-
-
-_get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch
-_typeof = None
-
-
-def _launch_key(args):
-    """What a launch's specialization depends on: the backend and every argument's type."""
-    if _get_backend is None:
-        _bind_runtime()
-    return (_get_backend(), *map(_typeof, args))
-
-
-def _bind_runtime():
-    global _get_backend, _typeof
-    from .runtime import get_backend, typeof
-
-    _typeof = typeof
-    _get_backend = get_backend
-
-
-def target_spec_of(backend) -> TargetSpec:
-    """What to compile for on ``backend``: the host, or the current device's arch and PTX."""
-    return backend.target_spec()  # MERGE: every backend answers its own target (runtime.backend)
-
-
-def _parse_config(config):
-    if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-        raise TypeError("launch configuration is kernel[grid, block], kernel[grid, block, stream] "
-                        "or kernel[grid, block, stream, dynamic_shared_bytes]")
-    grid, block = config[0], config[1]
-    stream = config[2] if len(config) > 2 else None
-    shared = config[3] if len(config) > 3 else 0
-    return grid, block, stream, shared
 
 
 def _specialize_device(dispatcher, arg_types, loc=None):
@@ -360,7 +270,6 @@ def _specialize_device(dispatcher, arg_types, loc=None):
 
 
 def _mangle_device(pyfunc, arg_types) -> str:
-    import hashlib
     digest = hashlib.blake2s(f"{pyfunc.__module__}.{pyfunc.__qualname__}{arg_types}".encode(),
                              digest_size=5).hexdigest()
     return f"{pyfunc.__name__}_dev_{digest}"
@@ -379,33 +288,25 @@ def _as_signature(sig, pyfunc) -> T.Signature:
     raise TypeError(f"a signature is a string like 'void(float32[:], int32)', got {sig!r}")
 
 
-def _compile_user_facing(dispatcher, sig, spec) -> CompiledKernel:
+def _compile_user_facing(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec,
+                         device: bool = False) -> CompiledKernel:
     try:
-        return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec, _specialize_device)
+        return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
+                              _specialize_device, device=device)
     except KaiojitError as e:
         raise e.with_traceback(None) from None
 
 
-def _compile_cached(dispatcher, sig, spec) -> CompiledKernel:
-    """A compile through the disk cache (``cache=True``): a hit skips every stage."""
-    from . import __version__
+def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) -> CompiledKernel:
+    """A compile through the disk cache (``cache=True``): a hit runs no stage."""
     from . import diskcache
+    from .options import VERSION
 
-    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, __version__)
-    entry = diskcache.load(key)
-    if entry is not None:
-        return CompiledKernel(
-            name=entry["name"], py_name=dispatcher.py_func.__name__, signature=sig,
-            arg_names=tuple(entry["arg_names"]), kir=entry["kir"], llvm=entry["llvm"],
-            llvm_unoptimized="", ptx=entry["ptx"],
-            static_shared_bytes=entry["static_shared_bytes"], uses_sync=entry["uses_sync"],
-            options=dispatcher.options, target=spec, timings={"cache": True},
-        )
-    ck = _compile_user_facing(dispatcher, sig, spec)
-    diskcache.store(key, {
-        "name": ck.name, "arg_names": list(ck.arg_names), "kir": ck.kir, "llvm": ck.llvm,
-        "ptx": ck.ptx, "static_shared_bytes": ck.static_shared_bytes, "uses_sync": ck.uses_sync,
-    })
+    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
+    ck = diskcache.load_kernel(key, dispatcher.py_func, sig, dispatcher.options, spec)
+    if ck is None:
+        ck = _compile_user_facing(dispatcher, sig, spec)
+        diskcache.store_kernel(key, ck)
     return ck
 
 
@@ -426,67 +327,6 @@ def annotations_signature(pyfunc) -> T.Signature | None:
             return None
         anns.append(a)
     return T.Signature(tuple(anns))
-
-
-# --- SASS -----------------------------------------------------------------------------------------
-
-
-def _tool(name: str) -> str | None:
-    path = shutil.which(name)
-    if path:
-        return path
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        return find_nvidia_binary_utility(name)
-    except Exception:  # noqa: BLE001 - not found
-        return None
-
-
-def sass_of(ck: CompiledKernel) -> str:
-    """SASS of a compiled kernel: ptxas to a cubin, then nvdisasm or cuobjdump."""
-    ptxas = _tool("ptxas")
-    disasm = _tool("nvdisasm") or _tool("cuobjdump")
-    if ptxas is None or disasm is None:
-        missing = "ptxas" if ptxas is None else "nvdisasm or cuobjdump"
-        raise RuntimeError(f"inspect_sass needs {missing}: install a CUDA toolkit (or the "
-                           "nvidia-cuda-nvcc and nvidia-cuda-nvdisasm packages: pip install 'kaiojit[test]')")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "k.ptx")
-        cubin = os.path.join(tmp, "k.cubin")
-        with open(src, "w") as f:
-            f.write(ck.ptx)
-        subprocess.run([ptxas, f"-arch={ck.target.arch}", src, "-o", cubin], check=True,
-                       capture_output=True)
-        if os.path.basename(disasm).startswith("nvdisasm"):
-            cmd = [disasm, "-c", cubin]
-        else:
-            cmd = [disasm, "-sass", cubin]
-        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-
-
-class _Shown(str):
-    """Inspection text that a notebook shows highlighted."""
-
-    language = "text"
-
-    @classmethod
-    def wrap(cls, value, language: str):
-        if isinstance(value, dict):
-            return {k: cls.wrap(v, language) for k, v in value.items()}
-        s = cls(value)
-        s.language = language
-        return s
-
-    def _repr_html_(self) -> str:
-        try:
-            from pygments import highlight
-            from pygments.formatters import HtmlFormatter
-            from pygments.lexers import get_lexer_by_name
-            return highlight(str(self), get_lexer_by_name(self.language),
-                             HtmlFormatter(noclasses=True))
-        except Exception:  # noqa: BLE001 - no pygments: plain text
-            import html
-            return f"<pre>{html.escape(str(self))}</pre>"
 
 
 __all__ = ["Dispatcher", "annotations_signature", "CompileError"]

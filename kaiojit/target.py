@@ -3,7 +3,7 @@
 Neither the compiler nor the runtime owns these facts, so they live here, below both:
 
 * ``TargetSpec``: the target of a compile ('nvptx' with an arch and PTX version, or 'host').
-  A backend answers its own (``backend.target(device)``); the compiler keys its caches on it.
+  A backend answers its own (``backend.target_spec(device)``); the compiler keys its caches on it.
 * The PTX ISA versions each arch needs, and the highest LLVM writes.
 * ``HostImage``: what a compile for the host produces (native object code and the facts the
   cpu backend needs to run it), and the host ABI: the context and launch-state words that
@@ -102,6 +102,7 @@ PRINT_LINE_BYTES = 512
 
 @functools.lru_cache(maxsize=1)
 def host_target_machine():
+    """The target machine host kernels are compiled with: this CPU and its features, O3."""
     from llvmlite import binding as llvm
 
     llvm.initialize_native_target()
@@ -110,6 +111,17 @@ def host_target_machine():
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
         opt=3, codemodel="jitdefault", jit=True)
+
+
+@functools.lru_cache(maxsize=1)
+def host_machine_id() -> str:
+    """What host object code depends on besides the compile: the triple, the CPU and its
+    features, and LLVM's version (part of a host kernel's disk-cache key, so a cache shared
+    between machines never hands one CPU code compiled for another)."""
+    from llvmlite import binding as llvm
+
+    return (f"{llvm.get_process_triple()}|{llvm.get_host_cpu_name()}|"
+            f"{llvm.get_host_cpu_features().flatten()}|llvm{llvm.llvm_version_info}")
 
 
 @functools.lru_cache(maxsize=1)

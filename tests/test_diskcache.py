@@ -140,3 +140,80 @@ def test_corrupt_entry_is_a_miss(cache_dir):
     again = k.compile(SIG)
     assert not again.timings.get("cache")
     assert again.ptx == ck.ptx
+
+
+# --- both targets: the last stage's output and the metadata ---------------------------------------
+
+HOST_MODULE = """
+import json, sys
+import numpy as np
+sys.path.insert(0, {dir!r})
+import kaiojit as kj
+kj.set_backend("cpu")
+import kmod
+rng = np.random.default_rng()
+n = int(rng.integers(100, 300))
+x = rng.standard_normal(n).astype(np.float32)
+out = kj.to_device(np.full(n, np.nan, np.float32))
+kmod.scale[(n + 63) // 64, 64](out, kj.to_device(x), np.int32(n))
+(ck,) = kmod.scale._compiled.values()
+print(json.dumps({{"cached": bool(ck.timings.get("cache")), "kind": ck.target.kind,
+                  "stages_run": ck.kfunc is not None,
+                  "ok": bool(np.array_equal(out.copy_to_host(), x * 2 * np.float32(kmod.FACTOR)))}}))
+"""
+
+
+def test_host_entry_hits_and_launches_in_a_fresh_process(tmp_path):
+    cache = str(tmp_path / "cache")
+    script = HOST_MODULE.format(dir=write_module(tmp_path, 1.5))
+    first = run_script(script, cache)
+    second = run_script(script, cache)
+    assert first == {"cached": False, "kind": "host", "stages_run": True, "ok": True}
+    assert second == {"cached": True, "kind": "host", "stages_run": False, "ok": True}
+
+
+def test_nvptx_hit_does_not_load_llvm(tmp_path):
+    cache = str(tmp_path / "cache")
+    src = write_module(tmp_path, 2.0)
+    script = KERNEL_MODULE.format(dir=src, sig=SIG).replace(
+        '"ptx": ck.ptx}', '"ptx": ck.ptx, "llvm": "llvmlite" in sys.modules}')
+    first = run_script(script, cache)
+    second = run_script(script, cache)
+    assert first["llvm"] is True and first["cached"] is False
+    assert second["llvm"] is False and second["cached"] is True
+    assert second["ptx"] == first["ptx"]
+
+
+def test_damaged_host_entry_is_recompiled_and_rewritten(cache_dir):
+    from kaiojit.target import TargetSpec
+
+    def make():
+        @kj.jit(cache=True)
+        def k(out, x, n):
+            i = kj.grid(1)
+            if i < n:
+                out[i] = x[i] * 3
+        return k
+
+    host = TargetSpec("host")
+    first = make().compile(SIG, host)
+    (path,) = [os.path.join(r, f) for r, _, fs in os.walk(cache_dir) for f in fs]
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x20  # one flipped bit in the payload: still readable JSON text
+    with open(path, "wb") as f:
+        f.write(data)
+    again = make().compile(SIG, host)
+    assert not again.timings.get("cache") and again.kfunc is not None
+    assert again.image.object_code == first.image.object_code
+    third = make().compile(SIG, host)
+    assert third.timings.get("cache") and third.image == first.image
+
+
+def test_host_and_nvptx_entries_have_their_own_keys():
+    from kaiojit.compiler import CompileOptions, TargetSpec
+
+    def k(out, x, n):
+        out[0] = x[0]
+    keys = {diskcache.entry_key(k, SIG, CompileOptions(), spec, kj.__version__)
+            for spec in (TargetSpec("host"), TargetSpec("nvptx", "sm_90", 80))}
+    assert len(keys) == 2

@@ -39,11 +39,24 @@ class ModuleLowering:
         written = written_params(kfunc)
         llfunc = self.target.define_kernel(self, kfunc, symbol, written)
         FunctionLowering(self, kfunc, llfunc, None).lower()
+        self.lower_pending()
+        return llfunc
+
+    def lower_device_function(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
+        """A device function on its own, visible outside the module under ``symbol`` (PTX
+        ``.visible .func``): what ``compile_ptx(..., device=True)`` returns."""
+        kfunc.mangled = symbol
+        llfunc = self.function_for(kfunc)
+        llfunc.linkage = ""  # external: the one symbol the module exports
+        self.lower_pending()
+        return llfunc
+
+    def lower_pending(self) -> None:
+        """Lower the device functions called so far, and those they call."""
         while self.pending:
             callee = self.pending.pop()
             fn = self.functions[id(callee)]
             FunctionLowering(self, callee, fn, list(fn.args)).lower()
-        return llfunc
 
     def function_for(self, kfunc: kir.KFunction) -> ir.Function:
         fn = self.functions.get(id(kfunc))

@@ -1,4 +1,5 @@
-"""The host target: the same typed IR and lowering, compiled for this CPU and JIT-ed by MCJIT.
+"""The host target: the same typed IR and lowering, compiled for this CPU (object code the cpu
+backend loads).
 
 Every host function takes a pointer to a per-worker *context* (``CTX_*`` below: grid and block
 sizes, the block index, the worker's shared-memory buffer, the launch's shared state), so two
@@ -22,16 +23,10 @@ raises ``kj.KernelError``.
 
 from __future__ import annotations
 
-import ctypes
-import threading
-import time
-from dataclasses import dataclass, field
-
 from llvmlite import binding as llvm
 from llvmlite import ir
 
 from .. import types as T
-from ..errors import CompileError, UnsupportedError
 from ..frontend import kir
 from ..frontend.kir import Expr
 from .codegen import FunctionLowering, ModuleLowering
@@ -39,7 +34,7 @@ from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_DYN_BYTES, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_BOUNDS,
     HIDDEN_FAST, LAUNCH_BLOCK, LAUNCH_ERROR, LAUNCH_EXTENT, LAUNCH_INDEX, LAUNCH_PRINT_BUF,
     LAUNCH_PRINT_CAP, LAUNCH_PRINT_USED, LAUNCH_SITE, LAUNCH_THREAD, PRINT_LINE_BYTES,
-    host_target_machine, register_host_symbols,
+    host_target_machine,
 )
 from .llvmtypes import I8, I32, I64, PTR, VOID, ll_type
 from .target import Target, atomic_rmw, string_constant
@@ -260,7 +255,10 @@ class HostModule(ModuleLowering):
         self.shared_offsets, self.static_shared_bytes = shared_layout(kfunc)
 
     def add_site(self, kind: str, loc, **info) -> int:
-        self.sites.append(dict(kind=kind, loc=loc, **info))
+        """Record where a fault can come from: a plain dict the cpu backend names it with."""
+        self.sites.append(dict(
+            kind=kind, filename=loc.filename if loc else None, line=loc.line if loc else 0,
+            col=loc.col if loc else 0, source_line=loc.source_line if loc else "", **info))
         return len(self.sites) - 1
 
     def needs_block(self, kfunc: kir.KFunction) -> bool:
@@ -424,78 +422,4 @@ class counted_loop:
         return False
 
 
-# --- compiling ---------------------------------------------------------------------------------------
-
-@dataclass
-class HostKernel:
-    """A kernel compiled for the host: the MCJIT engine (kept alive), the driver's address."""
-
-    name: str
-    symbol: str
-    engine: object
-    address: int
-    run: object  # ctypes function (slots, ctx, first, end)
-    uses_block_mode: bool
-    static_shared_bytes: int
-    sites: list = field(default_factory=list)
-
-
-_RUN_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_int64)
-_JIT_LOCK = threading.Lock()
-
-
-def compile_host(pyfunc, kfunc, signature, symbol, options, spec, timings):
-    """Lower, optimize (O3 on the host machine) and JIT one kernel; a CompiledKernel."""
-    from ..compiler import CONFIG, CompiledKernel, dump_stages, static_shared_bytes, uses_sync
-
-    t1 = time.perf_counter()
-    for _, t in kfunc.params:
-        if isinstance(t, T.TensorMapType):
-            raise UnsupportedError("tensor maps need a GPU: the cpu backend cannot run "
-                                   f"{pyfunc.__qualname__}", kfunc.loc)
-    target = HostTarget()
-    mod = HostModule(target, options, symbol, kfunc)
-    mod.lower_kernel(kfunc, symbol)
-    llvm_text = str(mod.module)
-    t2 = time.perf_counter()
-    timings["llvm"] = t2 - t1
-    register_host_symbols()
-    tm = host_target_machine()
-    try:
-        ref = llvm.parse_assembly(llvm_text)
-        ref.verify()
-    except RuntimeError as e:
-        raise CompileError(f"internal error: kaiojit produced invalid LLVM IR for "
-                           f"{pyfunc.__qualname__} (host): {e}") from None
-    run_name = f"{symbol}_run"
-    for fn in ref.functions:
-        if not fn.is_declaration and fn.name != run_name:
-            fn.linkage = "internal"
-    pto = llvm.create_pipeline_tuning_options(speed_level=min(options.opt, 3))
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(ref, pb)
-    optimized = str(ref)
-    t3 = time.perf_counter()
-    timings["opt"] = t3 - t2
-    with _JIT_LOCK:
-        engine = llvm.create_mcjit_compiler(ref, tm)
-        engine.finalize_object()
-        address = engine.get_function_address(run_name)
-    timings["jit"] = time.perf_counter() - t3
-    host = HostKernel(
-        name=pyfunc.__name__, symbol=symbol, engine=engine, address=address,
-        run=_RUN_TYPE(address), uses_block_mode=mod.needs_block(kfunc),
-        static_shared_bytes=mod.static_shared_bytes, sites=mod.sites)
-    ck = CompiledKernel(
-        name=symbol, py_name=pyfunc.__name__, signature=signature,
-        arg_names=tuple(n for n, _ in kfunc.params), kir=str(kfunc), llvm=optimized,
-        llvm_unoptimized=llvm_text, ptx="", static_shared_bytes=static_shared_bytes(kfunc),
-        uses_sync=uses_sync(kfunc), options=options, target=spec, kfunc=kfunc, host=host,
-        timings=timings)
-    if CONFIG.dump:
-        dump_stages(ck)
-    return ck
-
-
-__all__ = ["HostKernel", "HostTarget", "compile_host", "host_target_machine"]
+__all__ = ["HostModule", "HostTarget"]

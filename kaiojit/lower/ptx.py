@@ -68,13 +68,13 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str):
     import hashlib
     import os
 
-    from .. import diskcache
+    from ..options import cache_dir, store_bytes
 
     full = _libdevice_bitcode()
     digest = hashlib.sha256(b"\0".join(
         [_libdevice_digest().encode(), llvm.llvm_version_info.__repr__().encode(),
          triple.encode(), data_layout.encode(), *(n.encode() for n in names)])).hexdigest()[:32]
-    path = os.path.join(diskcache.cache_dir(), "libdevice", digest + ".bc")
+    path = os.path.join(cache_dir(), "libdevice", digest + ".bc")
     try:
         with open(path, "rb") as f:
             bitcode = f.read()
@@ -96,7 +96,7 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str):
         dce.add_global_dead_code_eliminate_pass()
         dce.run(lib, pb)
         bitcode = lib.as_bitcode()
-        diskcache.store_bytes(path, bitcode)
+        store_bytes(path, bitcode)
         subset = lib
     _SUBSETS[key] = bitcode
     return subset

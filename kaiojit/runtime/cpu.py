@@ -1,4 +1,5 @@
-"""The cpu backend: kernels compiled for the host (``kaiojit.target.HostImage``) run natively.
+"""The cpu backend: kernels compiled for the host (``kaiojit/lower/host.py``) to object code,
+loaded by ``kaiojit/runtime/hostjit.py`` and run natively.
 
 Memory is host memory (NumPy buffers kept alive by the backend), so ``DeviceArray``, copies,
 DLPack and the argument packer work unchanged. Streams run their work synchronously (a launch
@@ -31,6 +32,7 @@ import numpy as np
 from kaiojit.errors import CudaError, KernelError
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
+from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -96,14 +98,15 @@ class CpuKernel:
     def __init__(self, backend: CpuBackend, image: Any):
         self.backend = backend
         self.image = image
-        self.host = image.host
+        self.host = image.image  # the HostImage: object code, static shared bytes, block mode
+        self.code = load_host_image(self.host)  # the loaded native code, kept alive here
         self.name = image.py_name
         self.device = 0
         self.fn = self  # on its one device, the kernel is its own function handle
         self.packer = ArgPacker(image.signature.args, image.arg_names)
         self._slots = ThreadSlots(self.packer.layout)
         self._configs: dict[Any, Any] = {}
-        self._run = self.host.run
+        self._run = self.code.run
 
     def on_device(self, device: int) -> CpuKernel:
         return self
@@ -158,10 +161,10 @@ class HostFunction:
 
     __slots__ = ("name", "host", "_run")
 
-    def __init__(self, name: str, host: Any):
+    def __init__(self, name: str, code: Any):
         self.name = name
-        self.host = host
-        self._run = host.run
+        self.host = code.image  # the HostImage, as CpuKernel.host
+        self._run = code.run
 
 
 class CpuBackend:
@@ -210,7 +213,7 @@ class CpuBackend:
 
     # --- code --------------------------------------------------------------------------------------
     def load_kernel(self, kernel: Any) -> CpuKernel:
-        if kernel.host is None:
+        if not isinstance(getattr(kernel, "image", None), HostImage):
             raise TypeError(f"kernel {kernel.name!r} was not compiled for the host")
         entry = self._kernels.get(id(kernel))
         if entry is None or entry[0] is not kernel:
@@ -226,8 +229,6 @@ class CpuBackend:
                             f"the cpu backend loads host images (kaiojit.target.HostImage), got "
                             f"{type(image).__name__}; PTX needs the cuda backend "
                             "(KAIOJIT_BACKEND=cuda on a machine with a GPU)")
-        from kaiojit.runtime.hostjit import load_host_image  # MERGE: helper B's host JIT
-
         return HostModule(image, load_host_image(image))
 
     def unload_module(self, module: HostModule, device: int) -> None:
@@ -420,9 +421,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     lb, lt = int(launch[H.LAUNCH_BLOCK]), int(launch[H.LAUNCH_THREAD])
     block = (lb % gx, lb // gx % gy, lb // (gx * gy))
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
-    loc = site["loc"]
-    where = f"{loc.filename}:{loc.line}" if loc is not None else "an unknown line"
-    source = f"\n    {loc.source_line.strip()}" if loc is not None and loc.source_line else ""
+    where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
+    source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = (f"kernel {kernel.name!r}: index {int(launch[H.LAUNCH_INDEX])} is out of bounds "
                f"for dimension {site['dim']} of array {site['array']!r} (size "

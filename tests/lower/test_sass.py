@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kaiojit as kj
-from kaiojit import dispatcher
+from kaiojit import sass
 
 SIG = "void(float32[::1], float32[::1], float32[::1], float32, int32)"
 
@@ -18,8 +18,8 @@ def saxpy(out, x, y, a, n):
 
 
 def _tools_present() -> bool:
-    return dispatcher._tool("ptxas") is not None and (
-        dispatcher._tool("nvdisasm") or dispatcher._tool("cuobjdump")) is not None
+    return sass.find_tool("ptxas") is not None and (
+        sass.find_tool("nvdisasm") or sass.find_tool("cuobjdump")) is not None
 
 
 def test_sass_of_saxpy():
@@ -33,7 +33,7 @@ def test_sass_of_saxpy():
 
 
 def test_sass_without_tools_names_what_is_missing(monkeypatch):
-    monkeypatch.setattr(dispatcher, "_tool", lambda name: None)
+    monkeypatch.setattr(sass, "find_tool", lambda name: None)
     k = kj.jit(SIG)(saxpy)
     with pytest.raises(RuntimeError, match="inspect_sass needs ptxas"):
         k.inspect_sass(SIG)
