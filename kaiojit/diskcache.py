@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import types as pytypes
 
 from .compiler import CompiledKernel
