@@ -85,10 +85,11 @@ class UFunc:
         shape = self._broadcast_shape(operands, out)
         ret_dtype = sig.return_type.np_dtype
         host_out = isinstance(out, np.ndarray)
-        if out is None or host_out:
-            if host_out:
-                _check_out_dtype(ret_dtype, out.dtype, self.__name__)
+        if out is None:
             result = kj.device_array(shape, ret_dtype)
+        elif host_out:
+            _check_out_dtype(ret_dtype, out.dtype, self.__name__)
+            result = kj.device_array(shape, out.dtype)
         else:
             result = as_device(out, f"{self.__name__}(): out")
             _check_out_dtype(ret_dtype, result.dtype, self.__name__)
@@ -130,7 +131,7 @@ class UFunc:
             host = np.asarray(value)
         except Exception:  # noqa: BLE001 - anything NumPy cannot take is named below
             host = np.asarray(None)
-        if host.dtype == object:
+        if host.dtype.kind not in "biufc":  # complex is named by _kaiojit_dtype
             raise TypeError(f"{what}: expected an array or a number, got "
                             f"{type(value).__name__}")
         dtype = _kaiojit_dtype(host.dtype, what)
