@@ -19,6 +19,7 @@ import numpy as np
 import kaiojit as kj
 from kaiojit import types as kt
 
+from .reduce import Reduce
 from .source import (
     PYTHON_SCALARS,
     as_device,
@@ -62,7 +63,7 @@ class UFunc:
         # typed now, for every signature: a function that cannot be typed fails here
         self._device = kj.jit(list(self.signatures), device=True, **options)(pyfunc)
         self._kernels: dict[tuple, Any] = {}
-        self._reduce = None
+        self._reduce: Reduce | None = None
 
     def __repr__(self) -> str:
         return f"<kaiojit ufunc {self.__qualname__} {[str(s) for s in self.signatures]}>"
@@ -82,17 +83,19 @@ class UFunc:
                             f"got {len(args)}")
         operands = [self._operand(a, i) for i, a in enumerate(args)]
         sig = self._resolve(operands)
-        shape = self._broadcast_shape(operands, out)
         ret_dtype = sig.return_type.np_dtype
         host_out = isinstance(out, np.ndarray)
-        if out is None:
+        target = None
+        if out is not None:
+            target = out if host_out else as_device(out, f"{self.__name__}(): out")
+            _check_out_dtype(ret_dtype, target.dtype, self.__name__)
+        shape = self._broadcast_shape(operands, target)
+        if target is None:
             result = kj.device_array(shape, ret_dtype)
-        elif host_out:
-            _check_out_dtype(ret_dtype, out.dtype, self.__name__)
+        elif host_out:  # written on the device, then copied into out
             result = kj.device_array(shape, out.dtype)
         else:
-            result = as_device(out, f"{self.__name__}(): out")
-            _check_out_dtype(ret_dtype, result.dtype, self.__name__)
+            result = target
         if result.size:
             self._launch(sig, operands, result, stream)
         if host_out:
@@ -114,7 +117,6 @@ class UFunc:
             raise TypeError(f"{self.__name__}.reduce needs a binary ufunc; this one takes "
                             f"{self.nin} arguments")
         if self._reduce is None:
-            from .reduce import Reduce
             self._reduce = Reduce(self.py_func, self._options)
         return self._reduce.reduce_without_init(array, stream)
 

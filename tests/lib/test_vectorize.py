@@ -111,6 +111,13 @@ def test_out_device_and_host(backend):
     np.testing.assert_array_equal(wide.copy_to_host(), (x + y).astype(np.float64))
 
 
+def test_in_place(backend):
+    x, y = normal((33, 17)), normal(17)
+    d = kj.to_device(x)
+    assert add(d, y, out=d) is d
+    np.testing.assert_array_equal(d.copy_to_host(), x + y)
+
+
 def test_strided_out(backend):
     x, y = normal((10, 12)), normal((10, 12))
     big = poisoned((20, 12))
@@ -143,6 +150,10 @@ def test_cuda_array_interface_operands(backend):
     got = add(Foreign(kj.to_device(x)), Foreign(kj.to_device(y)))
     assert isinstance(got, kj.DeviceArray)
     np.testing.assert_array_equal(got.copy_to_host(), x + y)
+    out = poisoned(500)
+    foreign_out = Foreign(out)
+    assert add(x, y, out=foreign_out) is foreign_out
+    np.testing.assert_array_equal(out.copy_to_host(), x + y)
 
 
 def test_signature_choice(backend):
