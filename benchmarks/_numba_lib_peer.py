@@ -55,7 +55,7 @@ def per_call_ms(call):
             call(c % SETS)
         end.record()
         end.synchronize()
-        times.append(cuda.event_elapsed_time(start, end) / CALLS)
+        times.append(start.elapsed_time(end) / CALLS)
     return float(np.median(times))
 
 
