@@ -77,7 +77,8 @@ from .types import (
 
 __version__ = _VERSION
 
-__all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) load on first use
+__all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and the library's
+    # (vectorize, reduce) load on first use
     "CompileError", "CudaError", "Dispatcher", "KernelError", "LaunchError", "LibdeviceNotFound",
     "PerformanceWarning", "Signature", "TypingError", "UnsupportedError",
     "activemask", "all_sync", "any_sync", "atomic", "ballot_sync", "blockDim", "blockIdx",
@@ -86,7 +87,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) load
     "laneid", "local", "popc", "shared", "shfl_down_sync", "shfl_sync", "shfl_up_sync",
     "shfl_xor_sync", "syncthreads", "syncthreads_and", "syncthreads_count", "syncthreads_or",
     "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
-    "uint8", "uint16", "uint32", "uint64", "warpsize",
+    "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
 
 boolean = bool_
@@ -172,7 +173,7 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing"})
+                         "testing", "random", "ufunc"})
 
 
 def __getattr__(name: str):
@@ -183,6 +184,8 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'kaiojit' has no attribute {name!r}")
     if name in _SUBMODULES:  # `from . import x` asks for submodules here before importing them
         return importlib.import_module(f"kaiojit.{name}")
+    if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
+        return getattr(importlib.import_module("kaiojit.ufunc"), name)
     runtime = importlib.import_module("kaiojit.runtime")
     if name == "runtime":
         return runtime
