@@ -29,13 +29,18 @@ def test_warp_shuffle_reduction(kj_backend, dtype):
         x = rng.standard_normal(n).astype(dtype)
     else:
         x = rng.integers(0, 1 << 20, n).astype(dtype)
-    out = kj.to_device(np.zeros(n // 32, dtype))
+    out = kj.to_device(np.full(n // 32, 77, dtype))  # poisoned: every warp must write
     warp_sum[3, 128](out, kj.to_device(x))
-    expect = x.reshape(-1, 32).sum(1, dtype=dtype)
-    if np.dtype(dtype).kind == "f":
-        np.testing.assert_allclose(out.copy_to_host(), expect, rtol=1e-5)
-    else:
-        np.testing.assert_array_equal(out.copy_to_host(), expect)
+    # the same tree in the same order: lane l adds lane l + offset (lanes past 31 read their own
+    # value, as shfl.down does); lane 0's sum is exact for floats too, not merely close
+    v = x.reshape(-1, 32).copy()
+    offset = 16
+    while offset > 0:
+        lanes = np.arange(32)
+        src = np.where(lanes + offset < 32, lanes + offset, lanes)
+        v = v + v[:, src]
+        offset //= 2
+    np.testing.assert_array_equal(out.copy_to_host(), v[:, 0])
 
 
 @kj.jit
