@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from llvmlite import binding as llvm
 
+from . import kir
 from . import types as T
 from .errors import CompileError
-from .frontend import kir
+from .kir.analysis import static_shared_bytes, uses_sync
 from .frontend.source import function_source
 from .frontend.typer import type_function
 from .lower import ptx as ptx_stage
@@ -68,35 +69,6 @@ def type_kernel(pyfunc, arg_types: tuple[T.Type, ...], specialize_device, is_ker
                 options: CompileOptions | None = None) -> kir.KFunction:
     src = function_source(pyfunc)
     return type_function(pyfunc, src, arg_types, is_kernel, specialize_device, options)
-
-
-def static_shared_bytes(kfunc: kir.KFunction) -> int:
-    seen, total = set(), 0
-    for f in _with_callees(kfunc):
-        for s in kir.walk_stmts(f.body):
-            for top in kir.stmt_exprs(s):
-                for e in kir.walk_expr(top):
-                    if e.op == "shared" and e.attr[0] and e.attr[2] not in seen:
-                        seen.add(e.attr[2])
-                        n = e.attr[1].itemsize
-                        for d in e.attr[0]:
-                            n *= d
-                        total += n
-    return total
-
-
-def _with_callees(kfunc, seen=None):
-    seen = seen if seen is not None else set()
-    if id(kfunc) in seen:
-        return
-    seen.add(id(kfunc))
-    yield kfunc
-    for c in kfunc.callees:
-        yield from _with_callees(c, seen)
-
-
-def uses_sync(kfunc: kir.KFunction) -> bool:
-    return any(f.uses_sync for f in _with_callees(kfunc))
 
 
 def lower_to_llvm(kfunc: kir.KFunction, symbol: str, options: CompileOptions, target) -> tuple:

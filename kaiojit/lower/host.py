@@ -23,6 +23,7 @@ raises ``kj.KernelError``.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,10 +31,12 @@ from dataclasses import dataclass, field
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from .. import kir
 from .. import types as T
 from ..errors import CompileError, UnsupportedError
-from ..frontend import kir
-from ..frontend.kir import Expr
+from ..kir import Expr
+from ..kir.analysis import is_split_point, shared_layout, uses_sync
+from ..kir.intrinsics import lookup
 from .codegen import FunctionLowering, ModuleLowering
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_DYN_BYTES, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_BOUNDS,
@@ -159,12 +162,8 @@ class HostTarget(Target):
             memcpy = mod.declare("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, ir.IntType(1)])
             b.call(memcpy, [dst, line, n, ir.Constant(ir.IntType(1), 0)])
 
-    def sync(self, fl, name, args, e):
-        if name.startswith("fence."):
-            fl.builder.fence("seq_cst")
-            return
-        # barriers and warp operations are split points of the block-synchronous lowering
-        raise AssertionError(f"{name} reached the host target outside block mode")
+    def link_symbols(self, names):
+        link_c_functions(tuple(names))
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
         """Record the first out-of-bounds index; the access then reads element 0 instead."""
@@ -174,6 +173,20 @@ class HostTarget(Target):
         with b.if_then(bad, likely=False):
             record_error(fl, ERR_BOUNDS, site, index, extent, fl.thread_linear())
         return b.select(bad, ir.Constant(I64, 0), index)
+
+
+@functools.lru_cache(maxsize=None)
+def link_c_functions(names: tuple[str, ...]) -> None:
+    """Make C functions of the process (libc, libm) known to MCJIT by address."""
+    libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
+    for name in names:
+        for lib in libs:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+                break
+        else:
+            raise CompileError(f"internal error: the C function {name} is not in this process")
 
 
 def record_error(fl, kind: int, site: int, index, extent, thread) -> None:
@@ -225,12 +238,13 @@ class HostFunctionLowering(FunctionLowering):
         if op in ("var", "param"):
             return self.builder.load(self.vars[e.attr], typ=self.var_ll[e.attr],
                                      name=e.attr.replace("$", "."))
+        assert not is_split_point(e, self.mod.needs_block), \
+            "barriers, warp operations and calls of functions with them are split points"
         if op == "call":
-            assert not self.mod.needs_block(e.attr), "block-mode calls are split points"
             fn = self.mod.function_for(e.attr)
             hidden = [self.ctx, *self.tid]
             return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
-        if op == "load" or (op == "intrinsic" and e.attr.startswith(("atomic.", "array."))):
+        if op == "load" or (op == "intrinsic" and _indexes_operand0(e)):
             saved, self.array_name = self.array_name, str(e.args[0])
             try:
                 return super().expr(e)
@@ -248,6 +262,13 @@ class HostFunctionLowering(FunctionLowering):
         return super().stmt(s)
 
 
+def _indexes_operand0(e: Expr) -> bool:
+    """An intrinsic that indexes its array operand 0 (an atomic, a view): its bounds check
+    names that array."""
+    decl = lookup(e.attr)
+    return bool(decl.writes or decl.view)
+
+
 # --- the module ------------------------------------------------------------------------------------
 
 class HostModule(ModuleLowering):
@@ -257,25 +278,19 @@ class HostModule(ModuleLowering):
         super().__init__(target, options, name)
         self.sites: list[dict] = []
         self._needs_block: dict[int, bool] = {}
-        self.shared_offsets, self.static_shared_bytes = shared_layout(kfunc)
+        layout = shared_layout(kfunc)
+        self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
 
     def add_site(self, kind: str, loc, **info) -> int:
         self.sites.append(dict(kind=kind, loc=loc, **info))
         return len(self.sites) - 1
 
     def needs_block(self, kfunc: kir.KFunction) -> bool:
-        """Whether a function has barriers or warp operations, itself or in what it calls."""
-        key = id(kfunc)
-        found = self._needs_block.get(key)
+        """Whether a function has barriers or warp operations, itself or in what it calls
+        (``uses_sync``, once per function)."""
+        found = self._needs_block.get(id(kfunc))
         if found is None:
-            self._needs_block[key] = False  # recursion is rejected by the typer anyway
-            found = False
-            for s in kir.walk_stmts(kfunc.body):
-                for top in kir.stmt_exprs(s):
-                    for e in kir.walk_expr(top):
-                        if is_split_expr(e, self.needs_block):
-                            found = True
-            self._needs_block[key] = found
+            found = self._needs_block[id(kfunc)] = uses_sync(kfunc)
         return found
 
     def function_for(self, kfunc: kir.KFunction) -> ir.Function:
@@ -312,40 +327,6 @@ class HostModule(ModuleLowering):
             else:
                 HostFunctionLowering(self, callee, fn, list(fn.args)[HIDDEN_FAST:]).lower()
         return emit_driver(self, kfunc, symbol, body, block)
-
-
-def is_split_expr(e: Expr, needs_block) -> bool:
-    """A barrier, warp operation, or call of a function that has them: a block-mode split."""
-    if e.op == "intrinsic":
-        return e.attr.startswith(("sync.", "warp."))
-    return e.op == "call" and needs_block(e.attr)
-
-
-def shared_layout(kfunc: kir.KFunction) -> tuple[dict[str, int], int]:
-    """Offsets of the static shared arrays in a block's shared memory (16-byte aligned)."""
-    offsets: dict[str, int] = {}
-    total = 0
-    seen: set[int] = set()
-    todo = [kfunc]
-    while todo:
-        f = todo.pop()
-        if id(f) in seen:
-            continue
-        seen.add(id(f))
-        todo.extend(f.callees)
-        for s in kir.walk_stmts(f.body):
-            for top in kir.stmt_exprs(s):
-                for e in kir.walk_expr(top):
-                    if e.op == "call":
-                        todo.append(e.attr)
-                    if e.op == "shared" and e.attr[0] and e.attr[2] not in offsets:
-                        shape, dtype, name = e.attr
-                        n = dtype.itemsize
-                        for d in shape:
-                            n *= d
-                        offsets[name] = total
-                        total += (n + 15) // 16 * 16
-    return offsets, total
 
 
 # --- the driver ------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The hooks a target gives the shared lowering (codegen.py, ops.py).
 
 A target is a table of named methods: what a special register is, where shared memory lives,
-how a barrier or a math function is lowered, and the kernel's parameter list. Each hook
-without an implementation fails loudly.
+how a math function, an atomic or a print is lowered, and the kernel's parameter list. Each
+hook without an implementation fails loudly. Intrinsics carry their own lowering per target
+name (``kaiojit/intrinsics/``), written with these hooks.
 """
 
 from __future__ import annotations
@@ -98,8 +99,11 @@ class Target:
     def print(self, fl, fmt: str, values: list):
         raise UnsupportedError(f"print on {self.name}")
 
-    def sync(self, fl, name: str, args: list, e):
-        raise UnsupportedError(f"{name} on {self.name}")
+    def check_arch(self, decl, loc) -> None:
+        """Raise a located error if this target's arch is below ``decl.min_arch``."""
+
+    def link_symbols(self, names: tuple[str, ...]) -> None:
+        """Make C functions that generated code calls (``decl.host_symbols``) resolvable."""
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
         pass
