@@ -166,17 +166,25 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", **options) -> str:
 
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "language", "types", "errors",
-                         "frontend", "lower", "testing"})
+                         "frontend", "kir", "lower", "intrinsics", "options", "target",
+                         "testing"})
 
 
 def __getattr__(name: str):
-    # runtime names (DeviceArray, to_device, Stream, ...) load the runtime on first use
+    # kernel functions the intrinsic registry declares (kj.nanosleep, ...), then the runtime's
+    # names (DeviceArray, to_device, Stream, ...): each loaded on first use
     import importlib
 
     if name.startswith("_"):
         raise AttributeError(f"module 'kaiojit' has no attribute {name!r}")
     if name in _SUBMODULES:  # `from . import x` asks for submodules here before importing them
         return importlib.import_module(f"kaiojit.{name}")
+    from .kir.intrinsics import public_object
+
+    value = public_object(name)
+    if value is not None:
+        globals()[name] = value
+        return value
     runtime = importlib.import_module("kaiojit.runtime")
     if name == "runtime":
         return runtime

@@ -1,8 +1,10 @@
 """The typed kernel IR: its nodes, text form, walker, verifier, analyses, and the registry of
-intrinsics. The frontend produces it; every target lowers it."""
+intrinsics (``kir.analysis`` holds the analyses). The frontend produces it; every target
+lowers it."""
 
 from __future__ import annotations
 
+from .intrinsics import ANY_TARGET, Intrinsic, Operands, lookup, register
 from .nodes import (
     EXPR_OPS,
     Assign,
@@ -19,6 +21,8 @@ from .nodes import (
     While,
     intrinsic_key,
 )
+from .printer import expr_text, function_text
+from .verify import IRError, verify
 from .walk import (
     body_exprs,
     function_exprs,
@@ -29,7 +33,8 @@ from .walk import (
 )
 
 __all__ = [
-    "EXPR_OPS", "Assign", "Break", "Continue", "Expr", "ExprStmt", "ForRange", "If",
-    "KFunction", "Return", "Stmt", "Store", "While", "body_exprs", "function_exprs",
-    "intrinsic_key", "stmt_exprs", "walk_expr", "walk_functions", "walk_stmts",
+    "ANY_TARGET", "EXPR_OPS", "Assign", "Break", "Continue", "Expr", "ExprStmt", "ForRange",
+    "IRError", "If", "Intrinsic", "KFunction", "Operands", "Return", "Stmt", "Store", "While",
+    "body_exprs", "expr_text", "function_exprs", "function_text", "intrinsic_key", "lookup",
+    "register", "stmt_exprs", "verify", "walk_expr", "walk_functions", "walk_stmts",
 ]
