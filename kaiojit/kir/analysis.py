@@ -124,10 +124,12 @@ def is_nonnegative(e: Expr, nonneg_vars) -> bool:
 # --- side effects and synchronization ------------------------------------------------------------
 
 def is_pure(e: Expr) -> bool:
-    """No side effects: evaluating it twice, or where the source would not evaluate it, is the
-    same as evaluating it once (no device-function call, and only ``pure`` intrinsics)."""
+    """No side effects, and safe to evaluate speculatively: evaluating it twice, or where the
+    source would not evaluate it, is the same as evaluating it once. So no device-function
+    call, only ``pure`` intrinsics, and no load (a condition may be what keeps an index in
+    bounds: ``x[i] if i < n else 0.0``)."""
     for x in walk_expr(e):
-        if x.op == "call" or (x.op == "intrinsic" and not lookup(x.attr).pure):
+        if x.op in ("call", "load") or (x.op == "intrinsic" and not lookup(x.attr).pure):
             return False
     return True
 

@@ -302,7 +302,8 @@ class FunctionLowering:
 
     def lower_select(self, e: Expr):
         c, a, b_ = e.args
-        if _speculatable(a) and _speculatable(b_):
+        checked = getattr(self.options, "debug", False)
+        if _speculatable(a, checked) and _speculatable(b_, checked):
             return self.builder.select(self.expr(c), self.expr(a), self.expr(b_))
         b = self.builder
         cond = self.expr(c)
@@ -427,10 +428,14 @@ class FunctionLowering:
         return arrays.element_pointer(self, arr, at, indices, idx_exprs, loc)
 
 
-def _speculatable(e: Expr) -> bool:
-    """Whether a select may evaluate this arm whichever way its condition goes: pure, and
-    straight-line (and/or/select lower to branches of their own)."""
-    return is_pure(e) and not any(x.op in ("and", "or", "select") for x in kir.walk_expr(e))
+def _speculatable(e: Expr, checked: bool) -> bool:
+    """Whether a select may evaluate this arm whichever way its condition goes: pure,
+    straight-line (and/or/select lower to branches of their own) and, where indexing is
+    bounds-checked, without views (an index the condition guards must not be reported)."""
+    return is_pure(e) and not any(
+        x.op in ("and", "or", "select") or (checked and x.op == "intrinsic"
+                                            and lookup(x.attr).view)
+        for x in kir.walk_expr(e))
 
 
 _STMT_LOWERING = {
