@@ -233,6 +233,20 @@ def register(decl: Intrinsic) -> Intrinsic:
     return decl
 
 
+def unregister(name: str) -> None:
+    """Withdraw a declaration and the objects it claimed (tests register their own)."""
+    with _REG.lock:
+        decl = _REG.by_name.pop(name)
+        for table in (_REG.by_object, _REG.by_value):
+            for key in [k for k, v in table.items() if v is decl or
+                        (isinstance(v, tuple) and v[0] is decl)]:
+                del table[key]
+        for key in [k for k, v in _REG.pending.items() if v[0] is decl]:
+            del _REG.pending[key]
+        for key in [k for k in decl.calls if isinstance(k, str) and k.startswith("kj.")]:
+            del _REG.public[key[3:]]
+
+
 def _claimed(key: object) -> bool:
     if isinstance(key, str):
         return key in _REG.pending or (key.startswith("kj.") and key[3:] in _REG.public)
@@ -320,5 +334,5 @@ def all_intrinsics() -> list[Intrinsic]:
 __all__ = [
     "ANY_TARGET", "ARRAY", "FLOAT", "INT", "PRINTABLE", "SCALAR", "Intrinsic", "Kind",
     "Operands", "Same", "all_intrinsics", "call_typing", "find", "lookup", "public_names",
-    "public_object", "register", "value_intrinsic",
+    "public_object", "register", "unregister", "value_intrinsic",
 ]

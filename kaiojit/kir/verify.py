@@ -252,7 +252,7 @@ def _call(v: _Verifier, e: Expr) -> str | None:
     got = tuple(a.type for a in e.args)
     want = tuple(t for _, t in callee.params)
     if got != want or e.type != callee.return_type:
-        return (f"a call of {callee.qualname}{callee.signature} with "
+        return (f"a call of {callee.qualname}, {callee.signature}, with "
                 f"({', '.join(map(str, got))}) giving {e.type}")
     return None
 
