@@ -18,9 +18,9 @@ from llvmlite import binding as llvm
 from . import kir
 from . import types as T
 from .errors import CompileError
-from .kir.analysis import static_shared_bytes, uses_sync
 from .frontend.source import function_source
 from .frontend.typer import type_function
+from .kir.analysis import static_shared_bytes, uses_sync
 from .lower import ptx as ptx_stage
 from .lower.codegen import ModuleLowering
 from .options import CONFIG, CompileOptions

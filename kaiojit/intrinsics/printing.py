@@ -18,8 +18,8 @@ from ..lower.ops import convert
 
 def _typing(typer, node):
     if node.keywords:
-        typer.error("print() keyword arguments are not supported in kernels", node.keywords[0].value,
-                    UnsupportedError)
+        typer.error("print() keyword arguments are not supported in kernels",
+                    node.keywords[0].value, UnsupportedError)
     args = []
     for a in node.args:
         e = typer.expr(a)

@@ -49,9 +49,8 @@ def _vote_typing(kind: str):
     def typing(typer, node):
         mask, pred = call_args(typer, node, 2, 2, f"kj.{kind}_sync")
         rt = T.uint32 if kind == "ballot" else T.bool_
-        return typer.intrinsic(f"warp.{kind}", rt,
-                               (typer.coerce(mask, T.uint32, node), typer.truth(pred, node.args[1])),
-                               node)
+        operands = (typer.coerce(mask, T.uint32, node), typer.truth(pred, node.args[1]))
+        return typer.intrinsic(f"warp.{kind}", rt, operands, node)
     return typing
 
 

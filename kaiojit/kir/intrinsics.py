@@ -124,7 +124,8 @@ class Intrinsic:
       ``"module.attr"`` string resolved once that module is imported (``"numpy.floor"``:
       compiling never imports NumPy), or ``"kj.<name>"``: a new kernel function the registry
       creates and ``kaiojit`` exports as ``kj.<name>``;
-    * ``values``: objects that, used as a value, read the intrinsic (no operands);
+    * ``values``: objects that, used as a value, read the intrinsic (no operands; its
+      ``operands`` are then an :class:`Operands` whose result is a type);
     * properties: ``pure`` (no side effects: may be evaluated twice, early, or not at all),
       ``barrier`` (a block-level synchronization: a split point of the cpu backend),
       ``warp`` (a warp-level collective: a split point too), ``convergent`` (must not be moved

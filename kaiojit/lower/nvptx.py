@@ -152,7 +152,7 @@ class NVPTXTarget(Target):
             b.call(fl.mod.declare("llvm.trap", ir.VoidType(), []), [])
 
 
-# --- inline PTX and archs ---------------------------------------------------------------------------
+# --- inline PTX and archs ------------------------------------------------------------------------
 
 
 def inline_asm(fl, ret: ir.Type, text: str, constraints: str, args: list, convergent: bool):
