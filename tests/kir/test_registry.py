@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
+from llvmlite import ir
 
 import kaiojit as kj
 from kaiojit import language as L
@@ -29,6 +31,7 @@ gpu_only = L.KernelBuiltin("gpu_only")
 not_on_host = L.KernelBuiltin("not_on_host")
 scribble = L.KernelBuiltin("scribble")
 warp_probe = L.KernelBuiltin("warp_probe")
+rotate_sync = L.KernelBuiltin("rotate_sync")
 
 
 def _lane(fl, e):
@@ -37,6 +40,28 @@ def _lane(fl, e):
 
 def _in_step(bl, target, e):
     """A warp collective's host lowering runs block-synchronously (never reached here)."""
+
+
+def _rotate_typing(typer, node):
+    mask, value, delta = (typer.expr(a) for a in node.args)
+    operands = (typer.coerce(mask, T.uint32, node), typer.coerce(value, T.int32, node),
+                typer.coerce(delta, T.int32, node))
+    return typer.intrinsic("test.rotate", T.int32, operands, node)
+
+
+def _nvptx_rotate(fl, e):
+    b = fl.builder
+    i32 = ir.IntType(32)
+    mask, value, delta = (fl.expr(a) for a in e.args)
+    src = b.and_(b.add(fl.target.sreg(fl, "laneid"), delta), ir.Constant(i32, 31))
+    shfl = fl.mod.declare("llvm.nvvm.shfl.sync.idx.i32", i32, [i32] * 4)
+    return b.call(shfl, [mask, value, src, ir.Constant(i32, 31)])
+
+
+def _host_rotate(bl, target, e):
+    def source(b, lane, delta):
+        return b.and_(b.add(lane, delta), ir.Constant(lane.type, 31)), ir.Constant(ir.IntType(1), 1)
+    bl.shuffle(target, e, source)
 
 
 def _nullary(name: str):
@@ -66,6 +91,9 @@ def test_intrinsics():
                   writes=(0,)),
         Intrinsic("test.warp_probe", Operands(result=T.int32), {"nvptx": _lane, "host": _in_step},
                   calls={warp_probe: _nullary("test.warp_probe")}, warp=True, convergent=True),
+        Intrinsic("test.rotate", Operands(T.uint32, T.int32, T.int32, result=T.int32),
+                  {"nvptx": _nvptx_rotate, "host": _host_rotate},
+                  calls={rotate_sync: _rotate_typing}, warp=True, convergent=True),
     ]
     for d in decls:
         intrinsics.register(d)
@@ -300,6 +328,25 @@ def k_warp(out):
 def test_warp_and_barrier_properties_make_the_cpu_backend_run_a_block_together():
     assert analysis.uses_sync(typed(k_warp, "void(int32[::1])"))
     assert not analysis.uses_sync(typed(k_index_pure, "void(int32[::1])"))
+
+
+def k_rotate(out, x, delta):
+    i = kj.grid(1)
+    out[i] = rotate_sync(0xFFFFFFFF, x[i], delta)
+
+
+def test_a_new_warp_collective_is_one_declaration(kj_backend):
+    """test.rotate, declared above with a GPU lowering and a block-synchronous host one, runs
+    on the backend at hand like the built-in shuffles."""
+    rng = np.random.default_rng()
+    x = rng.integers(-2**31, 2**31, 128, dtype=np.int32)
+    delta = int(rng.integers(1, 32))
+    out = kj.to_device(np.full(128, -1, np.int32))
+    kj.jit(k_rotate)[2, 64](out, kj.to_device(x), np.int32(delta))
+    lanes = np.arange(128)
+    want = x[lanes - lanes % 32 + (lanes % 32 + delta) % 32]
+    np.testing.assert_array_equal(out.copy_to_host(), want)
+    assert "shfl.sync.idx.b32" in kj.compile_ptx(k_rotate, "void(int32[::1], int32[::1], int32)")
 
 
 
