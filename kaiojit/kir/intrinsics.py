@@ -198,6 +198,8 @@ class Intrinsic:
 # --- the registry ------------------------------------------------------------------------------
 
 class _Registry:
+    """The declarations by KIR name, and the tables the frontend finds them in."""
+
     def __init__(self) -> None:
         self.by_name: dict[str, Intrinsic] = {}
         self.by_object: dict[object, tuple[Intrinsic, Typing]] = {}
@@ -249,8 +251,12 @@ def unregister(name: str) -> None:
 
 
 def _claimed(key: object) -> bool:
+    """Whether another declaration (or, for ``"kj.<name>"``, kaiojit itself) has ``key``."""
     if isinstance(key, str):
-        return key in _REG.pending or (key.startswith("kj.") and key[3:] in _REG.public)
+        if not key.startswith("kj."):
+            return key in _REG.pending
+        package = sys.modules.get("kaiojit")
+        return key[3:] in _REG.public or (package is not None and key[3:] in vars(package))
     return key in _REG.by_object or key in _REG.by_value
 
 

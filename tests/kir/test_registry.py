@@ -112,7 +112,7 @@ def test_every_intrinsic_is_lowered_for_the_gpu_and_on_the_host_or_says_why_not(
     for d in declared():
         assert d.lowering_for("nvptx") is not None, d.name
         assert d.lowering_for("host") is not None or d.absent.get("host"), d.name
-        assert set(d.lowering) <= {*TARGETS, ANY_TARGET}, d.name
+        assert d.targets <= {*TARGETS, ANY_TARGET}, d.name
 
 
 def test_every_object_users_call_or_name_finds_its_declaration():
@@ -165,6 +165,10 @@ def test_inconsistent_declarations_are_refused():
     with pytest.raises(ValueError, match="already claimed"):
         intrinsics.register(Intrinsic("bad.d", Operands(result=T.void), {},
                                       calls={math.sqrt: _lane}))
+    with pytest.raises(ValueError, match="'kj.grid' is already claimed"):
+        intrinsics.register(Intrinsic("bad.e", Operands(result=T.void), {},
+                                      calls={"kj.grid": _lane}))
+    assert intrinsics.find("bad.d") is None and intrinsics.find("bad.e") is None
 
 
 def test_a_kj_name_declared_in_the_registry_is_exported_lazily():
