@@ -173,11 +173,12 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc"})
+                         "testing", "random", "ufunc", "kir", "intrinsics"})
 
 
 def __getattr__(name: str):
-    # runtime names (DeviceArray, to_device, Stream, ...) load the runtime on first use
+    # kernel functions the intrinsic registry declares (kj.nanosleep, ...), then the runtime's
+    # names (DeviceArray, to_device, Stream, ...): each loaded on first use
     import importlib
 
     if name.startswith("_"):
@@ -186,6 +187,12 @@ def __getattr__(name: str):
         return importlib.import_module(f"kaiojit.{name}")
     if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
         return getattr(importlib.import_module("kaiojit.ufunc"), name)
+    from .kir.intrinsics import public_object
+
+    value = public_object(name)
+    if value is not None:
+        globals()[name] = value
+        return value
     runtime = importlib.import_module("kaiojit.runtime")
     if name == "runtime":
         return runtime

@@ -24,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import kir
 from . import types as T
 from .errors import CompileError, UnsupportedError
-from .frontend import kir
 from .frontend.source import function_source
 from .frontend.typer import type_function
+from .kir.analysis import static_shared_bytes, uses_sync
 from .options import CONFIG, CompileOptions, Config
 from .target import HostImage, TargetSpec
 
@@ -92,6 +93,7 @@ class Metadata:
     uses_block_mode: bool = False  # host: blocks run block-synchronously (barriers, warps)
     host_shared_bytes: int = 0  # host: the static shared arrays, laid out 16-byte aligned
     sites: list[dict] = field(default_factory=list)  # host: where a reported fault comes from
+    host_symbols: tuple[str, ...] = ()  # host: C functions the code calls (see HostImage)
     texts: dict[str, str | bytes] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -148,36 +150,6 @@ def type_stage(pyfunc, meta: Metadata) -> kir.KFunction:
     return kfunc
 
 
-# MERGE: helper A moves these two to kaiojit/kir/analysis.py; repoint them there.
-def static_shared_bytes(kfunc: kir.KFunction) -> int:
-    seen, total = set(), 0
-    for f in _with_callees(kfunc):
-        for s in kir.walk_stmts(f.body):
-            for top in kir.stmt_exprs(s):
-                for e in kir.walk_expr(top):
-                    if e.op == "shared" and e.attr[0] and e.attr[2] not in seen:
-                        seen.add(e.attr[2])
-                        n = e.attr[1].itemsize
-                        for d in e.attr[0]:
-                            n *= d
-                        total += n
-    return total
-
-
-def uses_sync(kfunc: kir.KFunction) -> bool:
-    return any(f.uses_sync for f in _with_callees(kfunc))
-
-
-def _with_callees(kfunc, seen=None):
-    seen = seen if seen is not None else set()
-    if id(kfunc) in seen:
-        return
-    seen.add(id(kfunc))
-    yield kfunc
-    for c in kfunc.callees:
-        yield from _with_callees(c, seen)
-
-
 # --- the nvptx stages -----------------------------------------------------------------------------
 
 def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
@@ -186,7 +158,7 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
     from .lower.codegen import ModuleLowering
     from .lower.nvptx import NVPTXTarget
 
-    mod = ModuleLowering(NVPTXTarget(), meta.options, name=meta.symbol)  # MERGE: NVPTXTarget(meta.target.arch)
+    mod = ModuleLowering(NVPTXTarget(meta.target.arch), meta.options, name=meta.symbol)
     if meta.device:
         mod.lower_device_function(kfunc, meta.symbol)
     else:
@@ -238,7 +210,8 @@ def _with_maxnreg(ptx_text: str, symbol: str, n: int) -> str:
 def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
     """llvm_unoptimized: the kernel, its device functions and its driver ``<symbol>_run``,
     lowered for this CPU (``kaiojit/lower/host.py``)."""
-    from .lower.host import HostModule, HostTarget
+    from .lower.host import HostTarget
+    from .lower.host_module import HostModule
 
     if meta.device:
         raise ValueError("a device function on its own compiles for nvptx only")
@@ -246,11 +219,13 @@ def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
         if isinstance(t, T.TensorMapType):
             raise UnsupportedError("tensor maps need a GPU: the cpu backend cannot run "
                                    f"{kfunc.qualname}", kfunc.loc)
-    mod = HostModule(HostTarget(), meta.options, meta.symbol, kfunc)
+    target = HostTarget()
+    mod = HostModule(target, meta.options, meta.symbol, kfunc)
     mod.lower_kernel(kfunc, meta.symbol)
     meta.uses_block_mode = mod.needs_block(kfunc)
     meta.host_shared_bytes = mod.static_shared_bytes
     meta.sites = mod.sites
+    meta.host_symbols = tuple(sorted(target.symbols))
     return str(mod.module)
 
 
@@ -278,7 +253,8 @@ def emit_host_object(module, meta: Metadata) -> HostImage:
     code = host_target_machine().emit_object(parse_llvm(module, meta))
     return HostImage(object_code=code, entry=host_entry(meta.symbol),
                      uses_block_mode=meta.uses_block_mode,
-                     static_shared_bytes=meta.host_shared_bytes, sites=meta.sites)
+                     static_shared_bytes=meta.host_shared_bytes, sites=meta.sites,
+                     symbols=meta.host_symbols)
 
 
 def host_entry(symbol: str) -> str:

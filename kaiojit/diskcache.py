@@ -24,7 +24,7 @@ from .compiler import CompiledKernel
 from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
 
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 
 
 def _describe_global(value, seen: set) -> str | None:
@@ -126,7 +126,8 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
     if isinstance(ck.image, HostImage):
         entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
                      entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
-                     host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites)
+                     host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites,
+                     symbols=list(ck.image.symbols))
     else:
         entry["image"] = ck.image
     store(key, entry)
@@ -143,7 +144,8 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
             image = HostImage(
                 object_code=binascii.a2b_base64(entry["image"], strict_mode=True),
                 entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
-                static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]))
+                static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]),
+                symbols=tuple(str(n) for n in entry["symbols"]))
             ptx = ""
         else:
             image = ptx = str(entry["image"])

@@ -66,6 +66,7 @@ class HostImage:
     uses_block_mode: bool
     static_shared_bytes: int
     sites: list[dict] = field(default_factory=list)
+    symbols: tuple[str, ...] = ()  # C functions (libc, libm) the code calls beyond the usual
 
 
 # --- the per-worker context: an array of i64 ---------------------------------------------------
@@ -142,3 +143,20 @@ def register_host_symbols() -> None:
                 continue
             llvm.add_symbol(name, addr)
             break
+
+
+@functools.lru_cache(maxsize=None)
+def link_c_functions(names: tuple[str, ...]) -> None:
+    """Make C functions of this process (libc, libm) that host code calls known to MCJIT."""
+    from llvmlite import binding as llvm
+
+    libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
+    for name in names:
+        for lib in libs:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+                break
+        else:
+            raise RuntimeError(f"host code calls the C function {name}, which this process "
+                               "does not have")

@@ -13,7 +13,7 @@ import pytest
 import kaiojit as kj
 from kaiojit import types as T
 from kaiojit.compiler import Metadata, run_stages, stage_names
-from kaiojit.frontend.kir import KFunction
+from kaiojit.kir import KFunction
 from kaiojit.options import CompileOptions, Config
 from kaiojit.target import HostImage, TargetSpec
 from tests.ptxas import assemble

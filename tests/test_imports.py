@@ -39,8 +39,6 @@ ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kai
 # refactor (issue 9) are removing in parallel. Each is reported as a warning while it exists;
 # once it is gone the test asks for its entry here to be deleted. None may involve the runtime.
 PENDING_CYCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"kaiojit.lower.host", "kaiojit.lower.host_block", "kaiojit.lower.host_hoist"}),
-    frozenset({"kaiojit.lower.codegen", "kaiojit.lower.ops"}),
 })
 PENDING_ORDER: frozenset[tuple[str, str]] = frozenset()
 
@@ -67,10 +65,24 @@ def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node, except what sits under ``if TYPE_CHECKING:`` (imports for type hints only,
+    which never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and ast.unparse(child.test).endswith("TYPE_CHECKING"):
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
+
+
 def imports_of(module: str, path: Path, known: set[str]) -> Iterator[tuple[str, int]]:
     """``(imported kaiojit module, line)`` for every import anywhere in ``path``."""
     tree = ast.parse(path.read_text(), str(path))
-    for node in ast.walk(tree):
+    for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "kaiojit":

@@ -8,8 +8,8 @@ import builtins as py_builtins
 
 from .. import types as T
 from ..errors import UnsupportedError
-from . import kir
-from .kir import Expr
+from ..kir import Expr
+from ..kir.analysis import is_pure
 from .values import (
     PyObj,
     const_expr,
@@ -162,7 +162,7 @@ class ExpressionTyping:
                 self.error(f"'{what.get(type(op_node), '?')}' is not supported in kernels: "
                            "compare numbers with ==, !=, <, <=, >, >=", node, UnsupportedError)
             right = self.expr(right_node)
-            if len(node.ops) > 1 and not _is_pure(right):
+            if len(node.ops) > 1 and not is_pure(right):
                 # a < f() < b evaluates f() once, as Python does
                 right = Expr("reuse", right.type, (right,), loc=right.loc, weak=right.weak)
             for e, n in ((left, node.left), (right, right_node)):
@@ -209,7 +209,7 @@ class ExpressionTyping:
         # a[i] of a 2-d array: a view of the remaining dimensions
         layout = "C" if at.layout == "C" else "A"
         vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
-        return Expr("intrinsic", vt, (base, *indices), attr="array.view", loc=self.loc(node))
+        return self.intrinsic("array.view", vt, (base, *indices), node)
 
     def array_slice(self, base: Expr, node) -> Expr:
         """``a[i, 1:n:2]``, ``a[:, j]``: a view (integers drop a dimension, slices keep one).
@@ -243,8 +243,7 @@ class ExpressionTyping:
         first_slice = next(k for k, p in enumerate(pattern) if p != "i")
         c_view = at.layout == "C" and all(p == "s000" for p in pattern[first_slice:])
         vt = T.ArrayType(at.dtype, kept, "C" if c_view else "A")
-        return Expr("intrinsic", vt, (base, *operands), attr="array.slice:" + ",".join(pattern),
-                    loc=self.loc(node))
+        return self.intrinsic("array.slice:" + ",".join(pattern), vt, (base, *operands), node)
 
     def index_exprs(self, arr: Expr, slice_node, node) -> tuple[Expr, ...]:
         if _has_slice(slice_node):
@@ -266,12 +265,6 @@ class ExpressionTyping:
             self.error(f"{type_words(fn.type)} is not callable", node.func)
         from .builtins import call_builtin
         return call_builtin(self, fn.value, node)
-
-
-def _is_pure(e: Expr) -> bool:
-    """No side effects: evaluating it twice is the same as once."""
-    return not any(x.op == "call" or (x.op == "intrinsic" and not x.attr.startswith(
-        ("sreg.", "grid", "math.", "bits.", "array.view", "array.slice"))) for x in kir.walk_expr(e))
 
 
 _ASSIGNED_CACHE: dict[int, frozenset] = {}

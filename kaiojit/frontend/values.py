@@ -8,7 +8,7 @@ import struct
 import sys
 
 from .. import types as T
-from .kir import Expr
+from ..kir import Expr
 
 
 class PyObj:

@@ -2,21 +2,25 @@
 
 The lowering is one walk over the structured IR. Variables live in allocas (LLVM's mem2reg
 makes registers of them); arrays are ``{ptr, [n x i64] shape, [n x i64] byte strides}``
-values. What differs between the GPU and the host (special registers, shared memory,
-barriers, math libraries, the kernel's parameter list) goes through the ``Target`` hooks.
+values (``arrays.py``). Intrinsics are lowered as their declaration in the registry says for
+the target at hand. What differs between the GPU and the host (special registers, shared
+memory, math libraries, atomics, printing, the kernel's parameter list) goes through the
+``Target`` hooks.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
 
+from .. import kir
 from .. import types as T
-from ..frontend import kir
-from ..frontend.kir import Expr
-from . import ops
-from .analysis import is_nonnegative, nonnegative_vars, written_params
+from ..errors import CompileError, UnsupportedError
+from ..kir import Expr
+from ..kir.analysis import is_nonnegative, is_pure, nonnegative_vars, written_params
+from ..kir.intrinsics import lookup
+from . import arrays, ops
 from .debuginfo import DebugInfo
-from .llvmtypes import I1, I8, I64, array_struct, const, ll_mem_type, ll_type
+from .llvmtypes import I1, I8, I64, const, ll_mem_type, ll_type
 
 
 class ModuleLowering:
@@ -311,7 +315,8 @@ class FunctionLowering:
 
     def lower_select(self, e: Expr):
         c, a, b_ = e.args
-        if _is_pure(a) and _is_pure(b_):
+        checked = getattr(self.options, "debug", False)
+        if _speculatable(a, checked) and _speculatable(b_, checked):
             return self.builder.select(self.expr(c), self.expr(a), self.expr(b_))
         b = self.builder
         cond = self.expr(c)
@@ -377,7 +382,25 @@ class FunctionLowering:
         return value
 
     def lower_intrinsic(self, e: Expr):
-        return ops.intrinsic(self, e)
+        return self.intrinsic_lowering(e)(self, e)
+
+    def intrinsic_lowering(self, e: Expr):
+        """The lowering an intrinsic's declaration gives for this target (an arch too low for
+        it or a target that lacks it is the user's located error; no lowering at all is ours)."""
+        decl = lookup(e.attr)
+        if decl.min_arch is not None:
+            self.target.check_arch(decl, e.loc)
+        lowering = decl.lowering_for(self.target.name)
+        if lowering is None:
+            reason = decl.absent.get(self.target.name)
+            if reason is not None:
+                raise UnsupportedError(f"{decl.user_name}() is not available on the "
+                                       f"{self.target.name} target: {reason}", e.loc)
+            raise CompileError(f"internal error: intrinsic {decl.name} has no lowering for "
+                               f"the {self.target.name} target", e.loc)
+        if decl.host_symbols:
+            self.target.link_symbols(decl.host_symbols)
+        return lowering
 
     def lower_shared(self, e: Expr):
         shape, dtype, name = e.attr
@@ -407,75 +430,25 @@ class FunctionLowering:
     # --- arrays -------------------------------------------------------------------------------
 
     def make_array(self, ptr, shape: list, dtype: T.ScalarType, layout: str, strides=None):
-        """An array value from a pointer and shape (strides derived from the layout if absent)."""
-        b = self.builder
-        ndim = len(shape)
-        if strides is None:
-            strides = contiguous_strides(b, shape, dtype.itemsize, layout)
-        agg = ir.Constant(array_struct(ndim), ir.Undefined)
-        agg = b.insert_value(agg, ptr, 0)
-        for d in range(ndim):
-            agg = b.insert_value(agg, shape[d], [1, d])
-            agg = b.insert_value(agg, strides[d], [2, d])
-        return agg
+        """An array value (see ``arrays.make_array``)."""
+        return arrays.make_array(self.builder, ptr, shape, dtype, layout, strides)
 
     def nonnegative(self, e: Expr) -> bool:
         return is_nonnegative(e, self.nonneg_vars)
 
     def element_pointer(self, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
-        b = self.builder
-        ndim = at.ndim
-        shape = [b.extract_value(arr, [1, d]) for d in range(ndim)]
-        idx = []
-        for d, (v, ie) in enumerate(zip(indices, idx_exprs)):
-            it = ie.type
-            v = ops.convert(self, v, it, T.int64) if it != T.int64 else v
-            if it.kind == "i" and not self.nonnegative(ie):
-                # Python's negative indices count from the end
-                neg = b.icmp_signed("<", v, ir.Constant(I64, 0))
-                v = b.select(neg, b.add(v, shape[d]), v)
-            if getattr(self.options, "debug", False):
-                checked = self.target.bounds_check(self, v, shape[d], at, d, loc)
-                if checked is not None:  # a target that reports instead of trapping: a safe index
-                    v = checked
-            idx.append(v)
-        base = b.extract_value(arr, 0)
-        if at.layout in ("C", "F"):
-            strides = contiguous_strides(b, shape, 1, at.layout)
-            offset = None
-            for v, st in zip(idx, strides):
-                term = v if isinstance(st, ir.Constant) and st.constant == 1 else \
-                    b.mul(v, st, flags=("nsw",))
-                offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-            return b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
-        offset = None
-        for d, v in enumerate(idx):
-            term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
-            offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-        return b.gep(base, [offset], inbounds=True, source_etype=I8)
+        """The address of an element (see ``arrays.element_pointer``)."""
+        return arrays.element_pointer(self, arr, at, indices, idx_exprs, loc)
 
 
-def contiguous_strides(b: ir.IRBuilder, shape: list, itemsize: int, layout: str) -> list:
-    """Strides (in units of ``itemsize``) of a C- or F-contiguous array of this shape."""
-    ndim = len(shape)
-    strides = [None] * ndim
-    acc = ir.Constant(I64, itemsize)
-    order = range(ndim - 1, -1, -1) if layout == "C" else range(ndim)
-    for d in order:
-        strides[d] = acc
-        acc = b.mul(acc, shape[d], flags=("nsw",)) if not (
-            isinstance(acc, ir.Constant) and isinstance(shape[d], ir.Constant)
-        ) else ir.Constant(I64, acc.constant * shape[d].constant)
-    return strides
-
-
-def _is_pure(e: Expr) -> bool:
-    for x in kir.walk_expr(e):
-        if x.op in ("call", "and", "or", "select") or (
-            x.op == "intrinsic" and not x.attr.startswith(("sreg.", "grid", "math.", "bits."))
-        ):
-            return False
-    return True
+def _speculatable(e: Expr, checked: bool) -> bool:
+    """Whether a select may evaluate this arm whichever way its condition goes: pure,
+    straight-line (and/or/select lower to branches of their own) and, where indexing is
+    bounds-checked, without views (an index the condition guards must not be reported)."""
+    return is_pure(e) and not any(
+        x.op in ("and", "or", "select") or (checked and x.op == "intrinsic"
+                                            and lookup(x.attr).view)
+        for x in kir.walk_expr(e))
 
 
 _STMT_LOWERING = {

@@ -7,7 +7,7 @@ import os
 
 from llvmlite import ir
 
-from ..frontend import kir
+from .. import kir
 
 
 class DebugInfo:

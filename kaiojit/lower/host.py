@@ -1,7 +1,7 @@
 """The host target: the same typed IR and lowering, compiled for this CPU (object code the cpu
 backend loads).
 
-Every host function takes a pointer to a per-worker *context* (``CTX_*`` below: grid and block
+Every host function takes a pointer to a per-worker *context* (``CTX_*`` in ``kaiojit/target.py``: grid and block
 sizes, the block index, the worker's shared-memory buffer, the launch's shared state), so two
 workers can run blocks at once. Native code is entered through one driver per kernel,
 ``<symbol>_run(slots, ctx, first_block, end_block)``: it reads the parameters from the runtime's
@@ -26,10 +26,12 @@ from __future__ import annotations
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from .. import kir
 from .. import types as T
-from ..frontend import kir
-from ..frontend.kir import Expr
-from .codegen import FunctionLowering, ModuleLowering
+from ..kir import Expr
+from ..kir.analysis import is_split_point
+from ..kir.intrinsics import lookup
+from .codegen import FunctionLowering
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_DYN_BYTES, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_BOUNDS,
     HIDDEN_FAST, LAUNCH_BLOCK, LAUNCH_ERROR, LAUNCH_EXTENT, LAUNCH_INDEX, LAUNCH_PRINT_BUF,
@@ -62,6 +64,7 @@ class HostTarget(Target):
         tm = host_target_machine()
         self.triple = llvm.get_process_triple()
         self.data_layout = str(tm.target_data)
+        self.symbols: set[str] = set()  # C functions intrinsics' lowerings call
 
     def define_kernel(self, mod, kfunc, symbol, written):
         """The fast path's per-thread body: ``(ctx, tid.x, tid.y, tid.z, flat params...)``."""
@@ -154,12 +157,9 @@ class HostTarget(Target):
             memcpy = mod.declare("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, ir.IntType(1)])
             b.call(memcpy, [dst, line, n, ir.Constant(ir.IntType(1), 0)])
 
-    def sync(self, fl, name, args, e):
-        if name.startswith("fence."):
-            fl.builder.fence("seq_cst")
-            return
-        # barriers and warp operations are split points of the block-synchronous lowering
-        raise AssertionError(f"{name} reached the host target outside block mode")
+    def link_symbols(self, names):
+        """Recorded, for the HostImage: the loader makes them resolvable (hostjit)."""
+        self.symbols.update(names)
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
         """Record the first out-of-bounds index; the access then reads element 0 instead."""
@@ -220,12 +220,13 @@ class HostFunctionLowering(FunctionLowering):
         if op in ("var", "param"):
             return self.builder.load(self.vars[e.attr], typ=self.var_ll[e.attr],
                                      name=e.attr.replace("$", "."))
+        assert not is_split_point(e, self.mod.needs_block), \
+            "barriers, warp operations and calls of functions with them are split points"
         if op == "call":
-            assert not self.mod.needs_block(e.attr), "block-mode calls are split points"
             fn = self.mod.function_for(e.attr)
             hidden = [self.ctx, *self.tid]
             return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
-        if op == "load" or (op == "intrinsic" and e.attr.startswith(("atomic.", "array."))):
+        if op == "load" or (op == "intrinsic" and _indexes_operand0(e)):
             saved, self.array_name = self.array_name, str(e.args[0])
             try:
                 return super().expr(e)
@@ -243,146 +244,11 @@ class HostFunctionLowering(FunctionLowering):
         return super().stmt(s)
 
 
-# --- the module ------------------------------------------------------------------------------------
-
-class HostModule(ModuleLowering):
-    """A kernel, its device functions and its driver, for the host."""
-
-    def __init__(self, target, options, name, kfunc):
-        super().__init__(target, options, name)
-        self.sites: list[dict] = []
-        self._needs_block: dict[int, bool] = {}
-        self.shared_offsets, self.static_shared_bytes = shared_layout(kfunc)
-
-    def add_site(self, kind: str, loc, **info) -> int:
-        """Record where a fault can come from: a plain dict the cpu backend names it with."""
-        self.sites.append(dict(
-            kind=kind, filename=loc.filename if loc else None, line=loc.line if loc else 0,
-            col=loc.col if loc else 0, source_line=loc.source_line if loc else "", **info))
-        return len(self.sites) - 1
-
-    def needs_block(self, kfunc: kir.KFunction) -> bool:
-        """Whether a function has barriers or warp operations, itself or in what it calls."""
-        key = id(kfunc)
-        found = self._needs_block.get(key)
-        if found is None:
-            self._needs_block[key] = False  # recursion is rejected by the typer anyway
-            found = False
-            for s in kir.walk_stmts(kfunc.body):
-                for top in kir.stmt_exprs(s):
-                    for e in kir.walk_expr(top):
-                        if is_split_expr(e, self.needs_block):
-                            found = True
-            self._needs_block[key] = found
-        return found
-
-    def function_for(self, kfunc: kir.KFunction) -> ir.Function:
-        fn = self.functions.get(id(kfunc))
-        if fn is None:
-            if self.needs_block(kfunc):
-                from .host_block import block_function_type
-                fnty = block_function_type(kfunc)
-            else:
-                fnty = ir.FunctionType(ll_type(kfunc.return_type), [PTR, I32, I32, I32] +
-                                       [ll_type(t) for _, t in kfunc.params])
-            name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
-            fn = ir.Function(self.module, fnty, name=name)
-            fn.linkage = "internal"
-            self.functions[id(kfunc)] = fn
-            self.pending.append(kfunc)
-        return fn
-
-    def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
-        from .host_block import BlockLowering, define_block_kernel
-
-        block = self.needs_block(kfunc)
-        if block:
-            body = define_block_kernel(self, kfunc, symbol)
-            BlockLowering(self, kfunc, body).lower()
-        else:
-            body = self.target.define_kernel(self, kfunc, symbol, set())
-            HostFunctionLowering(self, kfunc, body, None).lower()
-        while self.pending:
-            callee = self.pending.pop()
-            fn = self.functions[id(callee)]
-            if self.needs_block(callee):
-                BlockLowering(self, callee, fn).lower()
-            else:
-                HostFunctionLowering(self, callee, fn, list(fn.args)[HIDDEN_FAST:]).lower()
-        return emit_driver(self, kfunc, symbol, body, block)
-
-
-def is_split_expr(e: Expr, needs_block) -> bool:
-    """A barrier, warp operation, or call of a function that has them: a block-mode split."""
-    if e.op == "intrinsic":
-        return e.attr.startswith(("sync.", "warp."))
-    return e.op == "call" and needs_block(e.attr)
-
-
-def shared_layout(kfunc: kir.KFunction) -> tuple[dict[str, int], int]:
-    """Offsets of the static shared arrays in a block's shared memory (16-byte aligned)."""
-    offsets: dict[str, int] = {}
-    total = 0
-    seen: set[int] = set()
-    todo = [kfunc]
-    while todo:
-        f = todo.pop()
-        if id(f) in seen:
-            continue
-        seen.add(id(f))
-        todo.extend(f.callees)
-        for s in kir.walk_stmts(f.body):
-            for top in kir.stmt_exprs(s):
-                for e in kir.walk_expr(top):
-                    if e.op == "call":
-                        todo.append(e.attr)
-                    if e.op == "shared" and e.attr[0] and e.attr[2] not in offsets:
-                        shape, dtype, name = e.attr
-                        n = dtype.itemsize
-                        for d in shape:
-                            n *= d
-                        offsets[name] = total
-                        total += (n + 15) // 16 * 16
-    return offsets, total
-
-
-# --- the driver ------------------------------------------------------------------------------------
-
-def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: bool):
-    """``void <symbol>_run(slots, ctx, first, end)``: parameters from slots, then the blocks."""
-    fnty = ir.FunctionType(VOID, [PTR, PTR, I64, I64])
-    fn = ir.Function(mod.module, fnty, name=f"{symbol}_run")
-    slots, ctx, first, end = fn.args
-    ctx.attributes.add("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    params = []
-    for i, (_, ty) in enumerate(Target.flat_param_types(kfunc)):
-        ptr = b.gep(slots, [ir.Constant(I64, 8 * i)], source_etype=I8)
-        params.append(b.load(ptr, typ=ty))
-    grid = [ctx_word(b, ctx, CTX_GRID + a) for a in range(3)]
-    dims = [ctx_word(b, ctx, CTX_BLOCK + a) for a in range(3)]
-    launch = b.inttoptr(ctx_word(b, ctx, CTX_LAUNCH), PTR)
-    check_errors = block or mod.options.debug
-
-    with counted_loop(b, first, end) as lb:
-        gxy = b.mul(grid[0], grid[1])
-        idx = [b.urem(lb, grid[0]), b.urem(b.udiv(lb, grid[0]), grid[1]), b.udiv(lb, gxy)]
-        for a in range(3):
-            b.store(idx[a], ctx_word_ptr(b, ctx, CTX_BLOCK_IDX + a))
-        if block:
-            b.call(body, [ctx, *params])
-        else:
-            zero = ir.Constant(I64, 0)
-            with counted_loop(b, zero, dims[2]) as tz, counted_loop(b, zero, dims[1]) as ty, \
-                    counted_loop(b, zero, dims[0]) as tx:
-                tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
-                b.call(body, [ctx, *tid, *params])
-        if check_errors:
-            failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
-            with b.if_then(failed, likely=False):
-                b.ret_void()
-    b.ret_void()
-    return fn
+def _indexes_operand0(e: Expr) -> bool:
+    """An intrinsic that indexes its array operand 0 (an atomic, a view): its bounds check
+    names that array."""
+    decl = lookup(e.attr)
+    return bool(decl.writes or decl.view)
 
 
 class counted_loop:
@@ -422,4 +288,4 @@ class counted_loop:
         return False
 
 
-__all__ = ["HostModule", "HostTarget"]
+__all__ = ["HostFunctionLowering", "HostTarget", "counted_loop"]

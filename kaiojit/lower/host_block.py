@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .. import kir
 from .. import types as T
-from ..frontend import kir
-from ..frontend.kir import Expr
+from ..kir import Expr
+from ..kir.analysis import is_split_point
+from ..kir.intrinsics import lookup
 from . import ops
 from ..target import (
     CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
@@ -42,7 +44,6 @@ from .host import (
     counted_loop,
     ctx_word,
     ctx_word_ptr,
-    is_split_expr,
     record_error,
 )
 from .host_hoist import Hoister
@@ -242,7 +243,7 @@ class BlockLowering(HostFunctionLowering):
     # --- statements ----------------------------------------------------------------------------------
 
     def is_split(self, s) -> bool:
-        return any(is_split_expr(x, self.mod.needs_block)
+        return any(is_split_point(x, self.mod.needs_block)
                    for st in kir.walk_stmts([s]) for top in kir.stmt_exprs(st)
                    for x in kir.walk_expr(top))
 
@@ -398,24 +399,25 @@ class BlockLowering(HostFunctionLowering):
     # --- split points -----------------------------------------------------------------------------------
 
     def bm_split(self, target: str | None, e: Expr):
+        """A split point: a call of a block-mode function, or a barrier or warp intrinsic,
+        lowered as its declaration says for the host (block-synchronously: with this
+        lowering, the variable to assign or None, and the node)."""
         if e.op == "call":
             return self.bm_call(target, e)
-        name = e.attr
-        if name == "sync.syncwarp":
-            return None  # the threads of a warp are already in step at every split point
-        if name.startswith("sync.syncthreads"):
-            result = self.bm_barrier(e)
-        elif name.startswith("warp.shfl_"):
-            return self.bm_shuffle(target, e, name[len("warp.shfl_"):])
-        elif name in ("warp.all", "warp.any", "warp.ballot", "warp.activemask"):
-            result = self.bm_vote(e, name[len("warp."):])
-        else:
-            raise AssertionError(f"no block-mode lowering for {name}")
-        if target is not None:
-            self.thread_loop(lambda t: self.builder.store(result(), self.vars[target]))
+        self.intrinsic_lowering(e)(self, target, e)
         return None
 
-    def bm_barrier(self, e: Expr):
+    def assign_each(self, target: str | None, result) -> None:
+        """Every active thread assigns ``result()`` (its value for the bound thread) to
+        ``target``, if there is one."""
+        if target is not None:
+            self.thread_loop(lambda t: self.builder.store(result(), self.vars[target]))
+
+    def barrier(self, target: str | None, e: Expr, combine=None) -> None:
+        """A block-level barrier: either no thread reached it, or every thread that has not
+        returned did (else the launch records a divergent barrier and the block stops). With a
+        predicate operand, ``combine(builder, count, arrived)`` is every thread's result from
+        how many arriving threads had it true (i32s)."""
         b = self.builder
         pred = e.args[0] if e.args else None
         count, arrived = self.alloca(I32, name="bar.count"), self.alloca(I32, name="bar.arrived")
@@ -444,23 +446,20 @@ class BlockLowering(HostFunctionLowering):
         n_arrived = b.load(arrived, typ=I32)
         bad = b.and_(b.icmp_signed(">", n_arrived, ir.Constant(I32, 0)),
                      b.icmp_signed(">=", miss, ir.Constant(I64, 0)))
-        site = self.mod.add_site("barrier", e.loc, op=e.attr[len("sync."):])
+        site = self.mod.add_site("barrier", e.loc, op=lookup(e.attr).user_name.removeprefix("kj."))
         with b.if_then(bad, likely=False):
             zero = ir.Constant(I64, 0)
             record_error(self, ERR_DIVERGENT_BARRIER, site, zero, zero, miss)
             b.branch(self.exit_bb)
-        kind = e.attr
-        total = b.load(count, typ=I32)
+        if combine is not None:
+            total = b.load(count, typ=I32)
+            self.assign_each(target, lambda: combine(b, total, n_arrived))
 
-        def result():
-            if kind == "sync.syncthreads_and":
-                return b.zext(b.icmp_signed("==", total, n_arrived), I32)
-            if kind == "sync.syncthreads_or":
-                return b.zext(b.icmp_signed("!=", total, ir.Constant(I32, 0)), I32)
-            return total
-        return result
-
-    def bm_shuffle(self, target: str | None, e: Expr, mode: str):
+    def shuffle(self, target: str | None, e: Expr, source) -> None:
+        """A warp shuffle ``(mask, value, lane operand)``: every active thread publishes its
+        value, then reads lane ``j`` of its warp, where ``source(builder, lane, operand)`` gives
+        ``(j, valid)`` (i64, i1); an invalid, inactive or missing lane gives the thread's own
+        value, as the GPU does."""
         b = self.builder
         _, value_e, lane_e = e.args
         vt = ll_type(value_e.type)
@@ -476,16 +475,7 @@ class BlockLowering(HostFunctionLowering):
             c31 = ir.Constant(I64, 31)
             lane = b.and_(t, c31)
             bval = b.and_(b.zext(self.load_at(self.xarg, t, I32), I64), c31)
-            if mode == "idx":
-                j, valid = bval, ir.Constant(I1, 1)
-            elif mode == "up":
-                j = b.sub(lane, bval)
-                valid = b.icmp_signed(">=", j, ir.Constant(I64, 0))
-            elif mode == "down":
-                j = b.add(lane, bval)
-                valid = b.icmp_signed("<=", j, c31)
-            else:  # xor
-                j, valid = b.xor(lane, bval), ir.Constant(I1, 1)
+            j, valid = source(b, lane, bval)
             src = b.add(b.sub(t, lane), j)
             valid = b.and_(valid, b.icmp_unsigned("<", src, self.n))
             src = b.select(valid, src, t)
@@ -495,10 +485,14 @@ class BlockLowering(HostFunctionLowering):
             b.store(_from_bits(b, bits, vt), self.vars[target])
         self.thread_loop(read)
 
-    def bm_vote(self, e: Expr, kind: str):
-        """all/any/ballot over the warp's active lanes in the mask; activemask."""
+    def vote(self, target: str | None, e: Expr, combine) -> None:
+        """A vote over the active lanes of each thread's warp: with operands ``(mask, pred)``
+        the lanes in the mask; without, every active lane (``activemask``).
+        ``combine(builder, bits, members)`` gives the i32 result from the lanes whose
+        predicate is true and the lanes that took part (a bool result keeps its low bit)."""
         b = self.builder
-        if kind != "activemask":
+        voting = bool(e.args)
+        if voting:
             mask_e, pred_e = e.args
 
             def publish(t):
@@ -512,7 +506,7 @@ class BlockLowering(HostFunctionLowering):
             b.store(ir.Constant(I32, 0), bits)
             b.store(ir.Constant(I32, 0), members)
             base = b.sub(t, b.and_(t, ir.Constant(I64, 31)))
-            mask = self.load_at(self.xarg, t, I32) if kind != "activemask" else None
+            mask = self.load_at(self.xarg, t, I32) if voting else None
             with counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, 32)) as i:
                 src = b.add(base, i)
                 with b.if_then(b.icmp_unsigned("<", src, self.n)):
@@ -523,20 +517,17 @@ class BlockLowering(HostFunctionLowering):
                                                             ir.Constant(I32, 0)))
                     with b.if_then(take):
                         b.store(b.or_(b.load(members, typ=I32), bit), members)
-                        if kind != "activemask":
+                        if voting:
                             p = b.trunc(self.load_at(self.xval, src, I64), I32)
                             b.store(b.or_(b.load(bits, typ=I32), b.mul(p, bit)), bits)
             got, memb = b.load(bits, typ=I32), b.load(members, typ=I32)
-            value = {"activemask": memb, "ballot": got,
-                     "any": b.zext(b.icmp_unsigned("!=", got, ir.Constant(I32, 0)), I32),
-                     "all": b.zext(b.icmp_unsigned("==", got, memb), I32)}[kind]
-            b.store(value, self.at(results, t, I32))
+            b.store(combine(b, got, memb), self.at(results, t, I32))
         self.thread_loop(gather)
 
         def result():
             v = self.load_at(results, self.t, I32)
-            return b.trunc(v, I1) if kind in ("all", "any") else v
-        return result
+            return b.trunc(v, I1) if e.type == T.bool_ else v
+        self.assign_each(target, result)
 
     def bm_call(self, target: str | None, e: Expr):
         b = self.builder

@@ -9,10 +9,10 @@ top of the body. A split inside ``and``/``or``/``x if c else y`` is evaluated un
 
 from __future__ import annotations
 
+from .. import kir
 from .. import types as T
-from ..frontend import kir
-from ..frontend.kir import Expr
-from .host import is_split_expr
+from ..kir import Expr
+from ..kir.analysis import is_split_point
 
 
 class Hoister:
@@ -24,7 +24,7 @@ class Hoister:
         self.temps: dict[str, T.Type] = {}
 
     def has_split(self, e: Expr) -> bool:
-        return any(is_split_expr(x, self.needs_block) for x in kir.walk_expr(e))
+        return any(is_split_point(x, self.needs_block) for x in kir.walk_expr(e))
 
     def block(self, stmts: list) -> list:
         out = []
@@ -74,7 +74,7 @@ class Hoister:
             return e
         args = tuple(self.expr(a, pre) for a in e.args)
         new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
-        if top or not is_split_expr(e, self.needs_block):
+        if top or not is_split_point(e, self.needs_block):
             return new
         name = f"$split{len(self.temps)}"
         self.temps[name] = e.type

@@ -1,12 +1,15 @@
-"""The NVPTX target: special registers, shared and constant memory, barriers, warp operations,
-atomics, libdevice math and vprintf, as the PTX ISA and LLVM's NVPTX backend spell them."""
+"""The NVPTX target: special registers, shared and constant memory, atomics, libdevice math,
+vprintf and bounds checks, as the PTX ISA and LLVM's NVPTX backend spell them. The arch it
+compiles for decides which intrinsics it has (``Intrinsic.min_arch``)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
 from .. import types as T
-from .llvmtypes import I1, I8, I32, I64, PTR, ll_type
+from ..errors import UnsupportedError
+from ..target import parse_arch
+from .llvmtypes import I8, I32, I64, PTR, ll_type
 from .target import Target, atomic_rmw, string_constant
 
 SHARED, CONST, GLOBAL = 3, 4, 1
@@ -21,6 +24,17 @@ class NVPTXTarget(Target):
     name = "nvptx"
     triple = "nvptx64-nvidia-cuda"
     data_layout = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+    def __init__(self, arch: str = "sm_90"):
+        parse_arch(arch)  # a malformed arch is a ValueError here, not a puzzle later
+        self.arch = arch
+
+    def check_arch(self, decl, loc):
+        if not arch_has(self.arch, decl.min_arch):
+            need = (f"exactly {decl.min_arch}" if decl.min_arch.endswith("a")
+                    else f"{decl.min_arch} or newer")
+            raise UnsupportedError(f"{decl.user_name}() needs {need}; this kernel is compiled "
+                                   f"for {self.arch}", loc)
 
     def define_kernel(self, mod, kfunc, symbol, written):
         flat = self.flat_param_types(kfunc)
@@ -127,9 +141,6 @@ class NVPTXTarget(Target):
             args = ir.Constant(PTR, None)
         b.call(vprintf, [fmt_ptr, args])
 
-    def sync(self, fl, name, args, e):
-        return _SYNC[name](fl, args)
-
     def bounds_check(self, fl, index, extent, at, dim, loc):
         b = fl.builder
         bad = b.icmp_unsigned(">=", index, extent)  # negative indices are huge unsigned
@@ -141,102 +152,21 @@ class NVPTXTarget(Target):
             b.call(fl.mod.declare("llvm.trap", ir.VoidType(), []), [])
 
 
-# --- barriers, fences, warp operations ---------------------------------------------------------------
+# --- inline PTX and archs ------------------------------------------------------------------------
 
 
-def _asm(fl, ret, text, constraints, args, ty_args):
-    """Inline PTX, marked convergent: LLVM must not hoist or sink it across branches (an
-    activemask or bar.red moved out of a divergent branch would see other threads)."""
-    from llvmlite.ir.instructions import InlineAsm
-
-    asm = InlineAsm(ir.FunctionType(ret, ty_args), text, constraints, side_effect=True)
-    return fl.builder.call(asm, args, attrs=("convergent",))
-
-
-def _syncthreads(fl, args):
-    fn = fl.mod.declare("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [I32])
-    fl.builder.call(fn, [ir.Constant(I32, 0)])
+def inline_asm(fl, ret: ir.Type, text: str, constraints: str, args: list, convergent: bool):
+    """Inline PTX with side effects. ``convergent`` (the intrinsic's property) tells LLVM not to
+    hoist or sink it across branches: an activemask or bar.red moved out of a divergent branch
+    would see other threads."""
+    asm = ir.InlineAsm(ir.FunctionType(ret, [a.type for a in args]), text, constraints,
+                    side_effect=True)
+    return fl.builder.call(asm, args, attrs=("convergent",) if convergent else ())
 
 
-def _bar_red(kind):
-    def lower(fl, args):
-        pred = fl.builder.zext(args[0], I32)
-        if kind == "popc":
-            text = "{ .reg .pred p; setp.ne.u32 p, $1, 0; bar.red.popc.u32 $0, 0, p; }"
-        else:
-            text = ("{ .reg .pred p, q; setp.ne.u32 p, $1, 0; "
-                    f"bar.red.{kind}.pred q, 0, p; selp.u32 $0, 1, 0, q; }}")
-        return _asm(fl, I32, text, "=r,r,~{memory}", [pred], [I32])
-    return lower
-
-
-def _syncwarp(fl, args):
-    fn = fl.mod.declare("llvm.nvvm.bar.warp.sync", ir.VoidType(), [I32])
-    fl.builder.call(fn, [args[0]])
-
-
-def _fence(level):
-    def lower(fl, args):
-        _asm(fl, ir.VoidType(), f"membar.{level};", "~{memory}", [], [])
-    return lower
-
-
-def _shuffle(mode):
-    # the c operand packs the clamp (lanes 0..31 for idx/down/bfly, 0 for up) and segment mask
-    clamp = 0 if mode == "up" else 0x1F
-
-    def lower(fl, args):
-        b = fl.builder
-        mask, value, lane = args
-        c = ir.Constant(I32, clamp)
-        vty = value.type
-        if isinstance(vty, ir.FloatType):
-            fn = fl.mod.declare(f"llvm.nvvm.shfl.sync.{mode}.f32", vty, [I32, vty, I32, I32])
-            return b.call(fn, [mask, value, lane, c])
-        fn = fl.mod.declare(f"llvm.nvvm.shfl.sync.{mode}.i32", I32, [I32, I32, I32, I32])
-        if vty == I32:
-            return b.call(fn, [mask, value, lane, c])
-        # 64-bit values: shuffle both halves
-        bits = b.bitcast(value, I64) if isinstance(vty, ir.DoubleType) else value
-        lo = b.trunc(bits, I32)
-        hi = b.trunc(b.lshr(bits, ir.Constant(I64, 32)), I32)
-        lo = b.call(fn, [mask, lo, lane, c])
-        hi = b.call(fn, [mask, hi, lane, c])
-        out = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
-        return b.bitcast(out, vty) if isinstance(vty, ir.DoubleType) else out
-    return lower
-
-
-def _vote(kind):
-    def lower(fl, args):
-        mask, pred = args
-        if kind == "ballot":
-            fn = fl.mod.declare("llvm.nvvm.vote.ballot.sync", I32, [I32, I1])
-        else:
-            fn = fl.mod.declare(f"llvm.nvvm.vote.{kind}.sync", I1, [I32, I1])
-        return fl.builder.call(fn, [mask, pred])
-    return lower
-
-
-def _activemask(fl, args):
-    return _asm(fl, I32, "activemask.b32 $0;", "=r", [], [])
-
-
-_SYNC = {
-    "sync.syncthreads": _syncthreads,
-    "sync.syncthreads_count": _bar_red("popc"),
-    "sync.syncthreads_and": _bar_red("and"),
-    "sync.syncthreads_or": _bar_red("or"),
-    "sync.syncwarp": _syncwarp,
-    "fence.threadfence": _fence("gl"),
-    "fence.threadfence_block": _fence("cta"),
-    "fence.threadfence_system": _fence("sys"),
-    "warp.shfl_idx": _shuffle("idx"),
-    "warp.shfl_up": _shuffle("up"),
-    "warp.shfl_down": _shuffle("down"),
-    "warp.shfl_xor": _shuffle("bfly"),
-    "warp.all": _vote("all"),
-    "warp.any": _vote("any"),
-    "warp.ballot": _vote("ballot"),
-    "warp.activemask": _activemask,
-}
+def arch_has(arch: str, needed: str) -> bool:
+    """Whether code for ``arch`` may use what ``needed`` introduced: 'sm_70' is there from
+    sm_70 on; an arch-specific 'sm_90a' only on sm_90a itself."""
+    if needed.endswith("a"):
+        return arch.endswith("a") and parse_arch(arch) == parse_arch(needed)
+    return parse_arch(arch) >= parse_arch(needed)

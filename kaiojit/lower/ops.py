@@ -1,4 +1,5 @@
-"""Scalar operations and intrinsics with Python's semantics, for every target.
+"""Scalar operations with Python's semantics, for every target: arithmetic, comparisons,
+conversions and the math functions they need.
 
 Integer division and modulo floor (Python's ``//`` and ``%``), division by zero gives 0 (as
 NumPy does, without a trap on either target), shifts past the width give 0 (or the sign),
@@ -10,11 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..frontend.kir import Expr
-from .llvmtypes import I1, I32, I64, ll_type
-
-_ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
-
+from .llvmtypes import I1, ll_type
 
 def icmp_for(t: T.ScalarType, op: str):
     if t.kind == "i":
@@ -214,6 +211,9 @@ LLVM_MATH = {"sqrt", "fabs", "floor", "ceil", "trunc", "rint", "fma", "copysign"
 
 
 def math_call(fl, name: str, t: T.ScalarType, args: list):
+    """``name`` (a function of Python's math module, or rint/fma) on floats of type ``t``:
+    an LLVM intrinsic where every target has one, else the target's math library; float16
+    computes in float32."""
     b = fl.builder
     if t == T.float16 and name not in ("fabs", "copysign"):
         wide = [b.fpext(a, ir.FloatType()) for a in args]
@@ -225,216 +225,4 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     return fl.target.math(fl, name, t, args)
 
 
-def _math_intrinsic(fl, e: Expr):
-    name = e.attr[5:]
-    b = fl.builder
-    args = [fl.expr(a) for a in e.args]
-    t = e.args[0].type
-    if name in ("min", "max"):
-        # Python: min(a, b) is b if b < a else a (the first of equals, NaN as it comes)
-        op = "<" if name == "min" else ">"
-        return b.select(compare(fl, op, t, args[1], args[0]), args[1], args[0])
-    if name == "iabs":
-        neg = b.icmp_signed("<", args[0], ir.Constant(args[0].type, 0))
-        return b.select(neg, b.neg(args[0]), args[0])
-    if name == "isnan":
-        return b.fcmp_unordered("uno", args[0], args[0])
-    if name in ("isinf", "isfinite"):
-        absval = math_call(fl, "fabs", t, args)
-        inf = ir.Constant(args[0].type, float("inf"))
-        if name == "isinf":
-            return b.fcmp_ordered("==", absval, inf)
-        return b.fcmp_ordered("<", absval, inf)
-    return math_call(fl, name, e.type, args)
-
-
-def _bits_intrinsic(fl, e: Expr):
-    name = e.attr[5:]
-    b = fl.builder
-    v = fl.expr(e.args[0])
-    ty = v.type
-    if name == "popc":
-        r = b.call(fl.mod.declare(f"llvm.ctpop.i{ty.width}", ty, [ty]), [v])
-    elif name == "clz":
-        r = b.call(fl.mod.declare(f"llvm.ctlz.i{ty.width}", ty, [ty, I1]), [v, ir.Constant(I1, 0)])
-    elif name == "ffs":
-        tz = b.call(fl.mod.declare(f"llvm.cttz.i{ty.width}", ty, [ty, I1]), [v, ir.Constant(I1, 0)])
-        is_zero = b.icmp_unsigned("==", v, ir.Constant(ty, 0))
-        r = b.select(is_zero, ir.Constant(ty, 0), b.add(tz, ir.Constant(ty, 1)))
-    else:  # brev
-        return b.call(fl.mod.declare(f"llvm.bitreverse.i{ty.width}", ty, [ty]), [v])
-    if ty.width > 32:
-        return b.trunc(r, I32)
-    if ty.width < 32:
-        return b.zext(r, I32)
-    return r
-
-
-def _grid_intrinsic(fl, e: Expr):
-    """kj.grid / kj.gridsize: 64-bit, from 32-bit special registers that are never negative."""
-    kind, axis = e.attr.split(".")
-    b = fl.builder
-    target = fl.target
-    ntid = b.zext(target.sreg(fl, f"ntid.{axis}"), I64)
-    if kind == "grid":
-        ctaid = b.zext(target.sreg(fl, f"ctaid.{axis}"), I64)
-        tid = b.zext(target.sreg(fl, f"tid.{axis}"), I64)
-        return b.add(b.mul(ctaid, ntid, flags=("nuw", "nsw")), tid, flags=("nuw", "nsw"))
-    nctaid = b.zext(target.sreg(fl, f"nctaid.{axis}"), I64)
-    return b.mul(ntid, nctaid, flags=("nuw", "nsw"))
-
-
-def _array_view(fl, e: Expr):
-    """a[i] of an n-d array: the (n-1)-d view at that leading index."""
-    b = fl.builder
-    at = e.args[0].type
-    arr = fl.expr(e.args[0])
-    indices = [fl.expr(i) for i in e.args[1:]]
-    k = len(indices)
-    full = indices + [ir.Constant(I64, 0)] * (at.ndim - k)
-    zero_exprs = [Expr("const", T.int64, attr=0)] * (at.ndim - k)
-    ptr = fl.element_pointer(arr, at, full, list(e.args[1:]) + zero_exprs, e.loc)
-    shape = [b.extract_value(arr, [1, d]) for d in range(k, at.ndim)]
-    if at.layout in ("C", "F"):
-        all_shape = [b.extract_value(arr, [1, d]) for d in range(at.ndim)]
-        from .codegen import contiguous_strides
-        strides = contiguous_strides(b, all_shape, at.dtype.itemsize, at.layout)[k:]
-    else:
-        strides = [b.extract_value(arr, [2, d]) for d in range(k, at.ndim)]
-    return fl.make_array(ptr, shape, at.dtype, e.type.layout, strides)
-
-
-def _array_slice(fl, e: Expr):
-    """A view by integers and Python slices (see ``ExpressionTyping.array_slice``): bounds
-    normalized as Python does (negative ones count from the end, then clamped), the new
-    shape the slice's length, the new stride the old one times the step."""
-    b = fl.builder
-    at = e.args[0].type
-    arr = fl.expr(e.args[0])
-    pattern = e.attr.split(":", 1)[1].split(",")
-    operands = iter(e.args[1:])
-    shape = [b.extract_value(arr, [1, d]) for d in range(at.ndim)]
-    if at.layout in ("C", "F"):
-        from .codegen import contiguous_strides
-        strides = contiguous_strides(b, shape, at.dtype.itemsize, at.layout)
-    else:
-        strides = [b.extract_value(arr, [2, d]) for d in range(at.ndim)]
-    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
-    offset = zero
-    new_shape, new_strides = [], []
-    for d in range(at.ndim):
-        spec = pattern[d] if d < len(pattern) else "s000"
-        n, stride = shape[d], strides[d]
-        if spec == "i":
-            ie = next(operands)
-            v = fl.expr(ie)
-            if not fl.nonnegative(ie):
-                v = b.select(b.icmp_signed("<", v, zero), b.add(v, n), v)
-            offset = b.add(offset, b.mul(v, stride))
-            continue
-        start_e = next(operands) if spec[1] == "1" else None
-        stop_e = next(operands) if spec[2] == "1" else None
-        step_e = next(operands) if spec[3] == "1" else None
-        step = fl.expr(step_e) if step_e is not None else one
-        start, length = _slice_bounds(fl, n, step,
-                                      fl.expr(start_e) if start_e is not None else None,
-                                      fl.expr(stop_e) if stop_e is not None else None)
-        offset = b.add(offset, b.mul(start, stride))
-        new_shape.append(length)
-        new_strides.append(b.mul(stride, step))
-    base = b.gep(b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
-    return fl.make_array(base, new_shape, at.dtype, e.type.layout, new_strides)
-
-
-def _slice_bounds(fl, n, step, start, stop):
-    """Python's ``slice(start, stop, step).indices(n)``: the first index and the length
-    (a zero step gives an empty view instead of Python's ValueError)."""
-    b = fl.builder
-    zero, one, minus_one = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, -1)
-    neg = b.icmp_signed("<", step, zero)
-    lower = b.select(neg, minus_one, zero)
-    upper = b.select(neg, b.sub(n, one), n)
-
-    def clamp(v, default):
-        if v is None:
-            return default
-        counted = b.select(b.icmp_signed("<", v, zero), b.add(v, n), v)
-        low = b.select(b.icmp_signed("<", counted, lower), lower, counted)
-        return b.select(b.icmp_signed(">", low, upper), upper, low)
-
-    first = clamp(start, b.select(neg, upper, lower))
-    last = clamp(stop, b.select(neg, lower, upper))
-    safe_step = b.select(b.icmp_signed("==", step, zero), one, step)
-    span_up = b.sub(last, first)        # step > 0: elements in [first, last)
-    span_down = b.sub(first, last)      # step < 0: elements in (last, first]
-    span = b.select(neg, span_down, span_up)
-    magnitude = b.select(neg, b.neg(safe_step), safe_step)
-    count = b.sdiv(b.add(span, b.sub(magnitude, one)), magnitude)
-    empty = b.or_(b.icmp_signed("<=", span, zero), b.icmp_signed("==", step, zero))
-    return first, b.select(empty, zero, count)
-
-
-def _atomic_intrinsic(fl, e: Expr):
-    op = e.attr[7:]
-    at = e.args[0].type
-    n = at.ndim
-    arr = fl.expr(e.args[0])
-    idx_exprs = e.args[1:1 + n]
-    indices = [fl.expr(i) for i in idx_exprs]
-    vals = [fl.expr(v) for v in e.args[1 + n:]]
-    ptr = fl.element_pointer(arr, at, indices, idx_exprs, e.loc)
-    return fl.target.atomic(fl, op, at.dtype, ptr, vals)
-
-
-def _print_intrinsic(fl, e: Expr):
-    parts, values = [], []
-    for a in e.args:
-        if isinstance(a.type, T.StringType):
-            parts.append(a.attr.replace("%", "%%"))
-            continue
-        v = fl.expr(a)
-        t = a.type
-        if t.is_float:
-            parts.append("%f")
-            if t.bits < 64:
-                v = fl.builder.fpext(v, ir.DoubleType())
-        elif t.is_bool:
-            parts.append("%d")
-            v = fl.builder.zext(v, I32)
-        elif t.kind == "i":
-            parts.append("%lld")
-            v = convert(fl, v, t, T.int64)
-        else:
-            parts.append("%llu")
-            v = convert(fl, v, t, T.uint64)
-        values.append(v)
-    fmt = " ".join(parts) + "\n"
-    fl.target.print(fl, fmt, values)
-    return None
-
-
-def intrinsic(fl, e: Expr):
-    name: str = e.attr
-    if name.startswith("sreg."):
-        return fl.target.sreg(fl, name[5:])
-    if name.startswith("math."):
-        return _math_intrinsic(fl, e)
-    if name.startswith(("grid.", "gridsize.")):
-        return _grid_intrinsic(fl, e)
-    if name.startswith("bits."):
-        return _bits_intrinsic(fl, e)
-    if name.startswith("atomic."):
-        return _atomic_intrinsic(fl, e)
-    if name == "array.view":
-        return _array_view(fl, e)
-    if name.startswith("array.slice:"):
-        return _array_slice(fl, e)
-    if name == "print":
-        return _print_intrinsic(fl, e)
-    if name.startswith(("sync.", "fence.", "warp.")):
-        args = [fl.expr(a) for a in e.args]
-        return fl.target.sync(fl, name, args, e)
-    raise AssertionError(f"no lowering for intrinsic {name}")
-
-
-__all__ = ["binop", "compare", "convert", "intrinsic", "math_call", "icmp_for"]
+__all__ = ["binop", "compare", "convert", "icmp_for", "math_call"]

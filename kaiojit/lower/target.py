@@ -1,11 +1,14 @@
 """The hooks a target gives the shared lowering (codegen.py, ops.py).
 
 A target is a table of named methods: what a special register is, where shared memory lives,
-how a barrier or a math function is lowered, and the kernel's parameter list. Each hook
-without an implementation fails loudly.
+how a math function, an atomic or a print is lowered, and the kernel's parameter list. Each
+hook without an implementation fails loudly. Intrinsics carry their own lowering per target
+name (``kaiojit/intrinsics/``), written with these hooks.
 """
 
 from __future__ import annotations
+
+import zlib
 
 from llvmlite import ir
 
@@ -98,8 +101,11 @@ class Target:
     def print(self, fl, fmt: str, values: list):
         raise UnsupportedError(f"print on {self.name}")
 
-    def sync(self, fl, name: str, args: list, e):
-        raise UnsupportedError(f"{name} on {self.name}")
+    def check_arch(self, decl, loc) -> None:
+        """Raise a located error if this target's arch is below ``decl.min_arch``."""
+
+    def link_symbols(self, names: tuple[str, ...]) -> None:
+        """Make C functions that generated code calls (``decl.host_symbols``) resolvable."""
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
         pass
@@ -108,7 +114,7 @@ class Target:
 def string_constant(mod, text: str, addrspace: int = 0) -> ir.GlobalVariable:
     """A NUL-terminated string as a private global, shared by equal strings."""
     data = bytearray(text.encode("utf-8") + b"\0")
-    key = f"str.{hash(text) & 0xFFFFFFFF:08x}.{len(data)}"
+    key = f"str.{zlib.crc32(data):08x}.{len(data)}"  # the same name in every process
     gv = mod.globals_by_name.get(key)
     if gv is None:
         ty = ir.ArrayType(I8, len(data))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from llvmlite import binding as llvm
 
-from kaiojit.target import HostImage, register_host_symbols
+from kaiojit.target import HostImage, link_c_functions, register_host_symbols
 
 # void entry(slots, ctx, first_block, end_block); ctypes releases the GIL while it runs
 RUN_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -38,6 +38,7 @@ class HostCode:
 def load_host_image(image: HostImage) -> HostCode:
     """Link ``image``'s object code into this process and return its callable entry."""
     register_host_symbols()
+    link_c_functions(tuple(image.symbols))
     with _LOAD_LOCK:
         engine = llvm.create_mcjit_compiler(_empty_module(), _engine_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(image.object_code))

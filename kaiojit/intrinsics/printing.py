@@ -1,0 +1,63 @@
+"""``print(...)`` of numbers and string literals inside kernels: one line per call, shown
+after the next synchronize (``vprintf`` on the GPU, a print buffer on the host)."""
+
+from __future__ import annotations
+
+import builtins
+
+from llvmlite import ir
+
+from .. import types as T
+from ..errors import UnsupportedError
+from ..frontend.values import type_words
+from ..kir import Expr
+from ..kir.intrinsics import ANY_TARGET, PRINTABLE, Intrinsic, Operands, register
+from ..lower.llvmtypes import I32
+from ..lower.ops import convert
+
+
+def _typing(typer, node):
+    if node.keywords:
+        typer.error("print() keyword arguments are not supported in kernels",
+                    node.keywords[0].value, UnsupportedError)
+    args = []
+    for a in node.args:
+        e = typer.expr(a)
+        if isinstance(e.type, T.ScalarType):
+            if e.weak:
+                e = typer.coerce(e, e.type, a)
+        elif not isinstance(e.type, T.StringType):
+            typer.error(f"print() takes scalars and string literals, not {type_words(e.type)}", a)
+        args.append(e)
+    return typer.intrinsic("print", T.void, args, node)
+
+
+def _lower(fl, e: Expr):
+    """A printf format from the operands' types (strings go into the format itself), then
+    the target's print."""
+    parts, values = [], []
+    for a in e.args:
+        if isinstance(a.type, T.StringType):
+            parts.append(a.attr.replace("%", "%%"))
+            continue
+        v = fl.expr(a)
+        t = a.type
+        if t.is_float:
+            parts.append("%f")
+            if t.bits < 64:
+                v = fl.builder.fpext(v, ir.DoubleType())
+        elif t.is_bool:
+            parts.append("%d")
+            v = fl.builder.zext(v, I32)
+        elif t.kind == "i":
+            parts.append("%lld")
+            v = convert(fl, v, t, T.int64)
+        else:
+            parts.append("%llu")
+            v = convert(fl, v, t, T.uint64)
+        values.append(v)
+    fl.target.print(fl, " ".join(parts) + "\n", values)
+
+
+register(Intrinsic(name="print", operands=Operands(result=T.void, rest=PRINTABLE),
+                   lowering={ANY_TARGET: _lower}, calls={builtins.print: _typing}))

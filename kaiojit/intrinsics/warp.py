@@ -1,0 +1,164 @@
+"""Warp collectives: shuffles (``kj.shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``,
+``shfl_xor_sync``), votes (``kj.all_sync``, ``any_sync``, ``ballot_sync``) and
+``kj.activemask()``.
+
+On the GPU they are the NVVM shuffle and vote intrinsics (64-bit values shuffle as two halves).
+On the host each is a split point of the block-synchronous lowering: the lanes publish their
+operands, then each reads what the collective gives it (``BlockLowering.shuffle`` and
+``BlockLowering.vote``, with the lane arithmetic and the reduction declared here).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import language as L
+from .. import types as T
+from ..frontend.arguments import call_args, scalar_arg
+from ..kir import Expr
+from ..kir.intrinsics import Intrinsic, Kind, Operands, Same, register
+from ..lower.llvmtypes import I1, I32, I64
+from ..lower.nvptx import inline_asm
+
+SHUFFLE_DTYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)
+SHUFFLED = Kind("a 32- or 64-bit integer or float", lambda t: t in SHUFFLE_DTYPES)
+
+
+def _shuffle_typing(kind: str):
+    user_name = "kj.shfl_sync" if kind == "idx" else f"kj.shfl_{kind}_sync"
+
+    def typing(typer, node):
+        mask, value, lane = call_args(typer, node, 3, 3, user_name)
+        t = scalar_arg(typer, value, node.args[1], f"{user_name}()")
+        if value.weak:
+            value = typer.coerce(value, t, node)
+        if t not in SHUFFLE_DTYPES:
+            if t.is_int or t.is_bool:
+                value, t = typer.coerce(value, T.int32 if t.kind in "ib" else T.uint32, node), \
+                    T.int32 if t.kind in "ib" else T.uint32
+            else:
+                typer.error(f"{user_name}() cannot shuffle {t}: use 32- or 64-bit "
+                            "integers or floats", node.args[1])
+        return typer.intrinsic(
+            f"warp.shfl_{kind}", t,
+            (typer.coerce(mask, T.uint32, node), value, typer.coerce(lane, T.int32, node)), node)
+    return typing
+
+
+def _vote_typing(kind: str):
+    def typing(typer, node):
+        mask, pred = call_args(typer, node, 2, 2, f"kj.{kind}_sync")
+        rt = T.uint32 if kind == "ballot" else T.bool_
+        operands = (typer.coerce(mask, T.uint32, node), typer.truth(pred, node.args[1]))
+        return typer.intrinsic(f"warp.{kind}", rt, operands, node)
+    return typing
+
+
+def _activemask_typing(typer, node):
+    call_args(typer, node, 0, 0, "kj.activemask")
+    return typer.intrinsic("warp.activemask", T.uint32, (), node)
+
+
+# --- the GPU -------------------------------------------------------------------------------------
+
+def _nvptx_shuffle(mode: str):
+    # the c operand packs the clamp (lanes 0..31 for idx/down/bfly, 0 for up) and segment mask
+    clamp = 0 if mode == "up" else 0x1F
+
+    def lower(fl, e: Expr):
+        b = fl.builder
+        mask, value, lane = (fl.expr(a) for a in e.args)
+        c = ir.Constant(I32, clamp)
+        vty = value.type
+        if isinstance(vty, ir.FloatType):
+            fn = fl.mod.declare(f"llvm.nvvm.shfl.sync.{mode}.f32", vty, [I32, vty, I32, I32])
+            return b.call(fn, [mask, value, lane, c])
+        fn = fl.mod.declare(f"llvm.nvvm.shfl.sync.{mode}.i32", I32, [I32, I32, I32, I32])
+        if vty == I32:
+            return b.call(fn, [mask, value, lane, c])
+        # 64-bit values: shuffle both halves
+        bits = b.bitcast(value, I64) if isinstance(vty, ir.DoubleType) else value
+        lo = b.trunc(bits, I32)
+        hi = b.trunc(b.lshr(bits, ir.Constant(I64, 32)), I32)
+        lo = b.call(fn, [mask, lo, lane, c])
+        hi = b.call(fn, [mask, hi, lane, c])
+        out = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
+        return b.bitcast(out, vty) if isinstance(vty, ir.DoubleType) else out
+    return lower
+
+
+def _nvptx_vote(kind: str):
+    def lower(fl, e: Expr):
+        mask, pred = (fl.expr(a) for a in e.args)
+        if kind == "ballot":
+            fn = fl.mod.declare("llvm.nvvm.vote.ballot.sync", I32, [I32, I1])
+        else:
+            fn = fl.mod.declare(f"llvm.nvvm.vote.{kind}.sync", I1, [I32, I1])
+        return fl.builder.call(fn, [mask, pred])
+    return lower
+
+
+def _nvptx_activemask(fl, e: Expr):
+    return inline_asm(fl, I32, "activemask.b32 $0;", "=r", [], convergent=True)
+
+
+# --- the host: which lane a shuffle reads, what a vote gives -------------------------------------
+
+def _lanes_idx(b, lane, operand):
+    return operand, ir.Constant(I1, 1)
+
+
+def _lanes_up(b, lane, operand):
+    j = b.sub(lane, operand)
+    return j, b.icmp_signed(">=", j, ir.Constant(I64, 0))
+
+
+def _lanes_down(b, lane, operand):
+    j = b.add(lane, operand)
+    return j, b.icmp_signed("<=", j, ir.Constant(I64, 31))
+
+
+def _lanes_xor(b, lane, operand):
+    return b.xor(lane, operand), ir.Constant(I1, 1)
+
+
+def _host_shuffle(source):
+    def lower(bl, target, e: Expr):
+        bl.shuffle(target, e, source)
+    return lower
+
+
+def _host_vote(combine):
+    def lower(bl, target, e: Expr):
+        bl.vote(target, e, combine)
+    return lower
+
+
+_VOTES = {
+    "all": lambda b, bits, members: b.zext(b.icmp_unsigned("==", bits, members), I32),
+    "any": lambda b, bits, members: b.zext(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), I32),
+    "ballot": lambda b, bits, members: bits,
+}
+
+# --- declarations --------------------------------------------------------------------------------
+
+for _kind, _mode, _lanes, _stub in (("idx", "idx", _lanes_idx, L.shfl_sync),
+                                    ("up", "up", _lanes_up, L.shfl_up_sync),
+                                    ("down", "down", _lanes_down, L.shfl_down_sync),
+                                    ("xor", "bfly", _lanes_xor, L.shfl_xor_sync)):
+    register(Intrinsic(
+        name=f"warp.shfl_{_kind}", operands=Operands(T.uint32, SHUFFLED, T.int32, result=Same(1)),
+        lowering={"nvptx": _nvptx_shuffle(_mode), "host": _host_shuffle(_lanes)},
+        calls={_stub: _shuffle_typing(_kind)}, warp=True, convergent=True))
+for _kind, _combine in _VOTES.items():
+    register(Intrinsic(
+        name=f"warp.{_kind}",
+        operands=Operands(T.uint32, T.bool_, result=T.uint32 if _kind == "ballot" else T.bool_),
+        lowering={"nvptx": _nvptx_vote(_kind), "host": _host_vote(_combine)},
+        calls={getattr(L, f"{_kind}_sync"): _vote_typing(_kind)}, warp=True, convergent=True))
+# which lanes are active is a warp-level fact: the cpu backend must keep the warp in step
+register(Intrinsic(
+    name="warp.activemask", operands=Operands(result=T.uint32),
+    lowering={"nvptx": _nvptx_activemask,
+              "host": _host_vote(lambda b, bits, members: members)},
+    calls={L.activemask: _activemask_typing}, warp=True, convergent=True))

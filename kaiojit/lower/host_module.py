@@ -1,0 +1,120 @@
+"""A host kernel's module: the kernel, the device functions it calls (each lowered with the
+fast per-thread lowering or block-synchronously, see ``host.py``), and the driver
+``<symbol>_run(slots, ctx, first_block, end_block)`` that the cpu backend calls."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import kir
+from ..kir.analysis import shared_layout, uses_sync
+from ..target import (
+    CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
+)
+from .codegen import ModuleLowering
+from .host import HostFunctionLowering, counted_loop, ctx_word, ctx_word_ptr
+from .host_block import BlockLowering, block_function_type, define_block_kernel
+from .llvmtypes import I8, I32, I64, PTR, VOID, ll_type
+from .target import Target
+
+
+# --- the module ------------------------------------------------------------------------------------
+
+class HostModule(ModuleLowering):
+    """A kernel, its device functions and its driver, for the host."""
+
+    def __init__(self, target, options, name, kfunc):
+        super().__init__(target, options, name)
+        self.sites: list[dict] = []
+        self._needs_block: dict[int, bool] = {}
+        layout = shared_layout(kfunc)
+        self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
+
+    def add_site(self, kind: str, loc, **info) -> int:
+        """Record where a fault can come from: a plain dict the cpu backend names it with."""
+        self.sites.append(dict(
+            kind=kind, filename=loc.filename if loc else None, line=loc.line if loc else 0,
+            col=loc.col if loc else 0, source_line=loc.source_line if loc else "", **info))
+        return len(self.sites) - 1
+
+    def needs_block(self, kfunc: kir.KFunction) -> bool:
+        """Whether a function has barriers or warp operations, itself or in what it calls
+        (``uses_sync``, once per function)."""
+        found = self._needs_block.get(id(kfunc))
+        if found is None:
+            found = self._needs_block[id(kfunc)] = uses_sync(kfunc)
+        return found
+
+    def function_for(self, kfunc: kir.KFunction) -> ir.Function:
+        fn = self.functions.get(id(kfunc))
+        if fn is None:
+            if self.needs_block(kfunc):
+                fnty = block_function_type(kfunc)
+            else:
+                fnty = ir.FunctionType(ll_type(kfunc.return_type), [PTR, I32, I32, I32] +
+                                       [ll_type(t) for _, t in kfunc.params])
+            name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
+            fn = ir.Function(self.module, fnty, name=name)
+            fn.linkage = "internal"
+            self.functions[id(kfunc)] = fn
+            self.pending.append(kfunc)
+        return fn
+
+    def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
+        block = self.needs_block(kfunc)
+        if block:
+            body = define_block_kernel(self, kfunc, symbol)
+            BlockLowering(self, kfunc, body).lower()
+        else:
+            body = self.target.define_kernel(self, kfunc, symbol, set())
+            HostFunctionLowering(self, kfunc, body, None).lower()
+        while self.pending:
+            callee = self.pending.pop()
+            fn = self.functions[id(callee)]
+            if self.needs_block(callee):
+                BlockLowering(self, callee, fn).lower()
+            else:
+                HostFunctionLowering(self, callee, fn, list(fn.args)[HIDDEN_FAST:]).lower()
+        return emit_driver(self, kfunc, symbol, body, block)
+
+
+# --- the driver ------------------------------------------------------------------------------------
+
+def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: bool):
+    """``void <symbol>_run(slots, ctx, first, end)``: parameters from slots, then the blocks."""
+    fnty = ir.FunctionType(VOID, [PTR, PTR, I64, I64])
+    fn = ir.Function(mod.module, fnty, name=f"{symbol}_run")
+    slots, ctx, first, end = fn.args
+    ctx.attributes.add("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    params = []
+    for i, (_, ty) in enumerate(Target.flat_param_types(kfunc)):
+        ptr = b.gep(slots, [ir.Constant(I64, 8 * i)], source_etype=I8)
+        params.append(b.load(ptr, typ=ty))
+    grid = [ctx_word(b, ctx, CTX_GRID + a) for a in range(3)]
+    dims = [ctx_word(b, ctx, CTX_BLOCK + a) for a in range(3)]
+    launch = b.inttoptr(ctx_word(b, ctx, CTX_LAUNCH), PTR)
+    check_errors = block or mod.options.debug
+
+    with counted_loop(b, first, end) as lb:
+        gxy = b.mul(grid[0], grid[1])
+        idx = [b.urem(lb, grid[0]), b.urem(b.udiv(lb, grid[0]), grid[1]), b.udiv(lb, gxy)]
+        for a in range(3):
+            b.store(idx[a], ctx_word_ptr(b, ctx, CTX_BLOCK_IDX + a))
+        if block:
+            b.call(body, [ctx, *params])
+        else:
+            zero = ir.Constant(I64, 0)
+            with counted_loop(b, zero, dims[2]) as tz, counted_loop(b, zero, dims[1]) as ty, \
+                    counted_loop(b, zero, dims[0]) as tx:
+                tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
+                b.call(body, [ctx, *tid, *params])
+        if check_errors:
+            failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
+            with b.if_then(failed, likely=False):
+                b.ret_void()
+    b.ret_void()
+    return fn
+
+
+__all__ = ["HostModule", "emit_driver"]
