@@ -57,7 +57,7 @@ def _cast(target: T.ScalarType):
         scalar_arg(typer, a, node.args[0], f"{target.name}()")
         if target.is_bool:
             return typer.truth(a, node)
-        return typer.coerce(a, target, node) if a.type != target else a
+        return typer.coerce(a, target, node)  # a cast makes a weak literal strong (NEP 50)
     return typing
 
 

@@ -95,6 +95,22 @@ def test_python_literals_are_weak_nep50():
         assert (np_value + literal).dtype.name == WEAK_EXPECTED[i]
 
 
+def k_cast_literal(out, x, n):
+    out[0] = kj.float64(-2.0) * x
+    out[1] = np.float64(0.5) + x
+    out[2] = kj.int64(3) * n
+
+
+def test_a_cast_literal_is_strong():
+    # a literal the user casts has that type for real: float64(-2.0) * float32 is float64, as
+    # in NumPy, numba and CUDA C (the cast is not a weak Python scalar any more)
+    ck = kj.jit(k_cast_literal).compile("void(float64[::1], float32, int8)")
+    values = [s.value.args[0] if s.value.op == "cast" else s.value for s in ck.kfunc.body]
+    assert [str(v.type) for v in values] == ["float64", "float64", "int64"]
+    assert not any(v.weak for v in values)
+    assert (np.float64(-2.0) * np.float32(1)).dtype == np.float64
+
+
 def k_literal_only(out):
     x = 1 + 2
     y = 1 + 2.0
