@@ -34,6 +34,7 @@ PRINT_BUFFER_BYTES = 1 << 20          # like CUDA's default printf FIFO
 WORKER_STACK_BYTES = 512 << 20        # block mode keeps one copy of every variable per thread
 SMALL_LAUNCH_THREADS = 1 << 15        # fast-path launches smaller than this run on the caller
 ALIGN = 256
+SHARED_ALIGN = 1024                   # the 128B TMA swizzle pattern repeats every 1024 bytes
 
 
 class _Worker:
@@ -79,9 +80,9 @@ class _LaunchBuffers(threading.local):
 
     def shared_for(self, worker: int, nbytes: int) -> int:
         buf = self.shared[worker]
-        if buf.size < nbytes + ALIGN:
-            buf = self.shared[worker] = np.zeros(nbytes + ALIGN, np.uint8)
-        return (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
+        if buf.size < nbytes + SHARED_ALIGN:
+            buf = self.shared[worker] = np.zeros(nbytes + SHARED_ALIGN, np.uint8)
+        return (buf.ctypes.data + SHARED_ALIGN - 1) // SHARED_ALIGN * SHARED_ALIGN
 
 
 class CpuKernel:
@@ -333,8 +334,14 @@ class CpuBackend:
         return (t1 - t0) * 1000.0
 
     def encode_tensormap_tiled(self, **fields: Any) -> bytes:
-        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "tensor maps need a GPU; the cpu backend "
-                        "cannot encode them")
+        """kaiojit's host encoding of the map (``kaiojit.tma_host``), which the host tile
+        copies read."""
+        from kaiojit import tma_host
+
+        if fields["interleave"] != "CU_TENSOR_MAP_INTERLEAVE_NONE":
+            raise ValueError("interleave: the cpu backend does not model interleaved tensor "
+                             "maps; use interleave=None")
+        return tma_host.encode_tiled(**fields)
 
 
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
