@@ -250,13 +250,21 @@ class Dispatcher:
                 return sig
         sigs = ", ".join(str(s) for s in self._eager)
         got = ", ".join(str(a) for a in arg_types)
+        which = ""
+        if len(self._eager) == 1:  # one signature: name the parameter that does not fit
+            params = list(inspect.signature(self.py_func).parameters)
+            misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
+                       in zip(params, self._eager[0].args, arg_types) if not _accepts(p, a))
+            which = next(misfits, "")
         raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
-                        f"({got})")
+                        f"({got}){which}")
 
 
 def _accepts(param: T.Type, arg: T.Type) -> bool:
     if param == arg:
         return True
+    if isinstance(param, T.TensorMapType):
+        return param.accepts(arg)
     if isinstance(param, T.ArrayType) and isinstance(arg, T.ArrayType):
         return (param.dtype == arg.dtype and param.ndim == arg.ndim
                 and param.layout in ("A", arg.layout))

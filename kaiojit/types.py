@@ -183,10 +183,40 @@ class TupleType(Type):
 
 @dataclass(frozen=True, slots=True)
 class TensorMapType(Type):
-    """A 128-byte CUtensorMap passed by value as a ``__grid_constant__`` parameter."""
+    """A 128-byte CUtensorMap passed by value as a ``__grid_constant__`` parameter.
+
+    ``tensormap(float32, 2)`` says which element type and rank the map copies; a bare
+    ``tensormap`` (``dtype`` and ``ndim`` None) accepts any map.
+    """
+
+    dtype: ScalarType | None = None
+    ndim: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.dtype is None) != (self.ndim is None):
+            raise TypeError("a tensormap type gives both dtype and ndim, or neither")
+        if self.dtype is not None and not isinstance(self.dtype, ScalarType):
+            raise TypeError(f"a tensormap's dtype must be a scalar type, got {self.dtype!r}")
+        if self.ndim is not None and (not isinstance(self.ndim, int) or not 1 <= self.ndim <= 5):
+            raise TypeError(f"a tensormap has 1 to 5 dimensions, got {self.ndim!r}")
 
     def __str__(self) -> str:
-        return "tensormap"
+        if self.dtype is None:
+            return "tensormap"
+        return f"tensormap({self.dtype}, {self.ndim})"
+
+    def __repr__(self) -> str:
+        return f"kj.{self}"
+
+    def __call__(self, dtype: ScalarType, ndim: int) -> TensorMapType:
+        """``kj.tensormap(kj.float32, 2)``: the type of a map of 2-D float32 boxes."""
+        return TensorMapType(dtype, ndim)
+
+    def accepts(self, other: Type) -> bool:
+        """Whether a map of type ``other`` may be passed where this type is expected."""
+        if not isinstance(other, TensorMapType):
+            return False
+        return self.dtype is None or other.dtype is None or self == other
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +275,12 @@ class Signature:
 
 
 _ARRAY_RE = re.compile(r"^(\w+)\s*\[(.*)\]$")
+_TENSORMAP_RE = re.compile(r"^tensormap\s*\(\s*(\w+)\s*,\s*(\d+)\s*\)$")
 
 
 def parse_type(text: str) -> Type:
-    """Parse one numba-style type spelling: ``float32``, ``f4``, ``int32[:, ::1]``, ``tensormap``."""
+    """Parse one numba-style type spelling: ``float32``, ``f4``, ``int32[:, ::1]``, ``tensormap``,
+    ``tensormap(float32, 2)``."""
     s = text.strip()
     if s in SCALARS:
         return SCALARS[s]
@@ -258,6 +290,15 @@ def parse_type(text: str) -> Type:
         return void
     if s == "tensormap":
         return tensormap
+    m = _TENSORMAP_RE.match(s)
+    if m:
+        dtype = parse_type(m.group(1))
+        if not isinstance(dtype, ScalarType):
+            raise ValueError(f"a tensormap's dtype must be a scalar type in {text!r}")
+        try:
+            return TensorMapType(dtype, int(m.group(2)))
+        except TypeError as e:
+            raise ValueError(f"{e} in {text!r}") from None
     m = _ARRAY_RE.match(s)
     if m:
         base = parse_type(m.group(1))

@@ -55,7 +55,7 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
     if issubclass(cls, np.ndarray):
         return _typeof_numpy
     if issubclass(cls, TensorMap):
-        return lambda v: kt.tensormap
+        return operator.attrgetter("type")
     if issubclass(cls, bool):
         return lambda v: kt.bool_
     if issubclass(cls, int):
@@ -166,10 +166,13 @@ def _bool_writer(slot: int, name: str) -> Writer:
     return write
 
 
-def _tensormap_writer(slot: int, name: str) -> Writer:
+def _tensormap_writer(slot: int, t: kt.TensorMapType, name: str) -> Writer:
     def write(slots: ArgSlots, value: Any, device: int) -> None:
         if value.__class__ is not TensorMap and not isinstance(value, TensorMap):
-            raise TypeError(f"parameter {name!r} is a tensormap: got {_describe(value)}")
+            raise TypeError(f"parameter {name!r} is a {t}: got {_describe(value)}")
+        if not t.accepts(value.type):
+            raise TypeError(f"parameter {name!r} is a {t}: got a map of type {value.type} "
+                            f"(box {value.box})")
         slots.write_bytes(slot, value.bytes)
     return write
 
@@ -287,7 +290,7 @@ class ArgPacker:
         if isinstance(t, kt.ArrayType):
             return _array_writer(slot, t, name)
         if isinstance(t, kt.TensorMapType):
-            return _tensormap_writer(slot, name)
+            return _tensormap_writer(slot, t, name)
         raise TypeError(f"parameter {name!r}: type {t} cannot be a kernel parameter")
 
     def pack(self, slots: ArgSlots, args: Sequence[Any], device: int) -> list[StagedArray] | None:

@@ -42,6 +42,7 @@ PRINT_BUFFER_BYTES = 1 << 20          # like CUDA's default printf FIFO
 WORKER_STACK_BYTES = 512 << 20        # block mode keeps one copy of every variable per thread
 SMALL_LAUNCH_THREADS = 1 << 15        # fast-path launches smaller than this run on the caller
 ALIGN = 256
+SHARED_ALIGN = 1024                   # the 128B TMA swizzle pattern repeats every 1024 bytes
 
 
 class _Worker:
@@ -87,9 +88,9 @@ class _LaunchBuffers(threading.local):
 
     def shared_for(self, worker: int, nbytes: int) -> int:
         buf = self.shared[worker]
-        if buf.size < nbytes + ALIGN:
-            buf = self.shared[worker] = np.zeros(nbytes + ALIGN, np.uint8)
-        return (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
+        if buf.size < nbytes + SHARED_ALIGN:
+            buf = self.shared[worker] = np.zeros(nbytes + SHARED_ALIGN, np.uint8)
+        return (buf.ctypes.data + SHARED_ALIGN - 1) // SHARED_ALIGN * SHARED_ALIGN
 
 
 class CpuKernel:
@@ -401,9 +402,17 @@ class CpuBackend:
                                box: tuple[int, ...], element_strides: tuple[int, ...],
                                interleave: str, swizzle: str, l2_promotion: str,
                                oob_fill: str) -> bytes:
-        """A CudaError: a tensor map is read by a GPU's copy engine, which a host lacks."""
-        raise CudaError("CUDA_ERROR_NOT_SUPPORTED", "tensor maps need a GPU; the cpu backend "
-                        "cannot encode them (use the cuda backend)")
+        """kaiojit's host encoding of the map (``kaiojit.tma_host``), which the host tile
+        copies read."""
+        from kaiojit import tma_host
+
+        if interleave != "CU_TENSOR_MAP_INTERLEAVE_NONE":
+            raise ValueError("interleave: the cpu backend does not model interleaved tensor "
+                             "maps; use interleave=None")
+        return tma_host.encode_tiled(
+            dtype=dtype, rank=rank, address=address, dims=dims, strides=strides, box=box,
+            element_strides=element_strides, interleave=interleave, swizzle=swizzle,
+            l2_promotion=l2_promotion, oob_fill=oob_fill)
 
 
 def _check_device(device: int) -> None:

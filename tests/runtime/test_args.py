@@ -71,7 +71,9 @@ def test_typeof_device_array_is_cached_and_tensormap(mock):
     assert rt.typeof(a) is rt.typeof(a) and str(rt.typeof(a)) == "float16[:, ::1]"
     assert str(rt.typeof(a[:, 1:3])) == "float16[:, :]"
     tm = TensorMap.tiled(rt.device_array((16, 16), np.float32), box=(8, 8))
-    assert rt.typeof(tm) is kt.tensormap
+    assert rt.typeof(tm) == kt.TensorMapType(kt.float32, 2) and str(rt.typeof(tm)) == \
+        "tensormap(float32, 2)"
+    assert rt.typeof(TensorMap(tm.bytes)) is kt.tensormap  # raw bytes: untyped
 
 
 def test_typeof_unsupported_object():
