@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from . import types
+from .autotune import Config, autotune
 from .compiler import CompileOptions as _CompileOptions
 from .compiler import TargetSpec as _TargetSpec
 from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
@@ -57,6 +58,7 @@ from .language import (
     threadIdx,
     warpsize,
 )
+from .occupancy import occupancy
 from .types import (
     Signature,
     bool_,
@@ -86,6 +88,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) load
     "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
     "uint8", "uint16", "uint32", "uint64", "warpsize",
 ]
+__all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
 
 boolean = bool_
 b1 = bool_
