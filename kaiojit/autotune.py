@@ -181,9 +181,10 @@ class Autotuner:
                         f"configuration; call it as {self.__name__}(...)")
 
     def __getattr__(self, name: str) -> Any:  # inspect_ptx, signatures, ...: the kernel's
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.kernel, name)
+        kernel = self.__dict__.get("kernel")
+        if kernel is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(kernel, name)
 
     # --- calling ---------------------------------------------------------------------------
 
