@@ -123,6 +123,8 @@ def autotune(configs: Sequence[Config], key: Sequence[str] = (), *, grid: Any = 
     ``cache=False`` keeps choices in memory only.
     """
     where = _call_site(1)
+    if isinstance(key, str):
+        key = (key,)
     log = os.environ.get("KAIOJIT_AUTOTUNE_LOG", "") not in ("", "0")
 
     def decorate(kernel: Any) -> Autotuner:
