@@ -89,6 +89,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
     "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
+__all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
 
 boolean = bool_
 b1 = bool_
@@ -187,6 +188,10 @@ def __getattr__(name: str):
         return importlib.import_module(f"kaiojit.{name}")
     if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
         return getattr(importlib.import_module("kaiojit.ufunc"), name)
+    if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
+        module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
+        value = globals()[name] = getattr(importlib.import_module(module), name)
+        return value
     from .kir.intrinsics import public_object
 
     value = public_object(name)

@@ -1,0 +1,56 @@
+"""``kj.occupancy``: a kernel's occupancy at a block size, from the driver on a GPU, else from
+ptxas's resource report and the H200's limits (``occupancy_calc.py`` does the arithmetic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .occupancy_calc import H200, Occupancy, SmLimits, block_limits, block_size_of, calculate
+
+
+def occupancy(kernel: Any, sig: Any, block: Any, shared: int = 0) -> Occupancy:
+    """``kj.occupancy(kernel, sig, block, shared=0)``: blocks an SM holds, the occupancy
+    fraction, what limits it, and a suggested block size.
+
+    On the cuda backend the driver answers for the current device
+    (``cuOccupancyMaxActiveBlocksPerMultiprocessor``, ``cuOccupancyMaxPotentialBlockSize``;
+    the limiting resource is the calculator's, from the driver's figures); on other backends
+    the calculator does, from the ptxas report of the kernel compiled for sm_90, with H200
+    limits.
+    """
+    if not getattr(kernel, "_kaiojit_dispatcher", False) or kernel.device:
+        raise TypeError(f"kj.occupancy takes a @kj.jit kernel, got {kernel!r}")
+    from .runtime import get_backend
+
+    backend = get_backend()
+    if backend.target_spec().kind == "nvptx":
+        return _driver_occupancy(backend, kernel, sig, block, shared)
+    from .resources import ptxas_resources
+    from .target import TargetSpec, ptx_version_for
+
+    ck = kernel.compile(sig, TargetSpec("nvptx", "sm_90", ptx_version_for("sm_90")))
+    return calculate(ptxas_resources(ck.ptx, ck.target.arch, ck.name), block, shared, H200)
+
+
+def _driver_occupancy(backend: Any, kernel: Any, sig: Any, block: Any, shared: int
+                      ) -> Occupancy:
+    from .resources import Resources
+    from .runtime.occupancy_query import max_active_blocks, sm_limits
+
+    device = backend.current_device()
+    loaded = backend.load_kernel(kernel.compile(sig, backend.target_spec()))
+    loaded.configure(1, block, shared, device=device)  # LaunchError if it cannot launch
+    fn = loaded.on_device(device).fn
+    size = block_size_of(block)
+    limits = SmLimits(**sm_limits(backend, device))
+    resources = Resources.from_attributes(backend.function_attributes(fn))
+    blocks = max_active_blocks(backend, fn, size, shared)
+    min_grid, suggested = backend.occupancy_block_size(fn, shared)
+    per = block_limits(resources, size, shared, limits)
+    factor = next((name for name, n in per.items() if n == blocks), "unknown")
+    warps = -(-size // limits.warp_size)
+    return Occupancy(
+        block_size=size, active_blocks_per_sm=blocks,
+        occupancy_fraction=blocks * warps / limits.max_warps_per_sm, limiting_factor=factor,
+        suggested_block_size=suggested, min_grid_size=min_grid, limits=tuple(per.items()),
+        source="driver")
