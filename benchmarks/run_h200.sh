@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [tests|launch|bandwidth|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|bandwidth|tma|lib|autotune|gemm|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -16,17 +16,33 @@ steps=${*:-all}
     echo "== $(date -u) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader)"
     python3 -c "import sys, llvmlite, numpy; print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__)"
 } | tee "$OUT/env.log"
+peer() { KAIOJIT_NUMBA_PYTHONPATH=.:$NP22 PYTHONPATH=. "$@"; }
 for step in $steps; do
+    echo "== $step $(date -u +%H:%M:%S)" | tee -a "$OUT/env.log"
     case $step in
     example|all)
         timeout 120 python3 examples/saxpy.py 2>&1 | tee "$OUT/example.log" | head -3 ;;&
     tests|all)
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
-        timeout 400 python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;&
+        timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
     launch|all)
         PYTHONPATH=.:$NP22 timeout 200 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch.log" | tail -20 ;;&
+    launch5)
+        for i in 1 2 3 4 5; do
+            PYTHONPATH=.:$NP22 timeout 100 python3 benchmarks/launch_overhead.py 2>&1 | tail -14
+        done | tee "$OUT/launch.log" ;;
     bandwidth|all)
-        KAIOJIT_NUMBA_PYTHONPATH=.:$NP22 timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&
+        peer timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&
+    tma|all)
+        timeout 120 python3 benchmarks/tma.py 2>&1 | tee "$OUT/tma.log" | tail -12 ;;&
+    lib|all)
+        { peer timeout 150 python3 benchmarks/random_rate.py; peer timeout 150 python3 benchmarks/vectorize_bw.py; } 2>&1 | tee "$OUT/lib.log" | tail -20 ;;&
+    autotune|all)
+        timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
+    gemm|all)
+        peer timeout 240 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -15 ;;&
+    fuzz)
+        timeout ${FUZZ_TIMEOUT:-240} python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} 2>&1 | tee "$OUT/fuzz.log" | tail -15 ;;
     multi|all)
         timeout 120 python3 benchmarks/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -6 ;;
     esac
