@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
 
+from .tools import find_tool
 from .occupancy_calc import DEVICE_MAX_THREADS_PER_BLOCK, max_threads_for_registers
 
 PTXAS_NOT_FOUND = ("kernel resources without a GPU need ptxas, found neither on PATH nor "
@@ -86,17 +85,9 @@ class Resources:
 # --- ptxas --------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
 def find_ptxas() -> str | None:
     """ptxas on PATH, else the one cuda.pathfinder finds (e.g. from nvidia-cuda-nvcc)."""
-    path = shutil.which("ptxas")
-    if path:
-        return path
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        return find_nvidia_binary_utility("ptxas")
-    except Exception:  # noqa: BLE001 - any failure means: not found
-        return None
+    return find_tool("ptxas")
 
 
 class PtxasError(RuntimeError):

@@ -4,23 +4,11 @@ nvdisasm (or cuobjdump) prints it. Both tools come with a CUDA toolkit or as pip
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 
 from .compiler import CompiledKernel
-
-
-def find_tool(name: str) -> str | None:
-    """The path of a CUDA binary utility: on PATH, or where cuda-pathfinder finds it."""
-    path = shutil.which(name)
-    if path:
-        return path
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        return find_nvidia_binary_utility(name)
-    except Exception:  # noqa: BLE001 - not found
-        return None
+from .tools import find_tool
 
 
 def sass_of(ck: CompiledKernel) -> str:

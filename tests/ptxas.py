@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
-from functools import lru_cache
 
 import pytest
+
+from kaiojit.tools import find_tool
 
 ARCH = "sm_90"
 NOT_FOUND = ("ptxas not found (neither on PATH nor through cuda.pathfinder): install a CUDA "
@@ -26,17 +26,9 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
-@lru_cache(maxsize=1)
 def find_ptxas() -> str | None:
     """ptxas on PATH, else the one cuda.pathfinder finds (e.g. from nvidia-cuda-nvcc)."""
-    path = shutil.which("ptxas")
-    if path:
-        return path
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        return find_nvidia_binary_utility("ptxas")
-    except Exception:  # noqa: BLE001 - any failure means: not found
-        return None
+    return find_tool("ptxas")
 
 
 def require_ptxas() -> str:
