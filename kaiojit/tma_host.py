@@ -35,7 +35,11 @@ What the copies do, as the PTX ISA and the driver define tiled mode:
   ``ceil(box[d] / element_strides[d])`` elements, the ``j``-th at coordinate
   ``coord[d] + j * element_strides[d]``. Shared memory holds them densely, innermost first.
 * A load fills elements outside ``[0, dims[d])`` in any dimension with zeros (or, with NaN
-  fill, with the NaN whose bits are all ones but the sign); a store does not write them.
+  fill, with the bits 0x7FF7 in every 16 bits: the NaN an H200 writes for float16, float32 and
+  float64 alike); a store does not write them.
+* What the H200 refuses with an illegal instruction (checked on one) the copies refuse with a
+  status and copy nothing: an innermost coordinate whose byte offset is not a multiple of 16
+  (the box must start 16-byte aligned), and, for a store, any negative coordinate.
 * Swizzled boxes: each row of the box (one innermost run) starts a new swizzle span (32, 64
   or 128 bytes; the CUDA programming guide: "if the swizzle width exceeds the inner dimension,
   the shared memory must be allocated to accommodate the full swizzle width"), and the 16-byte
@@ -87,6 +91,9 @@ assert _LAYOUT.size == TENSORMAP_BYTES
 # Status codes of the tile copies
 OK = 0
 ERR_NOT_A_HOST_MAP = 1
+ERR_MISALIGNED_COORDINATE = 2      # innermost coordinate * element size not a multiple of 16
+ERR_NEGATIVE_STORE_COORDINATE = 3  # a store's box must not start below 0 in any dimension
+OOB_NAN_BITS = 0x7FF7  # the 16-bit pattern of the NaN fill, repeated to the element's width
 
 SYMBOL_LOAD = "kaiojit_tma_load"
 SYMBOL_STORE = "kaiojit_tma_store"
@@ -231,6 +238,11 @@ def _valid_map(b: ir.IRBuilder, tmap: ir.Value) -> ir.Value:
                   b.icmp_unsigned("==", version, _const(VERSION, I8)))
 
 
+def _refuse_if(b: ir.IRBuilder, condition: ir.Value, status: int) -> None:
+    with b.if_then(condition, likely=False):
+        b.ret(_const(status, I32))
+
+
 def _define_tile_copy(mod: ir.Module, name: str, load: bool,
                       complete_tx: ir.Function | None) -> ir.Function:
     """``i32 load(smem, tmap, c0..c4, mbar)`` or ``i32 store(tmap, c0..c4, smem)``."""
@@ -251,6 +263,13 @@ def _define_tile_copy(mod: ir.Module, name: str, load: bool,
     b.position_at_end(good)
     g = _TileGeometry(b, tmap)
     starts = [b.sext(c, I64) for c in coords]
+    misaligned = b.icmp_unsigned("!=", b.and_(b.mul(starts[0], g.elem), _const(15)), _const(0))
+    _refuse_if(b, misaligned, ERR_MISALIGNED_COORDINATE)
+    if not load:
+        negative = ir.Constant(ir.IntType(1), 0)
+        for start in starts:
+            negative = b.or_(negative, b.icmp_signed("<", start, _const(0)))
+        _refuse_if(b, negative, ERR_NEGATIVE_STORE_COORDINATE)
     smem_base = b.ptrtoint(smem, I64)
 
     def outer(d: int, row: ir.Value, inside: ir.Value, gaddr: ir.Value) -> None:
@@ -286,7 +305,8 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
         switch.add_case(_const(size), block)
         b.position_at_end(block)
         word = _WORD[size]
-        fill = b.select(g.nan_fill, _const((1 << (8 * size - 1)) - 1, word), _const(0, word))
+        nan = int.from_bytes(OOB_NAN_BITS.to_bytes(2, "little") * (size // 2), "little")
+        fill = b.select(g.nan_fill, _const(nan, word), _const(0, word))
         with _counted_loop(b, g.counts[0], f"j{size}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
             ok = b.and_(inside, b.icmp_unsigned("<", coord, g.dims[0]))
@@ -445,13 +465,13 @@ def _coords(coords: Sequence[int]) -> list[int]:
 
 def tile_load(dst: int, tensormap: int, coords: Sequence[int], mbarrier: int = 0) -> int:
     """Copy the box at ``coords`` (innermost first) into shared memory at ``dst``; complete its
-    bytes on ``mbarrier`` (an address, or 0 for none). Returns OK or ERR_NOT_A_HOST_MAP."""
+    bytes on ``mbarrier`` (an address, or 0 for none). Returns OK or an ERR_* status."""
     return _native().call[SYMBOL_LOAD](dst, tensormap, *_coords(coords), mbarrier or None)
 
 
 def tile_store(tensormap: int, coords: Sequence[int], src: int) -> int:
     """Copy the box in shared memory at ``src`` to the tensor at ``coords`` (in-bounds
-    elements only). Returns OK or ERR_NOT_A_HOST_MAP."""
+    elements only). Returns OK or an ERR_* status."""
     return _native().call[SYMBOL_STORE](tensormap, *_coords(coords), src)
 
 

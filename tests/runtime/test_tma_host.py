@@ -102,19 +102,21 @@ def random_case(dtype, rank: int, swizzle=None):
     return random_tensor(shape, dtype), box, estrides
 
 
-def coordinates(shape, box, estrides) -> list[tuple[int, ...]]:
-    """Interior, edge, negative and fully outside corners."""
+def coordinates(a: np.ndarray, box, estrides) -> list[tuple[int, ...]]:
+    """Interior, edge, negative and fully outside corners. The innermost coordinate is a whole
+    number of 16-byte units, as the hardware requires."""
     span = [b * e for b, e in zip(box, estrides)]
+    unit = 16 // a.itemsize
     pick = [
-        tuple(0 for _ in shape),
-        tuple(max(s - w, 0) for s, w in zip(shape, span)),      # the last full box
-        tuple(s - 1 for s in shape),                            # hanging over every edge
+        tuple(0 for _ in a.shape),
+        tuple(max(s - w, 0) for s, w in zip(a.shape, span)),    # the last full box
+        tuple(s - 1 for s in a.shape),                          # hanging over every edge
         tuple(-(w // 2) - 1 for w in span),                     # negative
-        tuple(int(RNG.integers(-w, s + 1)) for s, w in zip(shape, span)),
-        tuple(int(RNG.integers(-w, s + 1)) for s, w in zip(shape, span)),
-        tuple(s + 2 for s in shape),                            # entirely outside
+        tuple(int(RNG.integers(-w, s + 1)) for s, w in zip(a.shape, span)),
+        tuple(int(RNG.integers(-w, s + 1)) for s, w in zip(a.shape, span)),
+        tuple(s + 2 for s in a.shape),                          # entirely outside
     ]
-    return pick
+    return [c[:-1] + (c[-1] // unit * unit,) for c in pick]
 
 
 def run_load(a, box, estrides, coords, *, swizzle=None, oob_fill=None, base_offset=0):
@@ -144,7 +146,7 @@ def expected_smem(a, box, estrides, coords, layout, fill, base: int) -> np.ndarr
 def test_tile_load_matches_the_model(dtype, rank):
     for _ in range(3):
         a, box, estrides = random_case(dtype, rank)
-        for coords in coordinates(a.shape, box, estrides):
+        for coords in coordinates(a, box, estrides):
             smem, layout = run_load(a, box, estrides, coords)
             want = expected_smem(a, box, estrides, coords, layout, 0, smem.ctypes.data)
             np.testing.assert_array_equal(smem, want, err_msg=f"box {box} at {coords} of "
@@ -155,15 +157,15 @@ def test_tile_load_matches_the_model(dtype, rank):
 def test_nan_fill_marks_exactly_the_elements_outside(dtype):
     for rank in (1, 2, 3):
         a, box, estrides = random_case(dtype, rank)
-        for coords in coordinates(a.shape, box, estrides):
+        for coords in coordinates(a, box, estrides):
             smem, layout = run_load(a, box, estrides, coords, oob_fill="nan")
             values, inside, _ = model_box(a, box, estrides, coords, np.nan)
             got = smem.view(a.dtype).reshape(values.shape)
             np.testing.assert_array_equal(np.isnan(got), ~inside)
             np.testing.assert_array_equal(got[inside], values[inside])
-            # the NaN is all ones but the sign, at every width
-            bits = got.view(f"u{a.itemsize}")[~inside]
-            assert (bits == (1 << (8 * a.itemsize - 1)) - 1).all()
+            # the NaN an H200 writes: 0x7FF7 in every 16 bits, at every width
+            bits = got.view(np.uint16).reshape(values.shape + (a.itemsize // 2,))[~inside]
+            assert (bits == 0x7FF7).all()
 
 
 @pytest.mark.parametrize("swizzle", ["32B", "64B", "128B"])
@@ -172,7 +174,7 @@ def test_nan_fill_marks_exactly_the_elements_outside(dtype):
 def test_swizzled_loads_follow_the_absolute_address(swizzle, dtype):
     for base_offset in (0, 128, 384, 640):  # the pattern follows address bits 7 and up
         a, box, estrides = random_case(dtype, 3, swizzle)
-        for coords in coordinates(a.shape, box, estrides)[:4]:
+        for coords in coordinates(a, box, estrides)[:4]:
             smem, layout = run_load(a, box, estrides, coords, swizzle=swizzle,
                                     base_offset=base_offset)
             want = expected_smem(a, box, estrides, coords, layout, 0, smem.ctypes.data)
@@ -215,12 +217,18 @@ def test_tile_store_writes_the_box_inside_the_tensor_only(dtype, swizzle):
         span = SWIZZLE_SPAN[swizzle]
         counts = box_counts(box, estrides)
         rows, row_bytes, pitch = smem_layout(counts, a.itemsize, span)
-        for coords in coordinates(a.shape, box, estrides):
+        for coords in coordinates(a, box, estrides):
             before = a.copy()
             smem = aligned_zeros(rows * pitch, 1024)
             smem[:] = RNG.integers(0, 256, smem.size, dtype=np.uint8)
             tmap = as_buffer(encode(a, box, swizzle=swizzle, element_strides=estrides))
-            assert H.tile_store(tmap.ctypes.data, coords[::-1], smem.ctypes.data) == H.OK
+            status = H.tile_store(tmap.ctypes.data, coords[::-1], smem.ctypes.data)
+            if min(coords) < 0:  # an illegal instruction on the GPU: refused, nothing written
+                assert status == H.ERR_NEGATIVE_STORE_COORDINATE
+                np.testing.assert_array_equal(a.view(f"u{a.itemsize}"),
+                                              before.view(f"u{a.itemsize}"))
+                continue
+            assert status == H.OK
             where = physical(smem.ctypes.data, row_bytes, rows, pitch, span)
             values = smem[where.ravel()].view(a.dtype).reshape(counts)
             _, inside, index = model_box(a, box, estrides, coords, 0)
@@ -239,11 +247,36 @@ def test_a_store_then_a_load_round_trips():
     smem = aligned_zeros(8 * 64, 1024)
     load = as_buffer(encode(a, box, swizzle="64B"))
     store = as_buffer(encode(b, box, swizzle="64B"))
-    for row in range(-4, 40, 8):
-        for col in range(-8, 24, 16):
+    for row in range(0, 40, 8):
+        for col in range(0, 24, 16):
             assert H.tile_load(smem.ctypes.data, load.ctypes.data, (col, row)) == H.OK
             assert H.tile_store(store.ctypes.data, (col, row), smem.ctypes.data) == H.OK
     np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_a_box_must_start_16_byte_aligned(dtype):
+    """An H200 faults (illegal instruction) on an innermost coordinate that is not a whole
+    number of 16-byte units; the host copies refuse it and touch nothing."""
+    a = random_tensor((16, 64), dtype)
+    before = a.copy()
+    unit = 16 // a.itemsize
+    smem = aligned_zeros(8 * 16 * 4, 1024)
+    smem[:] = POISON
+    bar = aligned_zeros(8, 8)
+    H.mbarrier_init(bar.ctypes.data, 1)
+    H.mbarrier_arrive_expect_tx(bar.ctypes.data, 16)
+    tmap = as_buffer(encode(a, (8, 16 // a.itemsize * 2)))
+    for col in {1, unit - 1, unit + 1, -1, -unit - 1}:
+        rc = H.tile_load(smem.ctypes.data, tmap.ctypes.data, (col, 0), bar.ctypes.data)
+        assert rc == H.ERR_MISALIGNED_COORDINATE, col
+        assert H.tile_store(tmap.ctypes.data, (col, 0), smem.ctypes.data) == \
+            H.ERR_MISALIGNED_COORDINATE
+    assert (smem == POISON).all()
+    assert not H.mbarrier_try_wait_parity(bar.ctypes.data, 0)  # no bytes were completed
+    np.testing.assert_array_equal(a.view(np.uint8), before.view(np.uint8))
+    assert H.tile_load(smem.ctypes.data, tmap.ctypes.data, (-unit, 0)) == H.OK
 
 
 def test_a_map_that_is_not_a_host_map_is_refused():

@@ -84,7 +84,8 @@ def tiles_ir() -> str:
     (row0 + y * row_step, col0 + x * col_step). Its threads poison the box's shared memory, an
     elected thread loads the box through ``src`` (a bounded wait, reported in flags), every
     byte of the box's shared memory is copied to ``boxes[tile]`` (swizzle, padding and fill as
-    the GPU left them), and an elected thread stores the box back through ``dst``.
+    the GPU left them), and an elected thread stores the box back through ``dst`` (only boxes
+    whose coordinates are not negative: a TMA store of any other is an illegal instruction).
 
     ``flags`` (int32): [tile] = tag ^ tile, [n + tile] = 1 if the load timed out, [2n + tile]
     the shared address of the box, [3n + tile] = 1 if the arrive-count barrier timed out."""
@@ -217,7 +218,11 @@ report.end:
 elect2:
   %e2 = {asm(P.elect_sync(), "i32", "i32 -1")}
   %elected2 = icmp ne i32 %e2, 0
-  %go = and i1 %elected2, %done
+  %loaded = and i1 %elected2, %done
+  %c0pos = icmp sge i32 %c0, 0
+  %c1pos = icmp sge i32 %c1, 0
+  %inside = and i1 %c0pos, %c1pos
+  %go = and i1 %loaded, %inside
   br i1 %go, label %store, label %exit
 store:
   {asm(P.fence_proxy_async(), "void")}
