@@ -49,14 +49,16 @@ def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: i
         "tls": binding.thread_state, "DEV": device, "u64": slots.u64, "f32": slots.f32,
         "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": binding.call,
         "FN": binding.function, "STREAM": binding.stream, "PARAMS": binding.params,
-        "failed": binding.failed,
+        "failed": binding.failed, "RT": sys.modules[LoadedKernel.__module__], "BK": backend,
     }
     n = len(args)
     names = [f"a{i}" for i in range(n)]
     # a method: the launcher's class gets it as __call__, so a launch is this one frame
     lines = [
         "def fast(self, *args):",
-        f"    if get_ident() != OWNER or tls.device != DEV or len(args) != {n}:",
+        # another thread, device or active backend (arrays of every backend say device 0)
+        (f"    if get_ident() != OWNER or RT._active is not BK or tls.device != DEV or "
+         f"len(args) != {n}:"),
         "        return self.general(args)",
         "    try:",
     ]

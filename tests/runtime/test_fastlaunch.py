@@ -121,3 +121,21 @@ def test_float_overflow_goes_through_the_general_path(mock):
     launcher(out, 1.5)
     launcher(out, 1e300)  # beyond float32: written as inf by the general path
     assert mock.launches[-1].params[2] == np.float32(np.inf).tobytes()
+
+
+def test_another_active_backend_takes_the_general_path(mock):
+    """Arrays of every backend say device 0: the fast form of one backend must not launch the
+    arrays of another (a cpu array in a GPU launch is an illegal address)."""
+    rng = np.random.default_rng()
+    k = make_kernel()
+    launcher = k[1, 64]
+    launcher(*args_for(rng))
+    launcher(*args_for(rng))
+    assert mock.fast_launches == 1
+    other = MockBackend(device_count=1)
+    set_backend(other)
+    args = args_for(rng)  # arrays of the other backend, same kinds
+    launcher(*args)
+    assert mock.fast_launches == 1 and len(mock.launches) == 2
+    assert len(other.launches) == 1
+    assert other.launches[-1].params == general_bytes(other, k, 1, 64, args)
