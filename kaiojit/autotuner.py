@@ -100,8 +100,10 @@ class Config:
     def describe(self) -> str:
         parts = [f"block={self.block!r}"]
         if self.grid is not None:
+            # a callable by its name alone: its qualname differs across Python versions
+            # (3.12 inlines comprehensions), and the disk cache stores this text
             grid = self.grid if not callable(self.grid) else getattr(
-                self.grid, "__qualname__", repr(self.grid))
+                self.grid, "__name__", repr(self.grid))
             parts.append(f"grid={grid}")
         parts += [f"{k}={v!r}" for k, v in self.constants.items()]
         if self.shared:
