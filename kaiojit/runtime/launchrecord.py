@@ -110,7 +110,7 @@ def _compile() -> dict[str, Any]:
             return _compiled
         from llvmlite import binding as llvm
 
-        from kaiojit.runtime.hostjit import _engine_target_machine
+        from kaiojit.runtime.hostjit import _LOAD_LOCK, _engine_target_machine
 
         text = (_TRAMPOLINE_IR.replace("ENTRY_OFFSET", str(LaunchRecord.entry.offset))
                 .replace("FUNCTION_OFFSET", str(LaunchRecord.function.offset))
@@ -120,8 +120,9 @@ def _compile() -> dict[str, Any]:
         module = llvm.parse_assembly(text)
         module.triple = llvm.get_process_triple()
         module.verify()
-        engine = llvm.create_mcjit_compiler(module, _engine_target_machine())
-        engine.finalize_object()
+        with _LOAD_LOCK:  # MCJIT's engine creation is not thread-safe
+            engine = llvm.create_mcjit_compiler(module, _engine_target_machine())
+            engine.finalize_object()
         _compiled["engine"] = engine  # owns the code
         _compiled["trampoline"] = LAUNCH_CALL(
             engine.get_function_address("kaiojit_launch_record"))
