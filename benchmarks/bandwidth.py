@@ -62,6 +62,46 @@ def saxpy_unrolled(out, x, y, a, n):
                 out[i] = a * x[i] + y[i]
 
 
+@kj.jit
+def saxpy_vec4(out, x, y, a, n):
+    # four consecutive elements a thread: one 128-bit load of x and y and one 128-bit store
+    # each when the arrays are specialized as 16-byte aligned (float32[::1, align=16])
+    i = kj.grid(1) * 4
+    if i + 3 < n:
+        x0 = x[i]
+        x1 = x[i + 1]
+        x2 = x[i + 2]
+        x3 = x[i + 3]
+        out[i] = a * x0 + y[i]
+        out[i + 1] = a * x1 + y[i + 1]
+        out[i + 2] = a * x2 + y[i + 2]
+        out[i + 3] = a * x3 + y[i + 3]
+    else:
+        for k in range(4):
+            if i + k < n:
+                out[i + k] = a * x[i + k] + y[i + k]
+
+
+def ptx_widths() -> None:
+    """How many 128-bit global loads and stores each kernel's PTX has, without and with the
+    alignment specialization."""
+    import re
+
+    sigs = {
+        saxpy: "void(float32[::1{a}], float32[::1{a}], float32[::1{a}], float32, int32)",
+        saxpy_vec4: "void(float32[::1{a}], float32[::1{a}], float32[::1{a}], float32, int32)",
+        transpose: "void(float32[:, ::1{a}], float32[:, ::1{a}])",
+    }
+    print(f"{'kernel':<12} {'ld.v4/st.v4 unaligned':>22} {'ld.v4/st.v4 align=16':>22}")
+    for kern, sig in sigs.items():
+        counts = []
+        for a in ("", ", align=16"):
+            ptx = kern.inspect_ptx(sig.format(a=a))
+            counts.append(f"{len(re.findall(r'ld[.]global(?:[.]nc)?[.]v4', ptx))}/"
+                          f"{len(re.findall(r'st[.]global[.]v4', ptx))}")
+        print(f"{kern.__name__:<12} {counts[0]:>22} {counts[1]:>22}")
+
+
 SUM_UNROLL = 4
 
 
@@ -223,6 +263,13 @@ def bench_saxpy(n: int, rows: list, peers: dict):
     ms = time_ms(lambda k: saxpy[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
     rows.append(("saxpy", "kaiojit", ms, tbps(nbytes, ms)))
 
+    outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
+    gridv = (n // 4 + block - 1) // block
+    saxpy_vec4[gridv, block](outs[0], xs[0], ys[0], a, n32)
+    check(outs[0].copy_to_host(), 0)
+    ms = time_ms(lambda k: saxpy_vec4[gridv, block](outs[k], xs[k], ys[k], a, n32), SETS)
+    rows.append(("saxpy", "kaiojit (vec4, 128-bit)", ms, tbps(nbytes, ms)))
+
     grid4 = (n + block * UNROLL - 1) // (block * UNROLL)
     outs[1] = kj.to_device(np.full(n, np.nan, np.float32))
     saxpy_unrolled[grid4, block](outs[1], xs[1], ys[1], a, n32)
@@ -383,6 +430,9 @@ def numba_rows(small: bool) -> list:
 
 def main() -> None:
     small = "--small" in sys.argv
+    ptx_widths()
+    if "--ptx-only" in sys.argv:
+        return
     scale = 8 if small else 1
     rows: list = []
     peers = load_peers()

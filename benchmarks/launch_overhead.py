@@ -311,6 +311,11 @@ def _sync() -> None:
 
 def time_launches(launch: Callable[[], None], launches: int, reps: int) -> float:
     """Median host seconds per launch."""
+    return statistics.median(time_reps(launch, launches, reps))
+
+
+def time_reps(launch: Callable[[], None], launches: int, reps: int) -> list[float]:
+    """Host seconds per launch of each repetition."""
     for _ in range(200):
         launch()
     _sync()
@@ -321,13 +326,28 @@ def time_launches(launch: Callable[[], None], launches: int, reps: int) -> float
             launch()
         samples.append((time.perf_counter() - start) / launches)
         _sync()
-    return statistics.median(samples)
+    return samples
+
+
+def paired_ratios(launchers: dict[str, Callable[[], None]], launches: int, reps: int
+                  ) -> dict[str, list[float]]:
+    """Per repetition, each launcher's time over the raw call's, the rows interleaved within
+    the repetition so a slow stretch of the shared host hits them alike."""
+    ratios: dict[str, list[float]] = {name: [] for name in launchers}
+    raw = launchers["raw"]
+    for _ in range(reps):
+        base = time_reps(raw, launches, 1)[0]
+        for name, launch in launchers.items():
+            ratios[name].append(time_reps(launch, launches, 1)[0] / base)
+    return ratios
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=5000)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--paired-reps", type=int, default=9,
+                        help="repetitions of the interleaved ratio measurement")
     opts = parser.parse_args(argv)
 
     import kaiojit.runtime as rt
@@ -343,6 +363,22 @@ def main(argv: list[str] | None = None) -> int:
             results.append((name, seconds, ""))
         except Exception as e:  # a missing library or an unready path: the row is skipped
             results.append((name, None, f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"))
+    paired = {}
+    for key, make in (("raw", row_raw), ("@kj.jit DeviceArrays", row_kaiojit_jit),
+                      ("@kj.jit PyTorch", row_kaiojit_torch), ("CuPy RawKernel", row_cupy)):
+        try:
+            paired[key] = make()
+        except Exception as e:  # noqa: BLE001 - a missing peer
+            print(f"(paired: {key} skipped: {type(e).__name__})")
+    ratios = paired_ratios(paired, 1000, opts.paired_reps)
+    print(f"ratio to raw cuLaunchKernel, each repetition 1000 launches of raw then of the row "
+          f"({opts.paired_reps} repetitions)")
+    for name, rs in ratios.items():
+        if name == "raw":
+            continue
+        per_run = " ".join(f"{r:.2f}" for r in rs)
+        print(f"RATIO {name:24} median {statistics.median(rs):.3f}x  max {max(rs):.3f}x  "
+              f"[{per_run}]")
     raw = results[0][1]
     print(f"host time per launch, median of {opts.reps} x {opts.launches} launches")
     print(f"{'launcher':34} {'us/launch':>10} {'x raw':>7}")

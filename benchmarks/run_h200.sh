@@ -29,7 +29,7 @@ for step in $steps; do
         PYTHONPATH=.:$NP22 timeout 200 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch.log" | tail -20 ;;&
     launch5)
         for i in 1 2 3 4 5; do
-            PYTHONPATH=.:$NP22 timeout 100 python3 benchmarks/launch_overhead.py 2>&1 | tail -14
+            PYTHONPATH=.:$NP22 timeout 100 python3 benchmarks/launch_overhead.py 2>&1 | tail -19
         done | tee "$OUT/launch.log" ;;
     bandwidth|all)
         peer timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&

@@ -138,14 +138,24 @@ def from_dtype(dtype) -> ScalarType:
         raise TypeError(f"kaiojit has no scalar type for dtype {dt}") from None
 
 
-class ArrayType(namedtuple("_Array", "dtype ndim layout"), Type):
+ALIGN_BYTES = 16  # the alignment arrays are specialized on: one 128-bit access
+
+
+class ArrayType(namedtuple("_Array", "dtype ndim layout align"), Type):
     """An N-d array view. Layout 'C' or 'F' means contiguous (strides follow from the shape);
-    'A' means any strides, passed at launch (in bytes, as NumPy keeps them)."""
+    'A' means any strides, passed at launch (in bytes, as NumPy keeps them).
+
+    ``align`` is 16 when the data pointer and every row stride (the strides of all but the
+    contiguous dimension: the innermost for 'C' and 'A', the outermost for 'F') are multiples
+    of 16 bytes, else 0 (nothing known). Kernels are specialized on it: an aligned array
+    lets LLVM use 128-bit loads and stores. Spelled ``float32[:, ::1, align=16]``."""
 
     __slots__ = ()
 
-    def __new__(cls, dtype: ScalarType, ndim: int, layout: str = "A"):
-        return super().__new__(cls, dtype, ndim, layout)
+    def __new__(cls, dtype: ScalarType, ndim: int, layout: str = "A", align: int = 0):
+        if align not in (0, ALIGN_BYTES):
+            raise TypeError(f"an array's alignment is 0 or {ALIGN_BYTES} bytes, got {align!r}")
+        return super().__new__(cls, dtype, ndim, layout, align)
 
     def __str__(self) -> str:
         dims = [":"] * self.ndim
@@ -153,6 +163,8 @@ class ArrayType(namedtuple("_Array", "dtype ndim layout"), Type):
             dims[-1] = "::1"
         elif self.layout == "F":
             dims[0] = "::1"
+        if self.align:
+            dims.append(f"align={self.align}")
         return f"{self.dtype}[{', '.join(dims)}]"
 
     def __repr__(self) -> str:
@@ -167,7 +179,11 @@ class ArrayType(namedtuple("_Array", "dtype ndim layout"), Type):
         return self.layout == "A"
 
     def with_layout(self, layout: str) -> ArrayType:
+        """The same array in another layout (alignment not kept: it depends on the layout)."""
         return ArrayType(self.dtype, self.ndim, layout)
+
+    def with_align(self, align: int) -> ArrayType:
+        return ArrayType(self.dtype, self.ndim, self.layout, align)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,16 +321,22 @@ def parse_type(text: str) -> Type:
         if not isinstance(base, ScalarType):
             raise ValueError(f"array of non-scalar type in {text!r}")
         steps = []
+        align = 0
         for dim in m.group(2).split(","):
             d = dim.replace(" ", "")
+            if align:
+                raise ValueError(f"'align={ALIGN_BYTES}' comes last in {text!r}")
             if d == ":":
                 steps.append(None)
             elif d == "::1":
                 steps.append(1)
+            elif d == f"align={ALIGN_BYTES}" and steps and not align:
+                align = ALIGN_BYTES
             else:
-                raise ValueError(f"bad array dimension {dim.strip()!r} in {text!r}: use ':' or '::1'")
+                raise ValueError(f"bad array dimension {dim.strip()!r} in {text!r}: use ':' or "
+                                 f"'::1' (and a last 'align={ALIGN_BYTES}')")
         try:
-            return ArrayType(base, len(steps), _layout_from_steps(steps))
+            return ArrayType(base, len(steps), _layout_from_steps(steps), align)
         except TypeError as e:
             raise ValueError(f"{e} in {text!r}") from None
     raise ValueError(f"unknown type {s!r}")

@@ -41,10 +41,10 @@ def test_lazy_specializes_once_per_signature(mock):
     k[1, 64](out, x, y, np.float32(3.0), np.int32(64))
     assert len(k.signatures) == 1
     assert str(k.signatures[0]) == \
-        "void(float32[::1], float32[::1], float32[::1], float32, int32)"
+        "void(float32[::1, align=16], float32[::1, align=16], float32[::1, align=16], float32, int32)"
     k[1, 64](out, x, y, 2.0, 64)  # Python float and int: float64 and int64
     assert [str(s) for s in k.signatures][1] == \
-        "void(float32[::1], float32[::1], float32[::1], float64, int64)"
+        "void(float32[::1, align=16], float32[::1, align=16], float32[::1, align=16], float64, int64)"
     assert len(mock.launches) == 3
 
 
@@ -76,7 +76,8 @@ def test_strided_array_passes_strides(mock):
     out = kj.to_device(host[:, ::2].copy())
     k[1, (8, 3)](out, m[:, ::2])
     sig = k.signatures[-1]
-    assert sig.args == (T.float64[:, ::1], T.float64[:, :])
+    # out's rows are 24 bytes (not aligned), m's 48 (aligned)
+    assert sig.args == (T.float64[:, ::1], T.float64[:, :].with_align(16))
     params = mock.launches[-1].params
     # out: ptr + 2 shape; m: ptr + 2 shape + 2 strides in bytes
     assert len(params) == 3 + 5

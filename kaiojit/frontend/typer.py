@@ -190,6 +190,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
                 return Expr("const", t, attr=convert_const(e.attr, t), loc=e.loc)
             return Expr("cast", t, (e,), loc=e.loc)
         if isinstance(t, T.ArrayType) and isinstance(e.type, T.ArrayType):
+            if e.type.with_align(t.align) == t and e.type.align >= t.align:
+                # the same array, promising less alignment: the same value
+                return Expr(e.op, t, e.args, e.attr, e.loc, weak=e.weak)
             if e.type.dtype == t.dtype and e.type.ndim == t.ndim and t.layout == "A":
                 return Expr("cast", t, (e,), loc=e.loc)
         if isinstance(t, T.TupleType) and isinstance(e.type, T.TupleType):
@@ -213,6 +216,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             return result_scalar(t1, w1, t2, w2), w1 and w2
         if isinstance(t1, T.ArrayType) and isinstance(t2, T.ArrayType):
             if t1.dtype == t2.dtype and t1.ndim == t2.ndim:
+                if t1.layout == t2.layout:  # only the alignment differs: the lesser one
+                    return t1.with_align(min(t1.align, t2.align)), False
                 return t1.with_layout("A"), False
         if isinstance(t1, T.TupleType) and isinstance(t2, T.TupleType):
             if len(t1.elements) == len(t2.elements):

@@ -49,6 +49,8 @@ class NVPTXTarget(Target):
                 arg.name = flat[i][0]
                 if part == T.PARAM_PTR:
                     arg.attributes.add("noundef")
+                    if t.align:  # specialized on: LLVM may then use 128-bit accesses
+                        arg.attributes.align = t.align
                     if name in readonly:
                         # lets LLVM use the read-only data cache (ld.global.nc)
                         arg.attributes.add("noalias")

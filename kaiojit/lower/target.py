@@ -14,7 +14,24 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from .llvmtypes import I8, ll_mem_type, ll_param_type, ll_type
+from .llvmtypes import I8, I64, ll_mem_type, ll_param_type, ll_type
+
+
+def aligned_rows(b: ir.IRBuilder, t: T.ArrayType, shape: list, strides: list | None) -> None:
+    """Tell LLVM what an aligned array's type promises: its row stride is a multiple of
+    ``t.align`` bytes. The value is masked with the bits it is known to have (the mask changes
+    nothing at run time), so every address computed from it has known low zero bits and
+    accesses of consecutive elements may become one 128-bit access."""
+    if t.ndim < 2:
+        return
+    if t.layout == "A":
+        for d in range(t.ndim - 1):
+            strides[d] = b.and_(strides[d], ir.Constant(I64, -t.align))
+        return
+    per_row = t.align // t.dtype.itemsize  # elements in one aligned unit
+    if per_row > 1:
+        d = t.ndim - 1 if t.layout == "C" else 0
+        shape[d] = b.and_(shape[d], ir.Constant(I64, -per_row))
 
 
 class Target:
@@ -47,6 +64,8 @@ class Target:
             ptr = next(args)
             shape = [next(args) for _ in range(t.ndim)]
             strides = [next(args) for _ in range(t.ndim)] if t.passes_strides else None
+            if t.align:
+                aligned_rows(b, t, shape, strides)
             return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
         if isinstance(t, T.TensorMapType):
             return next(args)

@@ -19,7 +19,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.errors import PerformanceWarning
 from kaiojit.runtime.interop import array_extractor, instance_extractor
-from kaiojit.runtime.layout import array_type, contiguous_strides
+from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
 from kaiojit.runtime.tensormap import TensorMap
@@ -178,14 +178,22 @@ def _tensormap_writer(slot: int, t: kt.TensorMapType, name: str) -> Writer:
 
 
 def _accepted_types(t: kt.ArrayType) -> frozenset[kt.ArrayType]:
-    if t.layout == "A":
-        return frozenset(t.with_layout(layout) for layout in "CFA")
-    return frozenset({t})
+    """The array types a parameter of type ``t`` takes as they are (an aligned array also
+    fits an unaligned parameter); other layouts under an aligned 'A' parameter are checked
+    by :func:`_fits_alignment`."""
+    layouts = ("CA" if t.align and t.ndim > 1 else "CFA") if t.layout == "A" else t.layout
+    aligns = (t.align,) if t.align else (0, kt.ALIGN_BYTES)
+    return frozenset(array_type(t.dtype, t.ndim, layout, align)
+                     for layout in layouts for align in aligns)
+
+
+def _fits_alignment(t: kt.ArrayType, ptr: int, shape: tuple, strides: tuple) -> bool:
+    return alignment(ptr, shape, strides, t.dtype.itemsize, t.layout) >= t.align
 
 
 def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
     accepted = _accepted_types(t)
-    exact = array_type(t.dtype, t.ndim, t.layout)
+    exact = array_type(t.dtype, t.ndim, t.layout, t.align)
     ndim = t.ndim
     passes_strides = t.passes_strides
     itemsize = t.dtype.itemsize
@@ -221,7 +229,11 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
                 raise TypeError(f"parameter {name!r}: {e}") from None
         ptr, shape, strides, vt, vdev = info
         if vt not in accepted:
-            raise TypeError(f"parameter {name!r} is {t}: got an array of type {vt}")
+            if strides is None and vt.layout != "A":
+                strides = contiguous_strides(shape, itemsize, vt.layout)
+            if (vt.dtype != t.dtype or vt.ndim != t.ndim or t.layout != "A"
+                    or not _fits_alignment(t, ptr, shape, strides)):
+                raise TypeError(f"parameter {name!r} is {t}: got an array of type {vt}")
         if vdev != device and vdev >= 0:
             raise TypeError(f"parameter {name!r}: the array is on device {vdev}, the launch "
                             f"is on device {device}")

@@ -55,16 +55,32 @@ class LaunchConfig:
 @dataclass(frozen=True, slots=True)
 class FastLaunchBinding:
     """What a generated fast launch (:mod:`kaiojit.runtime.fastlaunch`) calls for one kernel,
-    stream and set of slots: ``call(function, gx, gy, gz, bx, by, bz, shared_mem, stream,
-    params, None)`` launches and returns the driver's status, ``failed(status)`` raises the
-    error of a non-zero one, and ``thread_state.device`` is the calling thread's device."""
+    configuration, stream and set of slots: ``call(record)`` launches and returns the driver's
+    status (``record`` holds everything but the slots' bytes, see
+    :mod:`kaiojit.runtime.launchrecord`), ``failed(status)`` raises the error of a non-zero
+    one. ``thread_state.token`` is the calling thread's device-selection token: the launch is
+    valid while it is ``token`` (the same thread, the same device)."""
 
-    call: Callable[..., int]
-    function: Any
-    stream: Any
-    params: Any
+    call: Callable[[Any], int]
+    record: Any
     failed: Callable[[int], None]
     thread_state: Any
+    token: Any
+    keep: Any = None  # what ``record`` points into, kept alive with the binding
+
+
+_TOKENS: dict[tuple[int, int], tuple[int, int]] = {}
+
+
+def device_token(device: int) -> tuple[int, int]:
+    """The interned token of (this thread, ``device``), which a backend stores in its
+    thread state when a device is selected: one identity test tells a fast launch that it
+    runs in the thread and on the device it was built for."""
+    key = (threading.get_ident(), device)
+    token = _TOKENS.get(key)
+    if token is None:
+        token = _TOKENS.setdefault(key, key)
+    return token
 
 
 # --- the protocol, in parts -----------------------------------------------------------------------

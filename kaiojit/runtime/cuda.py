@@ -18,8 +18,11 @@ import threading
 from typing import Any
 
 from kaiojit.errors import CudaError
-from kaiojit.runtime import driver
-from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, launch_context
+from kaiojit.runtime import driver, launchrecord
+from kaiojit.runtime.backend import (
+    DeviceLimits, Dim3, FastLaunchBinding, device_token, launch_context,
+)
+from kaiojit.runtime.launchrecord import LAUNCH_MODES
 from kaiojit.runtime.driver import check, error_for
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
 from kaiojit.runtime.slots import ArgSlots
@@ -44,6 +47,7 @@ class CudaFunction:
 
 class _ThreadState(threading.local):
     device: int | None = None
+    token: Any = None
 
 
 class CudaBackend:
@@ -66,8 +70,13 @@ class CudaBackend:
         self._default_device = 0
         self._lock = threading.Lock()
         self._launch = driver.entry_point("cuLaunchKernel", driver.LAUNCH_PROTO)
-        # KAIOJIT_LAUNCH=bindings launches through cuda.bindings' cuLaunchKernel instead.
-        self.launch_through_bindings = os.environ.get("KAIOJIT_LAUNCH", "") == "bindings"
+        # KAIOJIT_LAUNCH: ex (default), ctypes or bindings (see kaiojit.runtime.launchrecord)
+        self.launch_mode = os.environ.get("KAIOJIT_LAUNCH", "") or "ex"
+        if self.launch_mode not in LAUNCH_MODES:
+            raise ValueError(f"KAIOJIT_LAUNCH={self.launch_mode!r}: use one of "
+                             f"{', '.join(LAUNCH_MODES)}")
+        self.launch_through_bindings = self.launch_mode == "bindings"
+        self._launch_ex_address = 0
         self._streams: dict[int, Any] = {0: None}
         self._load = driver.entry_point("cuModuleLoadDataEx", driver.LOAD_PROTO)
         self._encode_tiled: Any = None
@@ -105,6 +114,7 @@ class CudaBackend:
     def _make_current(self, device: int) -> None:
         check(self.drv.cuCtxSetCurrent(self._context(device)), f"device {device}")
         self._tls.device = device
+        self._tls.token = device_token(device)
 
     def select_device(self, device: int) -> None:
         self._make_current(device)
@@ -264,15 +274,31 @@ class CudaBackend:
 
     def fast_launch_binding(self, fn: CudaFunction, grid: Dim3, block: Dim3, shared_mem: int,
                             stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
-        """The ctypes ``cuLaunchKernel`` with prebuilt pointers; none under
-        ``KAIOJIT_LAUNCH=bindings``, whose launches all go through ``launch_typed``."""
+        """``cuLaunchKernelEx`` through a prebuilt record (``KAIOJIT_LAUNCH=ex``, the
+        default) or ``cuLaunchKernel`` through ctypes with prebuilt pointers (``ctypes``);
+        none under ``bindings``, whose launches all go through ``launch_typed``."""
         if self.launch_through_bindings:
             return None
 
         def failed(rc: int) -> None:
             self._launch_failed(rc, fn, grid, block, shared_mem, stream, slots)
-        return FastLaunchBinding(self._launch, fn.pointer, self._stream_pointer(stream),
-                                 slots.params_pointer, failed, self._tls)
+        token = device_token(self.current_device())
+        if self.launch_mode == "ctypes":
+            launch, function = self._launch, fn.pointer
+            stream_pointer, params = self._stream_pointer(stream), slots.params_pointer
+            (gx, gy, gz), (bx, by, bz) = grid, block
+
+            def call(record: Any) -> int:
+                return launch(function, gx, gy, gz, bx, by, bz, shared_mem, stream_pointer,
+                              params, None)
+            return FastLaunchBinding(call, None, failed, self._tls, token)
+        if not self._launch_ex_address:
+            self._launch_ex_address = driver.entry_address("cuLaunchKernelEx")
+        record, pointer = launchrecord.make_record(self._launch_ex_address, fn.handle, grid,
+                                                   block, shared_mem, stream,
+                                                   slots.params_address)
+        return FastLaunchBinding(launchrecord.trampoline(), pointer, failed, self._tls, token,
+                                 (record, slots))
 
     def _stream_pointer(self, stream: int) -> ctypes.c_void_p:
         """The prebuilt ``c_void_p`` a launch passes for a stream handle."""

@@ -172,6 +172,11 @@ _ENTRY_POINT_CUDA_VERSION = 12000
 
 def entry_point(name: str, proto: Any) -> Any:
     """The driver function ``name`` (CUDA 12.0 ABI) as a ctypes function of type ``proto``."""
+    return proto(entry_address(name))
+
+
+def entry_address(name: str) -> int:
+    """The address of the driver function ``name`` (CUDA 12.0 ABI)."""
     drv = bindings()
     flags = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
     result = check(drv.cuGetProcAddress(name.encode(), _ENTRY_POINT_CUDA_VERSION, flags),
@@ -180,4 +185,4 @@ def entry_point(name: str, proto: Any) -> Any:
     address = int(pfn)
     if not address:
         raise CudaError("CUDA_ERROR_NOT_FOUND", f"the driver has no entry point {name}")
-    return proto(address)
+    return address

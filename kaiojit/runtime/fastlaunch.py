@@ -4,28 +4,42 @@ kinds), used by ``kernel[grid, block](...)`` once a launch of that shape has suc
 A launch through :meth:`ModuleKernel.launch <kaiojit.runtime.launch.ModuleKernel.launch>`
 types the arguments, looks up the configuration, and calls one writer per argument. Once that
 has worked, the same launch is specialized: the generated function checks, argument by
-argument, that each value is of the kind it saw (class, kaiojit type, device), writes the slots
-inline and calls the backend's launch entry (``cuLaunchKernel`` on cuda, see
-:class:`~kaiojit.runtime.backend.FastLaunchBinding`) with the configuration already bound. Any
-check that fails hands the arguments to the launcher's general path, which types, validates
-and reports errors as before. The function is bound to the thread that built it (its slots
-are that thread's).
+argument, that each value is of the kind it saw, writes the slots inline and calls the
+backend's launch entry with a prebuilt record (``cuLaunchKernelEx`` on cuda, see
+:mod:`kaiojit.runtime.launchrecord` and :class:`~kaiojit.runtime.backend.FastLaunchBinding`).
+Any check that fails hands the arguments to the launcher's general path, which types,
+validates and reports errors as before. The function is bound to the thread that built it
+and the device selected then, checked as one token (its slots are that thread's).
+
+Per argument kind: a DeviceArray is checked by class and one interned launch tag (type with
+alignment, device) and its parameter bytes are copied in one slice; a PyTorch tensor (or an
+object the interop layer reads as one) by class, dtype, ``get_device()`` and
+``is_contiguous()``, its pointer read with ``data_ptr()``; a CuPy array by class, dtype,
+``_c_contiguous`` and ``data.device_id``; for both the pointer and row stride must keep the
+alignment the kernel was specialized on. Scalars are checked by class.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
+from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
 from kaiojit.runtime.slots import ArgSlots
 
 _FLOAT_KINDS = {32: "f32", 64: "f64"}
+
+
+class _Miss(Exception):
+    """An argument of another kind than the fast form was built for (never escapes)."""
+
+
+_MISS = _Miss()
 
 
 def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: int,
@@ -45,25 +59,23 @@ def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: i
     if binding is None:
         return None
     env: dict[str, Any] = {
-        "DA": DeviceArray, "get_ident": threading.get_ident, "OWNER": threading.get_ident(),
-        "tls": binding.thread_state, "DEV": device, "u64": slots.u64, "f32": slots.f32,
-        "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": binding.call,
-        "FN": binding.function, "STREAM": binding.stream, "PARAMS": binding.params,
-        "failed": binding.failed, "RT": sys.modules[LoadedKernel.__module__], "BK": backend,
+        "DA": DeviceArray, "MISS": _MISS, "Miss": _Miss, "tls": binding.thread_state,
+        "TOKEN": binding.token, "DEV": device, "raw": slots.raw, "u64": slots.u64,
+        "f32": slots.f32, "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": binding.call,
+        "REC": binding.record, "failed": binding.failed, "BINDING": binding,
+        "RT": sys.modules[LoadedKernel.__module__], "BK": backend,
     }
     n = len(args)
     names = [f"a{i}" for i in range(n)]
     # a method: the launcher's class gets it as __call__, so a launch is this one frame
     lines = [
         "def fast(self, *args):",
-        # another thread, device or active backend (arrays of every backend say device 0)
-        (f"    if get_ident() != OWNER or RT._active is not BK or tls.device != DEV or "
-         f"len(args) != {n}:"),
+        "    if tls.token is not TOKEN:  # another thread, or another device selected",
         "        return self.general(args)",
         "    try:",
     ]
-    if n:
-        lines.append(f"        {', '.join(names)}{',' if n == 1 else ''} = args")
+    lines.append(f"        {', '.join(names)}{',' if n == 1 else ''} = args" if n else
+                 "        if args: raise MISS")
     param = 0
     for i, (t, value) in enumerate(zip(packer.arg_types, args)):
         first = packer.layout.first_slot[param]
@@ -71,16 +83,19 @@ def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: i
         code = _argument(f"a{i}", i, t, value, first, env)
         if code is None:
             return None
-        lines.extend("        " + line.replace("return False", "return self.general(args)")
-                     for line in code)
-    (gx, gy, gz), (bx, by, bz) = config.grid, config.block
+        lines.extend("        " + line for line in code)
+    if not any(a.__class__ is DeviceArray for a in args):
+        # a DeviceArray's launch tag names its backend; without one, check the active backend
+        lines[1] = "    if tls.token is not TOKEN or RT._active is not BK:"
     lines += [
-        "    except (TypeError, ValueError, OverflowError):",
-        "        return self.general(args)  # a value the fast form cannot write",
-        f"    rc = launch(FN, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {config.shared_mem}, STREAM,",
-        "                PARAMS, None)",
-        "    if rc:",
-        "        failed(rc)",
+        "    except (Miss, TypeError, ValueError, OverflowError, AttributeError):",
+        "        pass  # another kind, or a value the fast form cannot write",
+        "    else:",
+        "        rc = launch(REC)",
+        "        if rc:",
+        "            failed(rc)",
+        "        return",
+        "    return self.general(args)  # outside the handler: its errors chain to nothing",
     ]
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), f"<kaiojit fast launch of {loaded.name}>", "exec"), env,
@@ -100,34 +115,58 @@ def _argument(v: str, i: int, t: kt.Type, value: Any, first: int, env: dict) -> 
 def _array(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list | None:
     cls = value.__class__
     if cls is DeviceArray:
-        env[f"T{i}"] = value.kaiojit_type
-        code = [(f"if {v}.__class__ is not DA or {v}.kaiojit_type is not T{i} or "
-                 f"{v}.device_id != DEV:"),
-                "    return False",
-                f"u64[{first}] = {v}.ptr"]
-        shape = f"{v}.shape"
-        strides = f"{v}.strides"
-    elif _is_torch_tensor(value) and value.is_contiguous() and t.layout == "C":
-        env[f"C{i}"] = cls
-        env[f"DT{i}"] = value.dtype
-        code = [(f"if ({v}.__class__ is not C{i} or {v}.dtype is not DT{i} or "
-                 f"{v}.dim() != {t.ndim} or not {v}.is_contiguous() or "
-                 f"{v}.get_device() != DEV):"),
-                "    return False",
-                f"u64[{first}] = {v}.data_ptr()"]
-        shape = f"{v}.shape"
-        strides = None
-    else:
+        if value.kaiojit_type != t or value.device_id != env["DEV"]:
+            return None  # an eager signature that converts: the general path's work
+        env[f"G{i}"] = value.launch_tag
+        words = len(value.launch_bytes) // 8
+        return [f"if {v}.__class__ is not DA or {v}.launch_tag is not G{i}: raise MISS",
+                f"raw[{8 * first}:{8 * (first + words)}] = {v}.launch_bytes"]
+    if t.layout != "C" or t.passes_strides:
         return None
-    code.append(f"s = {shape}")
-    code += [f"u64[{first + 1 + d}] = s[{d}]" for d in range(t.ndim)]
-    if t.passes_strides:
-        if strides is None:
-            return None
-        code.append(f"s = {strides}")
-        code += [f"u64[{first + 1 + t.ndim + d}] = s[{d}] & 0xFFFFFFFFFFFFFFFF"
-                 for d in range(t.ndim)]
+    extractor = array_extractor(cls)
+    if extractor is _torch_info:
+        return _torch(v, i, t, value, first, env)
+    if extractor is _cupy_info:
+        return _cupy(v, i, t, value, first, env)
+    return None
+
+
+def _shape_and_alignment(v: str, i: int, t: kt.ArrayType, first: int, ptr: str) -> list:
+    """Unpacking the shape (a wrong rank raises ValueError: the general path) and the check
+    that the array's alignment is the one the kernel was specialized on."""
+    dims = [f"{v}_n{d}" for d in range(t.ndim)]
+    code = [f"{', '.join(dims)}{',' if t.ndim == 1 else ''} = {v}.shape"]
+    row = f" | {dims[-1]} * {t.dtype.itemsize}" if t.ndim > 1 else ""
+    aligned = f"({ptr}{row}) & {kt.ALIGN_BYTES - 1}"
+    code.append(f"if {aligned}: raise MISS" if t.align else f"if not {aligned}: raise MISS")
+    code.append(f"u64[{first}] = {ptr}")
+    code += [f"u64[{first + 1 + d}] = {dims[d]}" for d in range(t.ndim)]
     return code
+
+
+def _torch(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list:
+    """A PyTorch tensor (or an object of the same interface): class, dtype, device and
+    contiguity checked, the pointer read with ``data_ptr()``."""
+    env[f"C{i}"] = value.__class__
+    env[f"DT{i}"] = value.dtype
+    return [(f"if ({v}.__class__ is not C{i} or {v}.dtype is not DT{i} or "
+             f"{v}.get_device() != DEV or not {v}.is_contiguous()): raise MISS"),
+            f"{v}_p = {v}.data_ptr()",
+            *_shape_and_alignment(v, i, t, first, f"{v}_p")]
+
+
+def _cupy(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list | None:
+    """A CuPy array: class, dtype, device and C-contiguity checked, the pointer read from
+    ``a.data.ptr``."""
+    if not hasattr(value, "_c_contiguous"):
+        return None
+    env[f"C{i}"] = value.__class__
+    env[f"DT{i}"] = value.dtype
+    return [(f"if {v}.__class__ is not C{i} or {v}.dtype != DT{i} or not {v}._c_contiguous:"
+             " raise MISS"),
+            f"{v}_m = {v}.data",
+            f"if {v}_m.device_id != DEV: raise MISS",
+            *_shape_and_alignment(v, i, t, first, f"{v}_m.ptr")]
 
 
 def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict) -> list | None:
@@ -135,7 +174,7 @@ def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict)
     if cls not in (int, float, bool) and cls.__module__ != "numpy":
         return None
     env[f"C{i}"] = cls
-    guard = [f"if {v}.__class__ is not C{i}:", "    return False"]
+    guard = [f"if {v}.__class__ is not C{i}: raise MISS"]
     if t.is_float:
         kind = _FLOAT_KINDS.get(t.bits)
         if kind is None:
@@ -155,8 +194,3 @@ def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict)
 
 def _fits_f32(value: float) -> bool:
     return abs(value) < 3.4e38 or math.isnan(value)
-
-
-def _is_torch_tensor(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and value.__class__ is torch.Tensor

@@ -19,7 +19,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import get_backend
-from kaiojit.runtime.layout import array_type, layout_of
+from kaiojit.runtime.layout import alignment, array_type, layout_of
 from kaiojit.runtime.memory import DeviceArray
 
 # An array's launch facts: (pointer, shape, strides in bytes or None when contiguous,
@@ -38,12 +38,15 @@ def _torch_info(t: Any) -> ArrayInfo:
         raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
     scalar = _torch_scalar(t.dtype)
     shape = tuple(t.shape)
-    if t.is_contiguous():
-        return t.data_ptr(), shape, None, array_type(scalar, len(shape), "C"), device
     itemsize = scalar.itemsize
+    ptr = t.data_ptr()
+    if t.is_contiguous():
+        align = alignment(ptr, shape, None, itemsize, "C")
+        return ptr, shape, None, array_type(scalar, len(shape), "C", align), device
     strides = tuple(s * itemsize for s in t.stride())
     layout = layout_of(shape, strides, itemsize)
-    return t.data_ptr(), shape, strides, array_type(scalar, len(shape), layout), device
+    t = array_type(scalar, len(shape), layout, alignment(ptr, shape, strides, itemsize, layout))
+    return ptr, shape, strides if layout == "A" else None, t, device
 
 
 _TORCH_DTYPES: dict[Any, kt.ScalarType] = {}
@@ -63,8 +66,10 @@ def _cupy_info(a: Any) -> ArrayInfo:
     scalar = kt.from_dtype(a.dtype)
     shape, strides = a.shape, a.strides
     layout = layout_of(shape, strides, scalar.itemsize)
-    return (a.data.ptr, shape, strides if layout == "A" else None,
-            array_type(scalar, len(shape), layout), a.data.device_id)
+    ptr = a.data.ptr
+    align = alignment(ptr, shape, strides, scalar.itemsize, layout)
+    return (ptr, shape, strides if layout == "A" else None,
+            array_type(scalar, len(shape), layout, align), a.data.device_id)
 
 
 def _cai_info(obj: Any) -> ArrayInfo:
@@ -81,7 +86,8 @@ def cai_info(cai: dict) -> ArrayInfo:
     strides = tuple(strides) if strides is not None else None
     layout = layout_of(shape, strides, scalar.itemsize)
     ptr = cai["data"][0] or 0
-    t = array_type(scalar, len(shape), layout)
+    t = array_type(scalar, len(shape), layout,
+                   alignment(ptr, shape, strides, scalar.itemsize, layout))
     return ptr, shape, strides if layout == "A" else None, t, -1
 
 

@@ -8,6 +8,7 @@ wrappers of foreign CAI or DLPack arrays) keep their owner alive instead of owni
 
 from __future__ import annotations
 
+import struct
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -17,8 +18,13 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
-from kaiojit.runtime.layout import array_type, contiguous_strides, layout_of
+from kaiojit.runtime.layout import (
+    alignment, array_type, contiguous_strides, launch_tag, layout_of,
+)
 from kaiojit.runtime.stream import stream_handle
+
+
+_U64 = 0xFFFFFFFFFFFFFFFF
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -61,7 +67,8 @@ class DeviceArray:
     """
 
     __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "ptr", "device_id",
-                 "backend", "kaiojit_type", "launch_info", "_owner", "__weakref__")
+                 "backend", "kaiojit_type", "launch_info", "launch_tag", "launch_bytes", "_owner",
+                 "__weakref__")
 
     def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
                  ptr: int, device: int, owner: Any, backend: GpuBackend):
@@ -79,9 +86,14 @@ class DeviceArray:
         self.backend = backend
         self._owner = owner
         layout = layout_of(self.shape, self.strides, itemsize)
-        self.kaiojit_type = array_type(scalar, self.ndim, layout)
+        align = alignment(self.ptr, self.shape, self.strides, itemsize, layout)
+        self.kaiojit_type = array_type(scalar, self.ndim, layout, align)
         self.launch_info = (self.ptr, self.shape, self.strides if layout == "A" else None,
                             self.kaiojit_type, device)
+        self.launch_tag = launch_tag(self.kaiojit_type, device, backend)
+        # the parameter slots of this array (pointer, shape, 'A': strides), as a launch writes them
+        words = (self.ptr, *self.shape, *(self.strides if layout == "A" else ()))
+        self.launch_bytes = struct.pack(f"<{len(words)}Q", *(w & _U64 for w in words))
 
     # --- metadata ---------------------------------------------------------------------------
 

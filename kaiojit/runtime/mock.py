@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit.errors import CudaError
-from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding
+from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, device_token
+from kaiojit.runtime.launchrecord import LaunchRecord, make_record
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
@@ -51,6 +52,7 @@ class MockFunction:
 
 class _ThreadState(threading.local):
     device: int | None = None
+    token: Any = None
 
 
 class MockBackend:
@@ -86,12 +88,14 @@ class MockBackend:
         dev = self._tls.device
         if dev is None:
             dev = self._tls.device = self._default_device
+            self._tls.token = device_token(dev)
         return dev
 
     def select_device(self, device: int) -> None:
         if not 0 <= device < self._count:
             raise ValueError(f"no CUDA device {device}: this machine has {self._count}")
         self._tls.device = device
+        self._tls.token = device_token(device)
 
     def set_default_device(self, device: int) -> None:
         self.select_device(device)
@@ -149,17 +153,24 @@ class MockBackend:
 
     def fast_launch_binding(self, fn: MockFunction, grid: Dim3, block: Dim3, shared_mem: int,
                             stream: int, slots: ArgSlots) -> FastLaunchBinding:
-        """A stand-in for ``cuLaunchKernel`` that records the launch as ``launch_typed`` does
-        and counts it in ``fast_launches``."""
-        def call(function: MockFunction, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
-                 shared: int, stream_handle: int, params: int, extra: None) -> int:
-            self.launch_typed(function, (gx, gy, gz), (bx, by, bz), shared, stream_handle, slots)
+        """A stand-in for the driver that reads the launch record back (configuration,
+        stream, parameter array), records the launch as ``launch_typed`` does and counts it
+        in ``fast_launches``."""
+        record, pointer = make_record(0, 0, grid, block, shared_mem, stream,
+                                      slots.params_address)
+
+        def call(record_pointer: Any) -> int:
+            r = LaunchRecord.from_address(record_pointer.value)
+            assert r.params == slots.params_address, "the record's parameter array"
+            self.launch_typed(fn, r.grid, r.block, r.config.sharedMemBytes,
+                              r.config.hStream or 0, slots)
             self.fast_launches += 1
             return 0
 
         def failed(rc: int) -> None:
             raise CudaError("CUDA_ERROR_LAUNCH_FAILED", f"mock launch failed ({rc})")
-        return FastLaunchBinding(call, fn, stream, slots.params_pointer, failed, self._tls)
+        return FastLaunchBinding(call, pointer, failed, self._tls,
+                                 device_token(self.current_device()), (record, slots))
 
     # memory: real host buffers, so copies and DLPack views hold real data
     def alloc(self, nbytes: int) -> int:

@@ -59,11 +59,14 @@ def test_typeof_numpy_layouts():
 
 
 def test_typeof_cai_objects_v2_and_v3():
-    assert str(rt.typeof(FakeCai(0x1000, (3, 4), "<f4"))) == "float32[:, ::1]"
+    # 16-byte aligned pointers and rows: align=16; a row of 3 float32s (12 bytes) is not
+    assert str(rt.typeof(FakeCai(0x1000, (3, 4), "<f4"))) == "float32[:, ::1, align=16]"
+    assert str(rt.typeof(FakeCai(0x1000, (4, 3), "<f4"))) == "float32[:, ::1]"
+    assert str(rt.typeof(FakeCai(0x1004, (3, 4), "<f4"))) == "float32[:, ::1]"
     assert str(rt.typeof(FakeCai(0x1000, (3, 4), "<i8", (8, 24), 3))) == "int64[::1, :]"
-    assert str(rt.typeof(FakeCai(0x1000, (3, 4), "<u2", (16, 4), 3))) == "uint16[:, :]"
+    assert str(rt.typeof(FakeCai(0x1000, (3, 4), "<u2", (16, 4), 3))) == "uint16[:, :, align=16]"
     assert str(rt.typeof(CaiProperty({"data": (0x2000, False), "shape": (5,), "typestr": "<f8",
-                                      "version": 3}))) == "float64[::1]"
+                                      "version": 3}))) == "float64[::1, align=16]"
 
 
 def test_typeof_device_array_is_cached_and_tensormap(mock):
@@ -111,9 +114,9 @@ def test_unsupported_object_names_the_parameter(mock):
 def test_wrong_array_type_names_the_parameter(mock):
     k = _loaded(mock, "void(float32[:, ::1])", "grid2d")
     with pytest.raises(TypeError, match=r"parameter 'grid2d' is float32\[:, ::1\]: got an array "
-                                        r"of type float64\[:, ::1\]"):
+                                        r"of type float64\[:, ::1, align=16\]"):
         k.launch(1, 1, None, 0, (rt.device_array((2, 2), np.float64),))
-    with pytest.raises(TypeError, match=r"got an array of type float32\[:, :\]"):
+    with pytest.raises(TypeError, match=r"got an array of type float32\[:, :, align=16\]"):
         k.launch(1, 1, None, 0, (rt.device_array((2, 4), np.float32)[:, ::2],))
 
 

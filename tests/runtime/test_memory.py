@@ -42,7 +42,7 @@ def test_views_index_like_numpy(mock):
 def test_fortran_arrays_and_device_to_device(mock):
     host = np.asfortranarray(RNG.standard_normal((4, 3)))
     a = rt.to_device(host)
-    assert str(rt.typeof(a)) == "float64[::1, :]"
+    assert str(rt.typeof(a)) == "float64[::1, :, align=16]"
     b = rt.device_array_like(a)
     b.copy_to_device(a)
     assert np.array_equal(b.copy_to_host(), host)

@@ -232,11 +232,11 @@ def test_mock_fast_launch_binding_records_like_launch_typed():
     slots.write_int(0, value, 2**64 - 1)
     binding = mock.fast_launch_binding(fn, (2, 1, 1), (64, 1, 1), 0, 0, slots)
     assert isinstance(binding, FastLaunchBinding)
-    assert binding.call(binding.function, 2, 1, 1, 64, 1, 1, 0, binding.stream, binding.params,
-                        None) == 0
+    assert binding.call(binding.record) == 0
     assert mock.fast_launches == 1
     assert mock.launches[-1].params == (value.to_bytes(8, "little"),)
-    assert binding.thread_state.device is None or binding.thread_state.device == 0
+    assert mock.launches[-1].grid == (2, 1, 1) and mock.launches[-1].block == (64, 1, 1)
+    assert binding.thread_state.token is binding.token
     with pytest.raises(CudaError, match=r"^CUDA_ERROR_LAUNCH_FAILED: mock launch failed \(1\)$"):
         binding.failed(1)
     assert CpuBackend(workers=1).fast_launch_binding(fn, (1, 1, 1), (1, 1, 1), 0, 0, slots) is None
