@@ -359,7 +359,7 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     texts = meta.texts
     return CompiledKernel(
         name=symbol, py_name=pyfunc.__name__,
-        signature=kfunc.signature if device else signature,
+        signature=kfunc.signature if device else T.runtime_signature(signature),
         arg_names=tuple(n for n, _ in kfunc.params), kir=texts["kir"],
         llvm_unoptimized=texts["llvm_unoptimized"], llvm=texts["llvm"],
         ptx=image if spec.kind == "nvptx" else "", image=image,

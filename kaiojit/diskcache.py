@@ -23,6 +23,7 @@ import types as pytypes
 from .compiler import CompiledKernel
 from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
+from .types import runtime_signature
 
 CACHE_VERSION = "3"
 
@@ -150,7 +151,8 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
         else:
             image = ptx = str(entry["image"])
         return CompiledKernel(
-            name=str(entry["name"]), py_name=pyfunc.__name__, signature=signature,
+            name=str(entry["name"]), py_name=pyfunc.__name__,
+            signature=runtime_signature(signature),
             arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",
             llvm=str(entry["llvm"]), ptx=ptx, image=image,
             static_shared_bytes=int(entry["static_shared_bytes"]),

@@ -98,6 +98,10 @@ def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
     shm = int(shared_mem.__index__())
     if shm < 0:
         raise LaunchError(f"{where}shared memory must be >= 0 bytes, got {shm}")
+    if static_shared > limits.max_shared_per_block:  # ptxas refuses it: "too much shared data"
+        raise LaunchError(f"{where}{static_shared} bytes of static shared memory exceed the "
+                          f"{limits.max_shared_per_block} bytes a kernel may declare "
+                          "statically (more must be dynamic shared memory)")
     if shm + static_shared > limits.max_shared_per_block_optin:
         static = f" + {static_shared} static" if static_shared else ""
         raise LaunchError(f"{where}{shm} bytes of dynamic shared memory{static} exceed the "
