@@ -54,7 +54,7 @@ class CompiledKernel:
     target: TargetSpec
     kfunc: kir.KFunction | None = None  # None when the kernel came from the disk cache
     timings: dict = field(default_factory=dict)
-    resources: dict | None = None
+    resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
 
     @property
     def symbol(self) -> str:

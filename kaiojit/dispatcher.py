@@ -21,6 +21,7 @@ from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
     ConstexprLauncher, ForallLauncher, Launcher, launch_key, parse_launch_config,
 )
+from .resources import resources_header
 from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
@@ -150,12 +151,17 @@ class Dispatcher:
 
     # --- inspection -----------------------------------------------------------------------------
 
-    def _inspect(self, stage: str, signature) -> str | bytes | dict:
+    def _inspect(self, stage: str, signature, comment: str = "") -> str | bytes | dict:
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
-        whose pipeline has that stage."""
+        whose pipeline has that stage; with a ``comment`` leader, headed by the kernel's
+        resource line."""
+        def shown(ck):
+            text = ck.stage(stage)
+            return resources_header(ck, comment) + text if comment else text
+
         if signature is not None:
-            return self.compile(signature).stage(stage)
-        return {sig: ck.stage(stage) for (spec, sig), ck in self._compiled.items()
+            return shown(self.compile(signature))
+        return {sig: shown(ck) for (spec, sig), ck in self._compiled.items()
                 if stage in stage_names(spec.kind)}
 
     @_user_facing
@@ -170,20 +176,37 @@ class Dispatcher:
     @_user_facing
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
-        return Shown.wrap(self._inspect("llvm", signature), "llvm")
+        return Shown.wrap(self._inspect("llvm", signature, ";"), "llvm")
 
     @_user_facing
     def inspect_ptx(self, signature=None):
         """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
-        return Shown.wrap(self._inspect("ptx", signature), "nasm")
+        return Shown.wrap(self._inspect("ptx", signature, "//"), "nasm")
 
     @_user_facing
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
         if signature is None:
-            return {sig: sass_of(ck) for (spec, sig), ck in self._compiled.items()
-                    if spec.kind == "nvptx"}
-        return sass_of(self.compile(signature))
+            return {sig: resources_header(ck) + sass_of(ck)
+                    for (spec, sig), ck in self._compiled.items() if spec.kind == "nvptx"}
+        ck = self.compile(signature)
+        return resources_header(ck) + sass_of(ck)
+
+    @_user_facing
+    def resources(self, signature):
+        """Registers per thread, static shared, local (spill) and constant bytes, and the
+        largest block (:class:`kaiojit.resources.Resources`): from the driver on a GPU, from
+        ptxas's report of the sm_90 PTX without one."""
+        from .occupancy_api import kernel_resources
+
+        return kernel_resources(self, signature)
+
+    def occupancy(self, signature, block, shared: int = 0):
+        """``kj.occupancy(self, signature, block, shared)``: blocks an SM holds at this block
+        size, the occupancy fraction, what limits it, and a suggested block size."""
+        from .occupancy_api import occupancy
+
+        return occupancy(self, signature, block, shared)
 
     # --- launching ------------------------------------------------------------------------------
 

@@ -219,3 +219,12 @@ def test_autotune_all_constexpr_tiles_too_big_is_a_launch_error(kj_backend):
     lines = str(info.value).splitlines()
     assert lines[0] == "kj.autotune: no config of tile_sums could be launched:"
     assert lines[1].startswith(f"  {configs[0]}: ") and lines[2].startswith(f"  {configs[1]}: ")
+
+
+def test_resources_of_each_constexpr_value():
+    from tests.ptxas import require_ptxas
+
+    require_ptxas()
+    for block in (64, 256):
+        r = tile_sums.resources(f"void(float32[::1], float32[::1], constexpr({block}))")
+        assert r.shared_bytes == block * 4
