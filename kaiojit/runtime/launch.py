@@ -174,6 +174,7 @@ class ModuleKernel:
         self.name = image.name
         self.packer = ArgPacker(image.signature.args, image.arg_names)
         self.slots = ThreadSlots(self.packer.layout)
+        self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs: dict[Any, LaunchConfig] = {}
         self._lock = threading.Lock()
@@ -229,6 +230,8 @@ class ModuleKernel:
         staged = self.packer.pack(slots, args, device)
         backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
                              config.cluster)
+        if self.fault_sites and getattr(backend, "faults", None) is not None:
+            backend.faults.watch(backend, device, dk.module, self.image)
         if staged is not None:
             _copy_back(staged, backend, handle)
         if backend.debug_sync:
