@@ -277,7 +277,7 @@ class Autotuner:
                 tried.append((config, None, f"LaunchError: {e}"))
                 continue
             except CudaError as e:
-                if e.name not in _LAUNCH_FAILURES:
+                if e.name not in _LAUNCH_FAILURES and "too much shared data" not in str(e):
                     raise
                 tried.append((config, None, f"CudaError: {e}"))
                 continue

@@ -228,3 +228,41 @@ def test_resources_of_each_constexpr_value():
     for block in (64, 256):
         r = tile_sums.resources(f"void(float32[::1], float32[::1], constexpr({block}))")
         assert r.shared_bytes == block * 4
+
+
+# --- on the GPU ---------------------------------------------------------------------------------
+
+
+def cuda_backend():
+    import kaiojit.runtime as rt
+
+    if rt.get_backend().name != "cuda":
+        pytest.skip("needs the cuda backend")
+
+
+@pytest.mark.gpu
+def test_constexpr_tiles_on_the_gpu():
+    cuda_backend()
+    for block in (32, 128, 256):
+        run_tile_sums(tile_sums, block, tiles=7)
+
+
+@pytest.mark.gpu
+def test_autotune_on_the_gpu_skips_a_tile_the_device_refuses():
+    cuda_backend()
+    configs = tile_configs(64, 128) + tile_configs(16384, threads=32)
+    # the tiles sum different spans: results differ by design, so check=False
+    kernel = kj.autotune(configs=configs, key=["a"], cache=False, warmup=1, rep=5,
+                         outputs=("out",), check=False)(tile_sums)
+    a = RNG.standard_normal(16384).astype(np.float32)
+    out = kj.to_device(np.full(16384 // 64, np.nan, np.float32))
+    kernel(out, kj.to_device(a))
+    (tried,) = kernel.history.values()
+    assert [ms is None for _, ms, _ in tried] == [False, False, True]
+    assert "shared" in tried[2][2]
+    block = kernel.best_config(out, a).constants["BLOCK"]
+    got = out.copy_to_host()
+    want = np.zeros(16384 // block, np.float32)
+    for j in range(block):
+        want += a.reshape(-1, block)[:, j]
+    np.testing.assert_array_equal(got[:16384 // block], want)

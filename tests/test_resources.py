@@ -230,3 +230,24 @@ def test_command_line_emits_resources(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("kaiojit resources (ptxas): ")
     assert ", 2400 B shared, 0 B local, 0 B spill, 0 B constant, 1024 threads/block max" in r.stdout
+
+
+@pytest.mark.gpu
+def test_kernel_resources_come_from_the_driver_on_the_gpu():
+    import kaiojit.runtime as rt
+
+    backend = rt.get_backend()
+    if backend.name != "cuda":
+        pytest.skip("needs the cuda backend")
+    kernel = kj.jit(max_registers=24)(register_hungry)
+    got = kernel.resources(SIG)
+    ck = kernel.compile(SIG, backend.target_spec())
+    attrs = backend.load_kernel(ck).attributes()
+    assert got.source == "driver"
+    assert (got.registers, got.shared_bytes, got.local_bytes, got.const_bytes,
+            got.max_threads_per_block) == (attrs["registers"], attrs["shared_bytes"],
+                                           attrs["local_bytes"], attrs["const_bytes"],
+                                           attrs["max_threads_per_block"])
+    assert got.registers <= 24 and got.local_bytes > 0
+    if res.find_ptxas() is not None:
+        assert got.spill_store_bytes > 0  # ptxas adds what the driver does not say
