@@ -3,11 +3,13 @@ the cost of a stored choice in a later process.
 
 The transpose of a 16384 x 16384 float32 matrix (8 bytes moved an element), as in
 benchmarks/bandwidth.py. Hand-picked variants: its 32 x 32 tile with 32 x 8 threads, and
-64 x 64 tiles with 32 x ROWS threads for ROWS in 2, 4, 8, 16, each compiled with its ROWS
-fixed. The autotuned kernel (benchmarks/_autotune_kernels.py) is the 64 x 64 transpose taking
-ROWS as a parameter, with one kj.Config per ROWS. Goal: the autotuned kernel, called through
-its autotuner, reaches at least 98% of the best hand-picked bandwidth; a stored choice costs
-under 1 ms on a later process's first call (``best_config``, the backend already up).
+64 x 64 tiles with 32 x ROWS threads for ROWS in 2, 4, 8, 16, each written with its ROWS
+fixed. The autotuned kernel (benchmarks/_autotune_kernels.py) takes its tile side SIDE and
+block height ROWS as ``kj.constexpr`` parameters (the shared tile is SIDE x SIDE + 1, the
+loops are unrolled per value), with one kj.Config per (SIDE, ROWS): 32 x 32 and 64 x 64
+tiles, ROWS in 2, 4, 8, 16. Goal: the autotuned kernel, called through its autotuner, reaches
+at least 98% of the best hand-picked bandwidth; a stored choice costs under 1 ms on a later
+process's first call (``best_config``, the backend already up).
 
     PYTHONPATH=. python3 benchmarks/autotune.py [--small | --n N] [--children 5]
 """
@@ -126,7 +128,8 @@ def main() -> None:
         print(f"{name:<44} {ms:>8.3f} {tbps(nbytes, ms):>6.2f}")
     print(f"{'autotuned: ' + str(chosen):<44} {tuned_ms:>8.3f} {tbps(nbytes, tuned_ms):>6.2f}")
     print("autotuner's own timings: " + ", ".join(
-        f"{c.constants['ROWS']} rows {ms:.3f} ms" if ms is not None else f"{c}: {note}"
+        f"{c.constants['SIDE']}x{c.constants['SIDE']} tile {c.constants['ROWS']} rows "
+        f"{ms:.3f} ms" if ms is not None else f"{c}: {note}"
         for c, ms, note in tried))
     best_name, best_ms = min(rows, key=lambda r: r[1])
     ratio = best_ms / tuned_ms

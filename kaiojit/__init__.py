@@ -61,6 +61,7 @@ from .language import (
 )
 from .types import (
     Signature,
+    constexpr,
     bool_,
     float16,
     float32,
@@ -89,7 +90,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
     "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
-__all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
+__all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 
 boolean = bool_
 b1 = bool_
@@ -104,12 +105,13 @@ intp, uintp = int64, uint64
 
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug: bool = False,
         lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
-        cache: bool = False, **unknown):
+        cache: bool = False, specialize=(), **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
     launch with those types. ``@kj.jit("void(float32[:], int32)")`` (or a list of signatures,
-    or annotations of every parameter) compiles eagerly.
+    or annotations of every parameter) compiles eagerly. ``specialize=("BLOCK",)`` makes
+    parameters compile-time constants, as the annotation ``BLOCK: kj.constexpr`` does.
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
@@ -124,7 +126,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug
             if ann is not None:
                 sigs = (ann,)
         try:
-            return Dispatcher(pyfunc, options, device=device, signatures=sigs)
+            return Dispatcher(pyfunc, options, device=device, signatures=sigs,
+                              specialize=specialize)
         except CompileError as e:
             raise e.with_traceback(None) from None
 

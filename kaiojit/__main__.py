@@ -1,5 +1,6 @@
 """``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
-[--emit kir|llvm_unoptimized|llvm|ptx|sass]``: print one stage of a kernel's compile."""
+[--emit kir|llvm_unoptimized|llvm|ptx|sass|resources]``: print one stage of a kernel's compile,
+or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def main(argv=None) -> int:
     p.add_argument("kernel", help="FILE.py:KERNEL")
     p.add_argument("--sig", required=True, help='e.g. "void(float32[:], int32)"')
     p.add_argument("--arch", default="sm_90")
-    p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass"],
-                   default="ptx", help="a stage of the nvptx pipeline, or sass")
+    p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass",
+                                      "resources"],
+                   default="ptx", help="a stage of the nvptx pipeline, sass, or resources")
     args = parser.parse_args(argv)
 
     import kaiojit as kj
@@ -52,6 +54,13 @@ def main(argv=None) -> int:
         return 1
     if args.emit == "sass":
         print(sass_of(ck))
+    elif args.emit == "resources":
+        from kaiojit.resources import PtxasError, ptxas_resources
+        try:
+            print(str(ptxas_resources(ck.ptx, ck.target.arch, ck.name)).removeprefix("// "))
+        except PtxasError as e:
+            print(e, file=sys.stderr)
+            return 1
     else:
         print(ck.stage(args.emit))
     return 0

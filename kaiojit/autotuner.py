@@ -20,8 +20,10 @@ Which arrays a trial may write: ``outputs=("out",)`` names them; without it ever
 argument is copied for each trial and compared after it (arrays the kernel does not write
 compare equal, so the check is the same, at the cost of copying the inputs too).
 
-Constants are passed to the kernel as ordinary arguments named in its signature (the kernel
-takes ``ROWS`` as an int parameter); folding them into the code is the compiler's part.
+Constants name parameters of the kernel. A parameter declared ``kj.constexpr`` (or named by
+``@kj.jit(specialize=...)``) is folded into the code, one compile per value, so a config can
+choose a tile size that sizes shared arrays and unrolls loops; any other parameter is passed as
+an ordinary argument.
 """
 
 from __future__ import annotations
@@ -39,12 +41,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import types as kt
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
                      SourceLocation)
 
-# driver errors a launch returns at once for a configuration the kernel cannot run with
+# driver errors a launch (or loading a config's specialization) returns at once for a
+# configuration the kernel cannot run with: too many resources, or PTX the JIT refuses (too
+# much static shared memory for a constexpr tile)
 _LAUNCH_FAILURES = frozenset({"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE",
-                              "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"})
+                              "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+                              "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_IMAGE"})
 
 Timer = Callable[[Callable[[], None], "Config", Any], float]
 
@@ -151,7 +157,8 @@ class Autotuner:
                               "above @kj.jit", where)
         self.kernel = kernel
         self.params = tuple(inspect.signature(kernel.py_func).parameters)
-        _check_configs(configs, self.params, grid, where)
+        _check_configs(configs, self.params, grid, where,
+                       getattr(kernel, "constexpr_params", ()))
         for what, names in (("key", key), ("outputs", outputs or ())):
             for name in names:
                 if name not in self.params:
@@ -224,8 +231,10 @@ class Autotuner:
     def _key_of(self, values: dict[str, Any]) -> tuple:
         from .runtime import typeof
 
+        folded = getattr(self.kernel, "constexpr_params", ())
         return (tuple(_key_value(values[name]) for name in self.key),
-                tuple(str(typeof(values[name])) for name in self.call_params))
+                tuple(f"constexpr({values[name]!r})" if name in folded
+                      else str(_unaligned(typeof(values[name]))) for name in self.call_params))
 
     def _args_for(self, config: Config, values: dict[str, Any]) -> tuple[list, Any]:
         named = dict(values, **config.constants)
@@ -271,7 +280,7 @@ class Autotuner:
                 tried.append((config, None, f"LaunchError: {e}"))
                 continue
             except CudaError as e:
-                if e.name not in _LAUNCH_FAILURES:
+                if e.name not in _LAUNCH_FAILURES and "too much shared data" not in str(e):
                     raise
                 tried.append((config, None, f"CudaError: {e}"))
                 continue
@@ -348,7 +357,7 @@ class Autotuner:
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
-                   where: SourceLocation | None) -> None:
+                   where: SourceLocation | None, folded: tuple[str, ...] = ()) -> None:
     if not configs:
         raise ConfigError("kj.autotune needs at least one kj.Config", where)
     for config in configs:
@@ -360,6 +369,12 @@ def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
             if name not in params:
                 raise ConfigError(f"{config} sets {name!r}, which is not a parameter of the "
                                   f"kernel ({', '.join(params)})", config.where)
+            if name in folded:
+                from .dispatcher import constexpr_type
+                try:
+                    constexpr_type(config.constants[name])
+                except TypeError as e:
+                    raise ConfigError(f"{config} sets {name!r}: {e}", config.where) from None
         if set(config.constants) != first:
             raise ConfigError(f"{config} sets {sorted(config.constants)} but "
                               f"{configs[0]} sets {sorted(first)}: every config must set the "
@@ -367,6 +382,12 @@ def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
         if config.grid is None and grid is None:
             raise ConfigError(f"{config} has no grid, and kj.autotune has no grid= for it",
                               config.where)
+
+
+def _unaligned(t: Any) -> Any:
+    """An argument's type without its alignment: a NumPy array and its (aligned) device copy
+    share one choice."""
+    return t.with_align(0) if isinstance(t, kt.ArrayType) else t
 
 
 def _key_value(value: Any) -> Any:

@@ -31,7 +31,7 @@ from .frontend.source import function_source
 from .frontend.typer import type_function
 from .kir.analysis import static_shared_bytes, uses_sync
 from .options import CONFIG, CompileOptions, Config
-from .target import HostImage, TargetSpec
+from .target import FAULT_GLOBAL, HostImage, TargetSpec
 
 
 @dataclass(slots=True)
@@ -54,7 +54,8 @@ class CompiledKernel:
     target: TargetSpec
     kfunc: kir.KFunction | None = None  # None when the kernel came from the disk cache
     timings: dict = field(default_factory=dict)
-    resources: dict | None = None
+    fault_sites: tuple = ()  # nvptx, debug=True: where a recorded fault comes from
+    resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
 
     @property
     def symbol(self) -> str:
@@ -158,11 +159,13 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
     from .lower.codegen import ModuleLowering
     from .lower.nvptx import NVPTXTarget
 
-    mod = ModuleLowering(NVPTXTarget(meta.target.arch), meta.options, name=meta.symbol)
+    target = NVPTXTarget(meta.target.arch)
+    mod = ModuleLowering(target, meta.options, name=meta.symbol)
     if meta.device:
         mod.lower_device_function(kfunc, meta.symbol)
     else:
         mod.lower_kernel(kfunc, meta.symbol)
+    meta.sites = target.sites
     ptx_stage.prepare_module(mod.module, meta.options.fastmath)
     return str(mod.module)
 
@@ -174,7 +177,8 @@ def optimize_nvptx(module: str, meta: Metadata):
 
     ref = parse_llvm(module, meta)
     libdevice = any(fn.is_declaration and fn.name.startswith("__nv_") for fn in ref.functions)
-    ptx_stage.optimize(ref, _nvptx_machine(meta), meta.options.opt, {meta.symbol}, libdevice,
+    keep = {meta.symbol, FAULT_GLOBAL}  # the entry, and the debug fault record if any
+    ptx_stage.optimize(ref, _nvptx_machine(meta), meta.options.opt, keep, libdevice,
                        meta.options.fastmath)
     return ref
 
@@ -359,12 +363,13 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     texts = meta.texts
     return CompiledKernel(
         name=symbol, py_name=pyfunc.__name__,
-        signature=kfunc.signature if device else signature,
+        signature=kfunc.signature if device else T.runtime_signature(signature),
         arg_names=tuple(n for n, _ in kfunc.params), kir=texts["kir"],
         llvm_unoptimized=texts["llvm_unoptimized"], llvm=texts["llvm"],
         ptx=image if spec.kind == "nvptx" else "", image=image,
         static_shared_bytes=static_shared_bytes(kfunc), uses_sync=uses_sync(kfunc),
         options=options, target=spec, kfunc=kfunc, timings=meta.timings,
+        fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
     )
 
 

@@ -23,8 +23,9 @@ import types as pytypes
 from .compiler import CompiledKernel
 from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
+from .types import runtime_signature
 
-CACHE_VERSION = "3"
+CACHE_VERSION = "4"  # 4: nvptx entries keep their debug fault sites
 
 
 def _describe_global(value, seen: set) -> str | None:
@@ -129,7 +130,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
                      host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites,
                      symbols=list(ck.image.symbols))
     else:
-        entry["image"] = ck.image
+        entry.update(image=ck.image, fault_sites=list(ck.fault_sites))
     store(key, entry)
 
 
@@ -146,15 +147,17 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
                 entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
                 static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]),
                 symbols=tuple(str(n) for n in entry["symbols"]))
-            ptx = ""
+            ptx, fault_sites = "", ()
         else:
             image = ptx = str(entry["image"])
+            fault_sites = tuple(dict(site) for site in entry["fault_sites"])
         return CompiledKernel(
-            name=str(entry["name"]), py_name=pyfunc.__name__, signature=signature,
+            name=str(entry["name"]), py_name=pyfunc.__name__,
+            signature=runtime_signature(signature),
             arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",
             llvm=str(entry["llvm"]), ptx=ptx, image=image,
             static_shared_bytes=int(entry["static_shared_bytes"]),
             uses_sync=bool(entry["uses_sync"]), options=options, target=target,
-            timings={"cache": True})
+            timings={"cache": True}, fault_sites=fault_sites)
     except (KeyError, TypeError, ValueError):
         return None

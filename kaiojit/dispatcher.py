@@ -18,7 +18,10 @@ from .compiler import (
 )
 from .display import Shown
 from .errors import CompileError, KaiojitError, LaunchError, TypingError
-from .launcher import ForallLauncher, Launcher, launch_key, parse_launch_config
+from .launcher import (
+    ConstexprLauncher, ForallLauncher, Launcher, launch_key, parse_launch_config,
+)
+from .resources import resources_header
 from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
@@ -46,11 +49,15 @@ class Dispatcher:
 
     _kaiojit_dispatcher = True
 
-    def __init__(self, pyfunc, options: CompileOptions, device: bool = False, signatures=()):
+    def __init__(self, pyfunc, options: CompileOptions, device: bool = False, signatures=(),
+                 specialize=()):
         if isinstance(pyfunc, Dispatcher):
             pyfunc = pyfunc.py_func
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"@kj.jit decorates a Python function, got {type(pyfunc).__name__}")
+        self.constexpr_params = constexpr_params(pyfunc, specialize, device)
+        params = list(inspect.signature(pyfunc).parameters)
+        self._constexpr_at = tuple(params.index(n) for n in self.constexpr_params)
         self.py_func = pyfunc
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__
@@ -101,6 +108,8 @@ class Dispatcher:
             raise TypeError(f"{self.__qualname__} is a device function: it is compiled into the "
                             "kernels that call it; use .inspect_kir() or call it from a kernel")
         sig = _as_signature(signature, self.py_func)
+        if self._constexpr_at:
+            _check_constexpr_signature(self, sig)
         spec = target or _DEFAULT_SPEC
         key = (spec, sig)
         ck = self._compiled.get(key)
@@ -142,12 +151,17 @@ class Dispatcher:
 
     # --- inspection -----------------------------------------------------------------------------
 
-    def _inspect(self, stage: str, signature) -> str | bytes | dict:
+    def _inspect(self, stage: str, signature, comment: str = "") -> str | bytes | dict:
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
-        whose pipeline has that stage."""
+        whose pipeline has that stage; with a ``comment`` leader, headed by the kernel's
+        resource line."""
+        def shown(ck):
+            text = ck.stage(stage)
+            return resources_header(ck, comment) + text if comment else text
+
         if signature is not None:
-            return self.compile(signature).stage(stage)
-        return {sig: ck.stage(stage) for (spec, sig), ck in self._compiled.items()
+            return shown(self.compile(signature))
+        return {sig: shown(ck) for (spec, sig), ck in self._compiled.items()
                 if stage in stage_names(spec.kind)}
 
     @_user_facing
@@ -162,27 +176,45 @@ class Dispatcher:
     @_user_facing
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
-        return Shown.wrap(self._inspect("llvm", signature), "llvm")
+        return Shown.wrap(self._inspect("llvm", signature, ";"), "llvm")
 
     @_user_facing
     def inspect_ptx(self, signature=None):
         """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
-        return Shown.wrap(self._inspect("ptx", signature), "nasm")
+        return Shown.wrap(self._inspect("ptx", signature, "//"), "nasm")
 
     @_user_facing
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
         if signature is None:
-            return {sig: sass_of(ck) for (spec, sig), ck in self._compiled.items()
-                    if spec.kind == "nvptx"}
-        return sass_of(self.compile(signature))
+            return {sig: resources_header(ck) + sass_of(ck)
+                    for (spec, sig), ck in self._compiled.items() if spec.kind == "nvptx"}
+        ck = self.compile(signature)
+        return resources_header(ck) + sass_of(ck)
+
+    @_user_facing
+    def resources(self, signature):
+        """Registers per thread, static shared, local (spill) and constant bytes, and the
+        largest block (:class:`kaiojit.resources.Resources`): from the driver on a GPU, from
+        ptxas's report of the sm_90 PTX without one."""
+        from .occupancy_api import kernel_resources
+
+        return kernel_resources(self, signature)
+
+    def occupancy(self, signature, block, shared: int = 0):
+        """``kj.occupancy(self, signature, block, shared)``: blocks an SM holds at this block
+        size, the occupancy fraction, what limits it, and a suggested block size."""
+        from .occupancy_api import occupancy
+
+        return occupancy(self, signature, block, shared)
 
     # --- launching ------------------------------------------------------------------------------
 
     def __getitem__(self, config) -> Launcher:
         launcher = self._launchers.get(config)
         if launcher is None:
-            launcher = Launcher(self, *parse_launch_config(config))
+            kind = ConstexprLauncher if self._constexpr_at else Launcher
+            launcher = kind(self, *parse_launch_config(config))
             if len(self._launchers) < 64:
                 self._launchers[config] = launcher
         return launcher
@@ -208,14 +240,28 @@ class Dispatcher:
             loaded = self._loaded_for(args)
         except CompileError as e:
             raise e.with_traceback(None) from None
-        loaded.launch(grid, block, stream, shared_mem, args, cluster)
+        loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
 
     def _loaded_for(self, args):
         try:
-            loaded = self._launch_cache.get(launch_key(args))
+            loaded = self._launch_cache.get(self._launch_key(args))
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
             loaded = None
         return loaded if loaded is not None else self._prepare(args)
+
+    def _launch_key(self, args) -> tuple:
+        """launch_key of the arguments the kernel is passed, plus the constexpr values."""
+        if not self._constexpr_at:
+            return launch_key(args)
+        values = tuple((type(args[i]), repr(args[i])) for i in self._constexpr_at
+                       if i < len(args))
+        return (*launch_key(self._runtime_args(args)), values)
+
+    def _runtime_args(self, args):
+        """``args`` without the constexpr ones (folded into the kernel, not passed)."""
+        if not self._constexpr_at:
+            return args
+        return tuple(a for i, a in enumerate(args) if i not in self._constexpr_at)
 
     def _prepare(self, args):
         """First launch with these argument types: type, compile, load (then cached)."""
@@ -229,7 +275,8 @@ class Dispatcher:
         arg_types = []
         for a, name in zip(args, params):
             try:
-                arg_types.append(rt.typeof(a))
+                arg_types.append(constexpr_type(a) if name in self.constexpr_params
+                                 else rt.typeof(a))
             except TypeError as e:
                 raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
         arg_types = tuple(arg_types)
@@ -237,7 +284,7 @@ class Dispatcher:
         backend = rt.get_backend()
         loaded = backend.load_kernel(self.compile(sig, backend.target_spec()))
         try:
-            key = launch_key(args)
+            key = self._launch_key(args)
         except TypeError:
             return loaded
         with self._lock:
@@ -258,6 +305,54 @@ class Dispatcher:
             which = next(misfits, "")
         raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
                         f"({got}){which}")
+
+
+def constexpr_params(pyfunc, specialize, device: bool) -> tuple[str, ...]:
+    """The parameters folded into the kernel: annotated ``kj.constexpr``, or named by
+    ``@kj.jit(specialize=...)``."""
+    if isinstance(specialize, str):
+        specialize = (specialize,)
+    params = inspect.signature(pyfunc).parameters
+    where = f"{pyfunc.__code__.co_filename}:{pyfunc.__code__.co_firstlineno}"
+    names = [n for n, p in params.items() if _is_constexpr_annotation(p.annotation)]
+    for name in specialize:
+        if name not in params:
+            raise TypeError(f"{where}: @kj.jit(specialize=...) names {name!r}, which is not a "
+                            f"parameter of {pyfunc.__qualname__}({', '.join(params)})")
+        if name not in names:
+            names.append(name)
+    if names and device:
+        raise TypeError(f"{where}: device function {pyfunc.__qualname__} has constexpr "
+                        f"parameter(s) {', '.join(names)}: only kernels take them (a device "
+                        "function is inlined, and its constant arguments folded)")
+    return tuple(n for n in params if n in names)
+
+
+def _is_constexpr_annotation(a) -> bool:
+    if isinstance(a, str):
+        return a.strip() in ("constexpr", "kj.constexpr", "kaiojit.constexpr")
+    return a is T.ConstexprType
+
+
+def constexpr_type(value) -> T.ConstexprType:
+    """The type of a value given for a constexpr parameter (TypeError naming what it got)."""
+    if isinstance(value, T.ConstexprType):
+        return value
+    try:
+        return T.ConstexprType(value)
+    except TypeError:
+        raise TypeError("it is a kj.constexpr (a constant folded into the kernel) and takes a "
+                        "Python bool, int or float, or a kaiojit scalar type; got "
+                        f"{type(value).__name__}") from None
+
+
+def _check_constexpr_signature(d: Dispatcher, sig: T.Signature) -> None:
+    params = list(inspect.signature(d.py_func).parameters)
+    for i in d._constexpr_at:
+        if i < len(sig.args) and not isinstance(sig.args[i], T.ConstexprType):
+            raise TypeError(f"{d.__qualname__}: parameter {params[i]!r} is a kj.constexpr; the "
+                            f"signature must give its value, e.g. constexpr(32), not "
+                            f"{sig.args[i]}")
 
 
 def _accepts(param: T.Type, arg: T.Type) -> bool:

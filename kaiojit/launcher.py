@@ -78,6 +78,19 @@ class Launcher:
         return None if call is Launcher.__call__ else call
 
 
+class ConstexprLauncher(Launcher):
+    """The launcher of a kernel with constexpr parameters: their values choose the compiled
+    kernel and are not passed to it (the general path only)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any) -> None:
+        try:
+            self.dispatcher._launch(self.grid, self.block, self.stream, self.shared_mem, args)
+        except CompileError as e:  # the user's line, not kaiojit's frames
+            raise e.with_traceback(None) from None
+
+
 class ForallLauncher:
     """``kernel.forall(n)``: a 1-D launch of ``n`` threads, block size by occupancy."""
 
@@ -95,7 +108,7 @@ class ForallLauncher:
             block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
         block = min(block, self.n)
         grid = (self.n + block - 1) // block
-        loaded.launch(grid, block, self.stream, self.shared_mem, args, None)
+        loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
 
 
 _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch
@@ -117,4 +130,4 @@ def _bind_runtime() -> None:
     _get_backend = get_backend
 
 
-__all__ = ["ForallLauncher", "Launcher", "launch_key", "parse_launch_config"]
+__all__ = ["ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "parse_launch_config"]

@@ -1,11 +1,15 @@
-"""``kj.occupancy``: a kernel's occupancy at a block size, from the driver on a GPU, else from
-ptxas's resource report and the H200's limits (``occupancy_calc.py`` does the arithmetic)."""
+"""``kj.occupancy`` and ``kernel.resources``: a kernel's occupancy at a block size and its
+resources, from the driver on a GPU, else from ptxas's resource report and the H200's limits
+(``occupancy_calc.py`` does the arithmetic)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .occupancy_calc import H200, Occupancy, SmLimits, block_limits, block_size_of, calculate
+
+if TYPE_CHECKING:
+    from .resources import Resources
 
 
 def occupancy(kernel: Any, sig: Any, block: Any, shared: int = 0) -> Occupancy:
@@ -54,3 +58,26 @@ def _driver_occupancy(backend: Any, kernel: Any, sig: Any, block: Any, shared: i
         occupancy_fraction=blocks * warps / limits.max_warps_per_sm, limiting_factor=factor,
         suggested_block_size=suggested, min_grid_size=min_grid, limits=tuple(per.items()),
         source="driver")
+
+
+def kernel_resources(kernel, signature) -> Resources:
+    """``kernel.resources(sig)``: from the driver when the current backend is a GPU's (the
+    kernel compiled for its device and loaded there; ptxas, if present, adds the spill
+    figures), else from ptxas's report of the kernel compiled for sm_90."""
+    from .resources import PtxasError, Resources, ptxas_resources
+    from .runtime import get_backend
+
+    backend = get_backend()
+    if backend.target_spec().kind == "nvptx":
+        ck = kernel.compile(signature, backend.target_spec())
+        attrs = backend.load_kernel(ck).attributes()
+        try:
+            spills = ptxas_resources(ck.ptx, ck.target.arch, ck.name)
+        except PtxasError:
+            spills = None
+        found = Resources.from_attributes(attrs, spills)
+    else:
+        ck = kernel.compile(signature)
+        found = ptxas_resources(ck.ptx, ck.target.arch, ck.name)
+    ck.resources = found
+    return found

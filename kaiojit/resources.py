@@ -233,3 +233,18 @@ def _declared_thread_limit(ptx: str, name: str) -> int:
         if d:
             n *= int(d)
     return min(n, DEVICE_MAX_THREADS_PER_BLOCK)
+
+
+# --- the inspect_* header -----------------------------------------------------------------
+
+
+def resources_header(ck, comment: str = "//") -> str:
+    """The resource line ``inspect_*`` prints above a kernel's text (ptxas's figures for the
+    PTX shown), or "" where there is no ptxas or no PTX."""
+    if ck.target.kind != "nvptx" or not ck.ptx or find_ptxas() is None:
+        return ""
+    try:
+        found = ptxas_resources(ck.ptx, ck.target.arch, ck.name)
+    except (PtxasError, ValueError):
+        return ""
+    return comment + str(found).removeprefix("//") + "\n"

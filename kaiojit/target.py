@@ -94,6 +94,16 @@ LAUNCH_WORDS = 16
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2
 
+# --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
+FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
+FAULT_KIND = 0        # 0, or ERR_BOUNDS, claimed with a cmpxchg (the first fault wins)
+FAULT_SITE = 1        # index into CompiledKernel.fault_sites
+FAULT_INDEX = 2
+FAULT_EXTENT = 3
+FAULT_BLOCK = 4       # blockIdx x, y, z
+FAULT_THREAD = 7      # threadIdx x, y, z
+FAULT_WORDS = 10
+
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters
 PRINT_LINE_BYTES = 512

@@ -278,6 +278,54 @@ def param_parts(t: Type) -> tuple[str, ...]:
     raise TypeError(f"type {t} cannot be a kernel parameter")
 
 
+class ConstexprType(Type):
+    """The type of a compile-time constant parameter: one value, folded into the kernel.
+
+    ``BLOCK: kj.constexpr`` (the class) marks a parameter; ``kj.constexpr(32)`` (an
+    instance) is its type in a signature, spelled ``constexpr(32)``. Two values are the same
+    type only if they are of the same Python type and print the same (``1``, ``True`` and
+    ``1.0`` are three specializations)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a NumPy scalar
+            value = value.item()
+        if not isinstance(value, (bool, int, float, ScalarType)):
+            raise TypeError("a kj.constexpr value is a Python bool, int or float, or a kaiojit "
+                            f"scalar type, got {type(value).__name__}")
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ConstexprType is immutable")
+
+    def _key(self) -> tuple:
+        return type(self.value).__name__, repr(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ConstexprType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(("constexpr", *self._key()))
+
+    def __str__(self) -> str:
+        return f"constexpr({self.value})"
+
+    def __repr__(self) -> str:
+        return f"kj.{self}"
+
+
+constexpr = ConstexprType  # ``BLOCK: kj.constexpr`` marks a parameter, kj.constexpr(32) types it
+
+
+def runtime_signature(sig: Signature) -> Signature:
+    """``sig`` without its constexpr parameters: what a launch passes to the kernel."""
+    if not any(isinstance(a, ConstexprType) for a in sig.args):
+        return sig
+    return Signature(tuple(a for a in sig.args if not isinstance(a, ConstexprType)),
+                     sig.return_type)
+
+
 # --- signatures ---------------------------------------------------------------------------------
 
 
@@ -292,6 +340,7 @@ class Signature:
 
 _ARRAY_RE = re.compile(r"^(\w+)\s*\[(.*)\]$")
 _TENSORMAP_RE = re.compile(r"^tensormap\s*\(\s*(\w+)\s*,\s*(\d+)\s*\)$")
+_CONSTEXPR_RE = re.compile(r"^constexpr\s*\((.*)\)$")
 
 
 def parse_type(text: str) -> Type:
@@ -306,6 +355,9 @@ def parse_type(text: str) -> Type:
         return void
     if s == "tensormap":
         return tensormap
+    m = _CONSTEXPR_RE.match(s)
+    if m:
+        return ConstexprType(_constexpr_literal(m.group(1), text))
     m = _TENSORMAP_RE.match(s)
     if m:
         dtype = parse_type(m.group(1))
@@ -340,6 +392,22 @@ def parse_type(text: str) -> Type:
         except TypeError as e:
             raise ValueError(f"{e} in {text!r}") from None
     raise ValueError(f"unknown type {s!r}")
+
+
+def _constexpr_literal(literal: str, text: str):
+    """The value of ``constexpr(<literal>)``: a bool, int, float or scalar type name."""
+    lit = literal.strip()
+    if lit in ("True", "False"):
+        return lit == "True"
+    if lit in SCALARS or lit in ALIASES:
+        return SCALARS.get(lit) or ALIASES[lit]
+    for convert in (int, float):
+        try:
+            return convert(lit)
+        except ValueError:
+            pass
+    raise ValueError(f"bad constexpr value {lit!r} in {text!r}: a bool, int, float or scalar "
+                     "type")
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -15,6 +15,7 @@ from kaiojit import types as T
 from kaiojit.compiler import Metadata, run_stages, stage_names
 from kaiojit.kir import KFunction
 from kaiojit.options import CompileOptions, Config
+from kaiojit.resources import resources_header
 from kaiojit.target import HostImage, TargetSpec
 from tests.ptxas import assemble
 
@@ -183,13 +184,15 @@ def test_inspection_reads_the_stage_table():
     k = kj.jit(scale_sum)
     ck = k.compile(SIG)
     host = k.compile(SIG, HOST)
-    assert k.inspect_kir(SIG) == ck.kir and k.inspect_llvm(SIG) == ck.llvm
+    header = resources_header(ck)  # "" without ptxas
+    assert k.inspect_kir(SIG) == ck.kir
+    assert k.inspect_llvm(SIG) == header.replace("//", ";", 1) + ck.llvm
     shown = k.inspect_ptx(SIG)
-    assert shown == ck.ptx and shown.language == "nasm"
+    assert shown == header + ck.ptx and shown.language == "nasm"
     assert ck.name in shown._repr_html_()
     # all compiled signatures: the host's compile has no ptx stage, so it is left out
     assert isinstance(host.image, HostImage)
-    assert k.inspect_ptx() == {ck.signature: ck.ptx}
+    assert k.inspect_ptx() == {ck.signature: header + ck.ptx}
 
 
 def test_compiling_for_either_target_does_not_import_the_runtime():

@@ -169,3 +169,85 @@ def test_ptxas_figures_match_the_driver(pyfunc, sig, options):
             mine.max_threads_per_block) == (driver.registers, driver.shared_bytes,
                                             driver.local_bytes, driver.const_bytes,
                                             driver.max_threads_per_block)
+
+
+# --- kernel.resources, the inspect_* header and the command line ---------------------------------
+
+
+def test_kernel_resources_on_either_backend(kj_backend):
+    require_ptxas()
+    kernel = kj.jit(register_hungry)
+    got = kernel.resources(SIG)
+    ck = kernel.compile(SIG)  # sm_90: what ptxas reports on
+    want = res.ptxas_resources(ck.ptx, "sm_90", ck.name)
+    assert got.source == ("driver" if kj_backend == "cuda" else "ptxas")
+    assert (got.registers, got.shared_bytes, got.local_bytes, got.const_bytes,
+            got.max_threads_per_block, got.spill_store_bytes) == (
+        want.registers, want.shared_bytes, want.local_bytes, want.const_bytes,
+        want.max_threads_per_block, want.spill_store_bytes)
+    assert got.registers > 24  # 48 live values
+    shared = kj.jit(with_shared)
+    assert shared.resources(SIG).shared_bytes == SHARED_WORDS * 4
+
+
+def test_inspect_output_is_headed_by_the_resources():
+    require_ptxas()
+    kernel = kj.jit(with_shared)
+    line = str(res.ptxas_resources(kernel.compile(SIG).ptx, "sm_90"))
+    assert f"{SHARED_WORDS * 4} B shared" in line
+    assert kernel.inspect_ptx(SIG).splitlines()[0] == line
+    assert kernel.inspect_llvm(SIG).splitlines()[0] == ";" + line[2:]
+    assert kernel.inspect_ptx()[kj.types.parse_signature(SIG)].startswith(line + "\n")
+
+
+def test_kernel_occupancy_is_kj_occupancy(kj_backend):
+    require_ptxas()
+    kernel = kj.jit(with_shared)
+    occ = kernel.occupancy(SIG, 128)
+    assert occ == kj.occupancy(kernel, SIG, 128)
+    # 6 KB static + 1 KB reserved a block; 4 warps a block
+    assert occ.active_blocks_per_sm == min(228 * 1024 // (SHARED_WORDS * 4 + 1024), 16)
+    assert occ.occupancy_fraction == occ.active_blocks_per_sm * 4 / 64
+
+
+def test_command_line_emits_resources(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    require_ptxas()
+    src = tmp_path / "kern.py"
+    src.write_text("import kaiojit as kj\n\n"
+                   "def k(out, n):\n"
+                   "    s = kj.shared.array(300, kj.float64)\n"
+                   "    s[kj.threadIdx.x] = n\n"
+                   "    kj.syncthreads()\n"
+                   "    out[kj.threadIdx.x] = s[299 - kj.threadIdx.x]\n")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    r = subprocess.run([sys.executable, "-m", "kaiojit", "ptx", f"{src}:k", "--sig",
+                        "void(float64[::1], float64)", "--emit", "resources"],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("kaiojit resources (ptxas): ")
+    assert ", 2400 B shared, 0 B local, 0 B spill, 0 B constant, 1024 threads/block max" in r.stdout
+
+
+@pytest.mark.gpu
+def test_kernel_resources_come_from_the_driver_on_the_gpu():
+    import kaiojit.runtime as rt
+
+    backend = rt.get_backend()
+    if backend.name != "cuda":
+        pytest.skip("needs the cuda backend")
+    kernel = kj.jit(max_registers=24)(register_hungry)
+    got = kernel.resources(SIG)
+    ck = kernel.compile(SIG, backend.target_spec())
+    attrs = backend.load_kernel(ck).attributes()
+    assert got.source == "driver"
+    assert (got.registers, got.shared_bytes, got.local_bytes, got.const_bytes,
+            got.max_threads_per_block) == (attrs["registers"], attrs["shared_bytes"],
+                                           attrs["local_bytes"], attrs["const_bytes"],
+                                           attrs["max_threads_per_block"])
+    assert got.registers <= 24 and got.local_bytes > 0
+    if res.find_ptxas() is not None:
+        assert got.spill_store_bytes > 0  # ptxas adds what the driver does not say

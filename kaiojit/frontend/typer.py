@@ -67,6 +67,10 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         fdef = src.node
         self.param_names = [a.arg for a in fdef.args.args]
         self.arg_types = arg_types
+        # constexpr parameters are names of constants, as globals are: folded, never passed
+        self.constexprs = {name: t.value for name, t in zip(self.param_names, arg_types)
+                           if isinstance(t, T.ConstexprType)}
+        self.namespace.update(self.constexprs)
         self.var_types: dict[str, T.Type] = {}
         self.var_weak: dict[str, bool] = {}
         self.cur: ast.AST = fdef
@@ -97,14 +101,15 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         locals_ = {n: self.var_types[n] for n in self.var_types}
         return kir.KFunction(
             name=self.pyfunc.__name__, qualname=self.pyfunc.__qualname__,
-            params=tuple(zip(self.param_names, self.arg_types)), return_type=ret,
+            params=tuple((n, t) for n, t in zip(self.param_names, self.arg_types)
+                         if n not in self.constexprs), return_type=ret,
             locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
             callees=self.callees,
         )
 
     def _reset_pass(self):
         for name, t in zip(self.param_names, self.arg_types):
-            if name not in self.var_types:
+            if name not in self.var_types and name not in self.constexprs:
                 self.var_types[name] = t
                 self.var_weak[name] = False
         self.return_types = []
@@ -231,6 +236,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         )
 
     def assign_var(self, name: str, value: Expr, node) -> kir.Assign:
+        if name in self.constexprs:
+            self.error(f"cannot assign to {name!r}: it is a kj.constexpr parameter, a "
+                       "constant of this compile", node)
         if name in self.var_types:
             old_t, old_w = self.var_types[name], self.var_weak[name]
             new_t, new_w = self.unify(old_t, old_w, value.type, value.weak,

@@ -71,6 +71,7 @@ def _lower(fl, e: Expr):
     idx_exprs = e.args[1:1 + n]
     indices = [fl.expr(i) for i in idx_exprs]
     vals = [fl.expr(v) for v in e.args[1 + n:]]
+    fl.array_name = str(e.args[0])
     ptr = fl.element_pointer(arr, at, indices, idx_exprs, e.loc)
     return fl.target.atomic(fl, e.attr[len("atomic."):], at.dtype, ptr, vals)
 

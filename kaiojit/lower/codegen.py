@@ -100,6 +100,7 @@ class FunctionLowering:
         self.ret_slot = None
         self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
         self.reused: dict[int, ir.Value] = {}
+        self.array_name = "?"  # the array being indexed, for a debug bounds check
 
     # --- structure --------------------------------------------------------------------------------
 
@@ -160,6 +161,7 @@ class FunctionLowering:
     def lower_Store(self, s: kir.Store):
         arr = self.expr(s.array)
         indices = [self.expr(i) for i in s.indices]
+        self.array_name = str(s.array)  # what a debug bounds check names
         ptr = self.element_pointer(arr, s.array.type, indices, s.indices, s.loc)
         value = self.expr(s.value)
         if s.array.type.dtype.is_bool:
@@ -363,6 +365,7 @@ class FunctionLowering:
         arr_e, idx_e = e.args[0], e.args[1:]
         arr = self.expr(arr_e)
         indices = [self.expr(i) for i in idx_e]
+        self.array_name = str(arr_e)
         ptr = self.element_pointer(arr, arr_e.type, indices, idx_e, e.loc)
         v = self.target.load(self, ptr, arr_e.type.dtype)
         if arr_e.type.dtype.is_bool:

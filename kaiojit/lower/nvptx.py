@@ -10,6 +10,7 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..target import parse_arch
 from .llvmtypes import I8, I32, I64, PTR, ll_type
+from .gpu_faults import add_site, check_index
 from .target import Target, atomic_rmw, string_constant
 
 SHARED, CONST, GLOBAL = 3, 4, 1
@@ -28,6 +29,7 @@ class NVPTXTarget(Target):
     def __init__(self, arch: str = "sm_90"):
         parse_arch(arch)  # a malformed arch is a ValueError here, not a puzzle later
         self.arch = arch
+        self.sites: list[dict] = []  # where a debug fault can come from (gpu_faults.py)
 
     def check_arch(self, decl, loc):
         if not arch_has(self.arch, decl.min_arch):
@@ -144,14 +146,11 @@ class NVPTXTarget(Target):
         b.call(vprintf, [fmt_ptr, args])
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
-        b = fl.builder
-        bad = b.icmp_unsigned(">=", index, extent)  # negative indices are huge unsigned
-        with b.if_then(bad, likely=False):
-            where = f"{loc.filename}:{loc.line}" if loc else "?"
-            msg = (f"kaiojit: index out of bounds in kernel {fl.kfunc.qualname}: index %lld of "
-                   f"dimension {dim} (size %lld) of an array {at} at {where}")
-            self.print(fl, msg + "\n", [index, extent])
-            b.call(fl.mod.declare("llvm.trap", ir.VoidType(), []), [])
+        """Record the first out-of-bounds index in ``kaiojit_fault`` (see gpu_faults.py);
+        the access then uses element 0."""
+        site = add_site(self.sites, loc, array=getattr(fl, "array_name", "?"), dim=dim,
+                        type=str(at))
+        return check_index(fl, index, extent, site)
 
 
 # --- inline PTX and archs ------------------------------------------------------------------------

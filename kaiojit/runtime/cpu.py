@@ -33,6 +33,7 @@ from kaiojit.errors import CudaError, KernelError
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
+from kaiojit.runtime.faults import bounds_message
 from kaiojit.runtime.launch import check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -433,10 +434,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
-        msg = (f"kernel {kernel.name!r}: index {int(launch[H.LAUNCH_INDEX])} is out of bounds "
-               f"for dimension {site['dim']} of array {site['array']!r} (size "
-               f"{int(launch[H.LAUNCH_EXTENT])}) at {where}, block {block}, thread {thread}"
-               f"{source}")
+        msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
+                             int(launch[H.LAUNCH_EXTENT]), block, thread)
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "

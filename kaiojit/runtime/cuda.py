@@ -24,6 +24,7 @@ from kaiojit.runtime.backend import (
 )
 from kaiojit.runtime.launchrecord import LAUNCH_MODES
 from kaiojit.runtime.driver import check, error_for
+from kaiojit.runtime.faults import FaultWatch
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
@@ -64,6 +65,7 @@ class CudaBackend:
         if self._count == 0:
             raise driver.unavailable_error("the driver reports no devices")
         self._contexts: dict[int, Any] = {}
+        self.faults = FaultWatch()  # debug kernels' fault records, read after waits
         self._limits: dict[int, DeviceLimits] = {}
         self._specs: dict[int, TargetSpec] = {}
         self._tls = _ThreadState()
@@ -193,13 +195,17 @@ class CudaBackend:
         jit = self.drv.CUjit_option
         error_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
         info_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
-        opts = (ctypes.c_int * 4)(
-            int(jit.CU_JIT_ERROR_LOG_BUFFER), int(jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
-            int(jit.CU_JIT_INFO_LOG_BUFFER), int(jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES))
-        vals = (ctypes.c_void_p * 4)(ctypes.addressof(error_log), _JIT_LOG_BYTES,
-                                     ctypes.addressof(info_log), _JIT_LOG_BYTES)
+        names = [jit.CU_JIT_ERROR_LOG_BUFFER, jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                 jit.CU_JIT_INFO_LOG_BUFFER, jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+        values = [ctypes.addressof(error_log), _JIT_LOG_BYTES,
+                  ctypes.addressof(info_log), _JIT_LOG_BYTES]
+        if "\t.loc\t" in ptx:  # lineinfo=True or debug=True: keep the line table in the SASS
+            names.append(jit.CU_JIT_GENERATE_LINE_INFO)
+            values.append(1)
+        opts = (ctypes.c_int * len(names))(*(int(n) for n in names))
+        vals = (ctypes.c_void_p * len(values))(*values)
         module = ctypes.c_void_p()
-        rc = self._load(ctypes.byref(module), ptx.encode(), 4, opts, vals)
+        rc = self._load(ctypes.byref(module), ptx.encode(), len(names), opts, vals)
         if rc != 0:
             err = error_for(rc, "loading PTX with cuModuleLoadDataEx")
             logs = error_log.value.decode(errors="replace").strip()
@@ -365,6 +371,8 @@ class CudaBackend:
         if nbytes:
             if stream is None:
                 check(self.drv.cuMemcpyDtoH(dst, src, nbytes))
+                if self.faults:
+                    self.faults.check(self)
             else:
                 check(self.drv.cuMemcpyDtoHAsync(dst, src, nbytes, stream))
 
@@ -432,6 +440,8 @@ class CudaBackend:
     def synchronize(self) -> None:
         self.current_device()
         check(self.drv.cuCtxSynchronize(), "synchronize")
+        if self.faults:
+            self.faults.check(self)
 
     def stream_create(self) -> int:
         self.current_device()
@@ -443,6 +453,8 @@ class CudaBackend:
 
     def stream_synchronize(self, stream: int) -> None:
         check(self.drv.cuStreamSynchronize(stream), "stream synchronize")
+        if self.faults:
+            self.faults.check(self)
 
     def stream_wait_event(self, stream: int, event: int) -> None:
         check(self.drv.cuStreamWaitEvent(stream, event, 0))

@@ -98,6 +98,10 @@ def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
     shm = int(shared_mem.__index__())
     if shm < 0:
         raise LaunchError(f"{where}shared memory must be >= 0 bytes, got {shm}")
+    if static_shared > limits.max_shared_per_block:  # ptxas refuses it: "too much shared data"
+        raise LaunchError(f"{where}{static_shared} bytes of static shared memory exceed the "
+                          f"{limits.max_shared_per_block} bytes a kernel may declare "
+                          "statically (more must be dynamic shared memory)")
     if shm + static_shared > limits.max_shared_per_block_optin:
         static = f" + {static_shared} static" if static_shared else ""
         raise LaunchError(f"{where}{shm} bytes of dynamic shared memory{static} exceed the "
@@ -170,6 +174,7 @@ class ModuleKernel:
         self.name = image.name
         self.packer = ArgPacker(image.signature.args, image.arg_names)
         self.slots = ThreadSlots(self.packer.layout)
+        self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs: dict[Any, LaunchConfig] = {}
         self._lock = threading.Lock()
@@ -225,6 +230,8 @@ class ModuleKernel:
         staged = self.packer.pack(slots, args, device)
         backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
                              config.cluster)
+        if self.fault_sites and getattr(backend, "faults", None) is not None:
+            backend.faults.watch(backend, device, dk.module, self.image)
         if staged is not None:
             _copy_back(staged, backend, handle)
         if backend.debug_sync:

@@ -324,13 +324,12 @@ def shared_out_of_bounds(out, k):
 
 
 def test_debug_bounds_in_block_mode(kj_backend):
-    if kj_backend != "cpu":
-        pytest.skip("on a GPU the fault is a trap reported by the driver")
     out = kj.to_device(np.zeros(32, np.int32))
     shared_out_of_bounds[1, 32](out, 0)
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(32))
     with pytest.raises(kj.KernelError, match=r"index 32 .* array 'sm' \(size 32\)"):
         shared_out_of_bounds[1, 32](out, 1)
+        kj.synchronize()
 
 
 @kj.jit(device=True)

@@ -301,10 +301,23 @@ def k_debug(out, x):
     out[kj.grid(1)] = x[kj.grid(1)]
 
 
-def test_debug_bounds_checks_print_and_trap():
+def test_debug_bounds_checks_record_the_first_fault():
     ptx = ptx_of(k_debug, "void(float32[::1], float32[::1])", debug=True)
-    assert "trap;" in ptx and "vprintf" in ptx
-    assert "trap;" not in ptx_of(k_debug, "void(float32[::1], float32[::1])")
+    # a visible record the runtime finds by name, claimed by one compare-and-swap per check
+    assert ".visible .global .align 8 .b8 kaiojit_fault[80];" in ptx
+    assert len(re.findall(r"atom\.\S*cas\.b64\s+%rd\d+, \[kaiojit_fault\], 0, 1;", ptx)) == 2
+    assert "trap;" not in ptx  # the context stays usable: the fault is reported, not trapped
+    plain = ptx_of(k_debug, "void(float32[::1], float32[::1])")
+    assert "kaiojit_fault" not in plain and "trap;" not in plain
+
+
+def test_debug_fault_sites_name_the_arrays_and_lines():
+    ck = kj.jit(debug=True)(k_debug).compile("void(float32[::1], float32[::1])")
+    line = k_debug.__code__.co_firstlineno + 1
+    assert sorted((s["array"], s["line"], s["dim"]) for s in ck.fault_sites) == [
+        ("out", line, 0), ("x", line, 0)]
+    assert all(s["filename"] == __file__ for s in ck.fault_sites)
+    assert kj.jit(k_debug).compile("void(float32[::1], float32[::1])").fault_sites == ()
 
 
 def test_ptxas_is_available_or_skipped_with_a_reason():

@@ -214,7 +214,8 @@ def test_cpu_runs_a_host_module_through_the_protocol():
         x, y, a = rng.standard_normal(300), rng.standard_normal(300), rng.uniform(-4, 4)
         out = kj.to_device(y)
         slots = ArgSlots(cpu.load_kernel(ck).packer.layout)
-        cpu.load_kernel(ck).packer.pack(slots, (out, kj.to_device(x), a), 0)
+        xd = kj.to_device(x)  # held: the slots keep only its address
+        cpu.load_kernel(ck).packer.pack(slots, (out, xd, a), 0)
         cpu.launch_typed(fn, (3, 1, 1), (128, 1, 1), 0, 0, slots)
         assert np.allclose(out.copy_to_host(), a * x + y)
         with pytest.raises(CudaError, match="named symbol not found"):
