@@ -93,6 +93,8 @@ LAUNCH_WORDS = 16
 
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2
+ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
+ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters
@@ -152,6 +154,11 @@ def link_c_functions(names: tuple[str, ...]) -> None:
 
     libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
     for name in names:
+        if name.startswith("kaiojit_"):  # kaiojit's own native helpers (tensor copies)
+            from kaiojit import tma_host
+
+            tma_host.register_symbols()
+            continue
         for lib in libs:
             fn = getattr(lib, name, None)
             if fn is not None:
