@@ -184,10 +184,11 @@ def _shared_address(fl, arr):
     return b.ptrtoint(p, I32)
 
 
-def _nvptx_mbarrier(template, ret: ir.Type = ir.VoidType(), convert=None):
+def _nvptx_mbarrier(template, ret: ir.Type = ir.VoidType(), convert=None,
+                    convergent: bool = False):
     def lower(fl, e: Expr):
         args = [_shared_address(fl, fl.expr(e.args[0]))] + [fl.expr(a) for a in e.args[1:]]
-        v = _asm(fl, template(), ret, args)
+        v = _asm(fl, template(), ret, args, convergent)
         return convert(fl.builder, v) if convert else v
     return lower
 
@@ -340,14 +341,15 @@ for _op, _value, _result, _template, _symbol in _MBARRIER_OPS:
         host_symbols=(_symbol,)))
 register(Intrinsic(
     name="mbarrier.try_wait_parity", operands=Operands(BARRIER, T.uint32, result=T.bool_),
-    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_try_wait_parity, I32, _nonzero),
+    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_try_wait_parity, I32, _nonzero, True),
               "host": _host_try_wait},
     calls={"kj.mbarrier.try_wait_parity": _mbarrier_typing("try_wait_parity", True, T.bool_)},
     barrier=True, convergent=True, min_arch=ARCH,
     host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY,)))
 register(Intrinsic(
     name="mbarrier.wait", operands=Operands(BARRIER, T.uint32, result=T.void),
-    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_wait_parity), "host": _host_wait},
+    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_wait_parity, convergent=True),
+              "host": _host_wait},
     calls={"kj.mbarrier.wait": _mbarrier_typing("wait", True, T.void)},
     barrier=True, convergent=True, min_arch=ARCH,
     host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY,)))

@@ -437,6 +437,12 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
                f"for dimension {site['dim']} of array {site['array']!r} (size "
                f"{int(launch[H.LAUNCH_EXTENT])}) at {where}, block {block}, thread {thread}"
                f"{source}")
+    elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):
+        from kaiojit.tma_host import device_fault
+
+        msg = device_fault(kernel.name, site["op"], int(launch[H.LAUNCH_ERROR]) == H.ERR_TMA,
+                           int(launch[H.LAUNCH_INDEX]), f"{where}, block {block}, thread "
+                           f"{thread}{source}")
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "
