@@ -154,11 +154,6 @@ def link_c_functions(names: tuple[str, ...]) -> None:
 
     libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
     for name in names:
-        if name.startswith("kaiojit_"):  # kaiojit's own native helpers (tensor copies)
-            from kaiojit import tma_host
-
-            tma_host.register_symbols()
-            continue
         for lib in libs:
             fn = getattr(lib, name, None)
             if fn is not None:
