@@ -5,7 +5,9 @@ under the ``gpu`` marker, on cuda. Tiled copies and a transpose through TMA load
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -195,7 +197,19 @@ SIGNATURES = [
 ]
 
 
-@pytest.mark.parametrize("kernel, sig", SIGNATURES, ids=lambda k: getattr(k, "__name__", ""))
+
+def _example_kernels():
+    spec = importlib.util.spec_from_file_location(
+        "example_tma_copy", os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                                         "tma_copy.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(module.tma_tile_copy, f"void({MAP2}, {MAP2})"),
+            (module.tma_transpose, f"void({MAP2}, {MAP2})")]
+
+
+@pytest.mark.parametrize("kernel, sig", SIGNATURES + _example_kernels(),
+                         ids=lambda k: getattr(k, "__name__", ""))
 def test_ptx_assembles_for_sm90(kernel, sig):
     ptx = kj.compile_ptx(kernel, sig, arch="sm_90")
     assert "cp.async.bulk.tensor" in ptx or "elect.sync" in ptx
