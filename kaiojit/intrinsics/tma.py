@@ -79,9 +79,9 @@ def _tensormap(typer, e: Expr, node, what: str) -> T.TensorMapType:
 
 def _box(typer, e: Expr, node, tmap: T.TensorMapType, what: str, role: str) -> Expr:
     t = e.type
-    if not isinstance(t, T.ArrayType) or t.layout != "C":
-        typer.error(f"{what}() needs a C-contiguous shared array as its {role}, got "
-                    f"{type_words(t)}", node)
+    # any array: a view such as ring[k * n:] is fine, the box lies densely from its start
+    if not isinstance(t, T.ArrayType):
+        typer.error(f"{what}() needs a shared array as its {role}, got {type_words(t)}", node)
     if tmap.dtype is not None and t.dtype != tmap.dtype:
         typer.error(f"{what}(): the {role} holds {t.dtype}, the tensor map {tmap} copies "
                     f"{tmap.dtype}", node)
