@@ -37,6 +37,7 @@ from ..lower.nvptx import SHARED, inline_asm
 from ..target import ERR_MBARRIER_STUCK, ERR_TMA
 
 ARCH = "sm_90"
+VOID = ir.VoidType()
 BARRIER = Kind("a uint64 array (the mbarrier: element 0, in shared memory)",
                lambda t: isinstance(t, T.ArrayType) and t.dtype == T.uint64)
 TENSORMAP = Kind("a tensor map", lambda t: isinstance(t, T.TensorMapType))
@@ -184,7 +185,7 @@ def _shared_address(fl, arr):
     return b.ptrtoint(p, I32)
 
 
-def _nvptx_mbarrier(template, ret: ir.Type = ir.VoidType(), convert=None,
+def _nvptx_mbarrier(template, ret: ir.Type = VOID, convert=None,
                     convergent: bool = False):
     def lower(fl, e: Expr):
         args = [_shared_address(fl, fl.expr(e.args[0]))] + [fl.expr(a) for a in e.args[1:]]
@@ -196,24 +197,24 @@ def _nvptx_mbarrier(template, ret: ir.Type = ir.VoidType(), convert=None,
 def _nvptx_load(fl, e: Expr):
     dst, tmap, *coords, bar = (fl.expr(a) for a in e.args)
     args = [_shared_address(fl, dst), tmap, *reversed(coords), _shared_address(fl, bar)]
-    _asm(fl, P.tma_load(len(coords)), ir.VoidType(), args)
+    _asm(fl, P.tma_load(len(coords)), VOID, args)
 
 
 def _nvptx_store(fl, e: Expr):
     tmap, *coords, src = (fl.expr(a) for a in e.args)
-    _asm(fl, P.tma_store(len(coords)), ir.VoidType(), [tmap, *reversed(coords),
+    _asm(fl, P.tma_store(len(coords)), VOID, [tmap, *reversed(coords),
                                                        _shared_address(fl, src)])
 
 
 def _nvptx_plain(template):
     def lower(fl, e: Expr):
-        _asm(fl, template(), ir.VoidType(), [fl.expr(a) for a in e.args])
+        _asm(fl, template(), VOID, [fl.expr(a) for a in e.args])
     return lower
 
 
 def _nvptx_wait_group(template):
     def lower(fl, e: Expr):
-        _asm(fl, template(int(e.attr.partition(":")[2])), ir.VoidType(), [])
+        _asm(fl, template(int(e.attr.partition(":")[2])), VOID, [])
     return lower
 
 
@@ -237,7 +238,7 @@ def _data(fl, e: Expr):
     return fl.builder.extract_value(fl.expr(e), 0)
 
 
-def _host_mbarrier(symbol: str, ret: ir.Type = ir.VoidType()):
+def _host_mbarrier(symbol: str, ret: ir.Type = VOID):
     def lower(fl, e: Expr):
         args = [_data(fl, e.args[0])] + [fl.expr(a) for a in e.args[1:]]
         return _host_call(fl, symbol, ret, [PTR] + [I32] * (len(args) - 1), args)
@@ -314,9 +315,8 @@ def _host_elect_one(bl, target, e: Expr):
     def each(t):
         b.store(ir.Constant(I1, 1), first)
         lane_base = b.sub(t, b.and_(t, ir.Constant(I64, 31)))
-        with counted_loop(b, lane_base, t) as other:
-            with b.if_then(bl.active(other)):
-                b.store(ir.Constant(I1, 0), first)
+        with counted_loop(b, lane_base, t) as other, b.if_then(bl.active(other)):
+            b.store(ir.Constant(I1, 0), first)
         b.store(b.load(first, typ=I1), bl.vars[target])
     bl.thread_loop(each)
 
@@ -332,7 +332,7 @@ _MBARRIER_OPS = (
     ("expect_tx", True, T.void, P.mbarrier_expect_tx, H.SYMBOL_MBARRIER_EXPECT_TX),
 )
 for _op, _value, _result, _template, _symbol in _MBARRIER_OPS:
-    _ll = I64 if _result == T.uint64 else ir.VoidType()
+    _ll = I64 if _result == T.uint64 else VOID
     register(Intrinsic(
         name=f"mbarrier.{_op}",
         operands=Operands(BARRIER, *([T.uint32] if _value else []), result=_result),
