@@ -320,3 +320,26 @@ def test_a_wait_that_cannot_complete_is_reported_on_the_cpu_backend():
         assert _line_of(too_few_arrivals, "kj.mbarrier.wait(") in str(info.value)
     finally:
         set_backend(previous)
+
+
+def aligned_arrays(out):
+    small = kj.shared.array(3, kj.uint64)
+    box = kj.shared.array((4, 8), kj.float32, alignment=1024)
+    rest = kj.shared.array(0, kj.float32, alignment=256)
+    small[0] = 1
+    box[0, 0] = 2.0
+    rest[0] = 3.0
+    out[0] = box[0, 0] + rest[0] + small[0]
+
+
+def test_shared_alignment_places_arrays_on_both_targets():
+    from kaiojit.kir.analysis import shared_layout
+    from tests.kir.lowering import typed
+
+    kfunc = typed(aligned_arrays, "void(float32[::1])")
+    assert "shared.array((4, 8), float32, alignment=1024)" in str(kfunc)
+    layout = shared_layout(kfunc)
+    assert sorted(layout.offsets.values()) == [0, 1024]  # 24 bytes, then the aligned box
+    assert layout.size == 1024 + 128 + 128  # the dynamic buffer starts 256-byte aligned
+    ptx = kj.compile_ptx(kj.jit(opt=0)(aligned_arrays), "void(float32[::1])", arch="sm_90")
+    assert ".shared .align 1024 .b8" in ptx and ".extern .shared .align 256" in ptx
