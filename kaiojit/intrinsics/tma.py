@@ -31,10 +31,10 @@ from ..frontend.values import type_words
 from ..kir import Expr
 from ..kir.intrinsics import Intrinsic, Kind, Operands, register
 from ..lower import tma_ptx as P
-from ..lower.host import counted_loop, record_error
+from ..lower.host import counted_loop, ctx_word, record_error
 from ..lower.llvmtypes import I1, I32, I64, PTR
 from ..lower.nvptx import SHARED, inline_asm
-from ..target import ERR_MBARRIER_STUCK, ERR_TMA
+from ..target import CTX_LAUNCH, ERR_MBARRIER_STUCK, ERR_TMA, LAUNCH_ERROR
 
 ARCH = "sm_90"
 VOID = ir.VoidType()
@@ -278,8 +278,18 @@ def _host_nothing(fl, e: Expr):
     """The host's copies are synchronous: groups, fences and prefetches have nothing to do."""
 
 
+def _stop_after_a_fault(bl) -> None:
+    """Leave the block once the launch has recorded a fault (a refused copy never completes
+    its barrier: a loop of try_waits would spin forever)."""
+    b = bl.builder
+    launch = b.inttoptr(ctx_word(b, bl.ctx, CTX_LAUNCH), PTR)
+    with b.if_then(_nonzero(b, ctx_word(b, launch, LAUNCH_ERROR)), likely=False):
+        b.branch(bl.exit_bb)
+
+
 def _host_try_wait(bl, target, e: Expr):
     """Every thread has run up to here: each reads whether the phase has completed."""
+    _stop_after_a_fault(bl)
     if target is None:
         return
     bar, parity = e.args
@@ -294,6 +304,7 @@ def _host_wait(bl, target, e: Expr):
     b = bl.builder
     bar, parity = e.args
     site = bl.mod.add_site("mbarrier", e.loc, op="kj.mbarrier.wait")
+    _stop_after_a_fault(bl)
 
     def each(t):
         done = _host_call(bl, H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32],

@@ -133,9 +133,10 @@ def window(out, tmap, r, c):
         kj.fence_proxy_async()
     kj.syncthreads()
     if t == 0:
-        kj.tma.load(tile, tmap, r, c, bar)           # the copy may complete before the
-        kj.mbarrier.arrive_expect_tx(bar, WIN_R * WIN_C * 4)  # expectation: both orders work
-    kj.mbarrier.wait(bar, 0)
+        kj.mbarrier.arrive_expect_tx(bar, WIN_R * WIN_C * 4)
+        kj.tma.load(tile, tmap, r, c, bar)
+    while not kj.mbarrier.try_wait_parity(bar, 0):
+        pass
     out[t // WIN_C, t % WIN_C] = tile[t // WIN_C, t % WIN_C]
 
 
