@@ -34,7 +34,7 @@ for step in $steps; do
     bandwidth|all)
         peer timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&
     tma|all)
-        timeout 120 python3 benchmarks/tma.py 2>&1 | tee "$OUT/tma.log" | tail -12 ;;&
+        { timeout 60 python3 examples/tma_copy.py; timeout 120 python3 benchmarks/tma.py; } 2>&1 | tee "$OUT/tma.log" | tail -16 ;;&
     lib|all)
         { peer timeout 150 python3 benchmarks/random_rate.py; peer timeout 150 python3 benchmarks/vectorize_bw.py; } 2>&1 | tee "$OUT/lib.log" | tail -20 ;;&
     autotune|all)

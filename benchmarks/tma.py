@@ -7,12 +7,15 @@ persistent blocks of one warp, one elected thread per block driving a ring of ``
 shared-memory boxes, each with its mbarrier. For every tile it waits for the box's load,
 stores the box through the destination map and, once that store has read shared memory,
 loads the tile ``stages`` ahead into the same box; loads and stores of a block overlap.
-(A row for the same copy written as a Python kernel is added once kernels can use TMA.)
+Rows "kaiojit Python ..." are the same pipeline written as a ``@kj.jit`` Python kernel
+(``python_copy_kernel``: ``kj.tma``, ``kj.mbarrier``, ``kj.elect_one``), launched like any
+kernel with ``kj.TensorMap`` arguments.
 
 Bandwidth counts bytes read plus bytes written. Each result is checked against the source
 before timing; times are CUDA-event medians after warm-up, rotating over several buffers.
 
     PYTHONPATH=. python3 benchmarks/tma.py [--small]
+    PYTHONPATH=. python3 benchmarks/tma.py --cpu-check   # the Python kernel, small, cpu backend
 """
 
 from __future__ import annotations
@@ -62,6 +65,79 @@ TILINGS = [
     Tiling(32, 256, 6, 1, 1),
     Tiling(32, 128, 6, 2, 0),
 ]
+
+
+PY_TILINGS = [Tiling(32, 256, 3, 2, 1), Tiling(32, 128, 6, 2, 1), Tiling(64, 128, 3, 2, 1)]
+
+
+def python_copy_kernel(box_rows: int, box_cols: int, stages: int, lag: int):
+    """The pipelined TMA copy as a kaiojit Python kernel: persistent blocks of one warp, one
+    elected thread driving a ring of ``stages`` boxes in dynamic shared memory."""
+    box = box_rows * box_cols
+    box_bytes = box * 4
+
+    @kj.jit
+    def tma_copy_py(src, dst, tiles_x, ntiles):
+        ring = kj.shared.array(0, kj.float32, alignment=1024)
+        bars = kj.shared.array(stages, kj.uint64)
+        bid = kj.blockIdx.x
+        nb = kj.gridDim.x
+        if kj.elect_one() and bid < ntiles:
+            count = (ntiles - bid - 1) // nb + 1
+            kj.tma.prefetch(src)
+            kj.tma.prefetch(dst)
+            for s in range(stages):
+                kj.mbarrier.init(bars[s:], 1)
+            kj.fence_proxy_async()
+            for i in range(min(stages, count)):
+                tile = i * nb + bid
+                kj.mbarrier.arrive_expect_tx(bars[i:], box_bytes)
+                kj.tma.load(ring[i * box:], src, tile // tiles_x * box_rows,
+                            tile % tiles_x * box_cols, bars[i:])
+            for i in range(count):
+                s = i % stages
+                kj.mbarrier.wait(bars[s:], i // stages % 2)
+                tile = i * nb + bid
+                kj.tma.store(dst, tile // tiles_x * box_rows, tile % tiles_x * box_cols,
+                             ring[s * box:])
+                kj.tma.commit_group()
+                j = i + stages - lag
+                if i >= lag and j < count:
+                    kj.tma.wait_group_read(lag)  # the box of tile i - lag has been read
+                    r = (i - lag) % stages
+                    tile = j * nb + bid
+                    kj.mbarrier.arrive_expect_tx(bars[r:], box_bytes)
+                    kj.tma.load(ring[r * box:], src, tile // tiles_x * box_rows,
+                                tile % tiles_x * box_cols, bars[r:])
+            kj.tma.wait_group(0)
+
+    return tma_copy_py
+
+
+def python_copy(kernel, tiling: Tiling, src, dst, blocks: int):
+    """A launch of ``kernel`` copying ``src`` to ``dst`` (square) with at most ``blocks``:
+    the maps and sizes made once, the launch a call."""
+    n = src.shape[0]
+    box = (tiling.box_rows, tiling.box_cols)
+    tiles_x = math.ceil(n / tiling.box_cols)
+    ntiles = tiles_x * math.ceil(n / tiling.box_rows)
+    launch = kernel[min(ntiles, blocks), 32, 0, tiling.stages * tiling.box_bytes]
+    args = (kj.TensorMap.tiled(src, box), kj.TensorMap.tiled(dst, box), np.int32(tiles_x),
+            np.int32(ntiles))
+    return lambda: launch(*args)
+
+
+def cpu_check() -> None:
+    """The Python kernel on the cpu backend, small: its result equals the source."""
+    kj.set_backend("cpu")
+    n = 200
+    host = np.random.default_rng().random((n, n), dtype=np.float32)
+    for tiling in [Tiling(16, 64, 3, 1, 1), Tiling(32, 32, 2, 1, 0)]:
+        src, dst = kj.to_device(host), kj.to_device(np.full_like(host, np.nan))
+        kernel = python_copy_kernel(tiling.box_rows, tiling.box_cols, tiling.stages, tiling.lag)
+        python_copy(kernel, tiling, src, dst, blocks=5)()
+        assert np.array_equal(dst.copy_to_host(), host), tiling
+    print("the Python TMA copy kernel matches its source on the cpu backend")
 
 
 def asm(p: P.InlinePtx, ret: str, *args: str) -> str:
@@ -308,11 +384,28 @@ def main() -> None:
             raise AssertionError(f"{tiling}: a box's mbarrier never completed")
         rows.append((str(tiling), ms, tbps(moved, ms)))
 
+    for tiling in PY_TILINGS:
+        kernel = python_copy_kernel(tiling.box_rows, tiling.box_cols, tiling.stages, tiling.lag)
+        launches = [python_copy(kernel, tiling, srcs[k], dsts[k], sms * tiling.blocks_per_sm)
+                    for k in range(SETS)]
+
+        def py(k: int, launches=launches) -> None:
+            launches[k]()
+
+        py(0)
+        kj.synchronize()
+        check(0, f"kaiojit Python {tiling}")
+        ms = time_ms(py)
+        rows.append((f"kaiojit Python {tiling}", ms, tbps(moved, ms)))
+
     print(f"copy of a {n} x {n} float32 matrix ({nbytes / 2**30:.2f} GiB), {sms} SMs")
-    print(f"{'who':<36} {'ms':>8} {'TB/s':>6} {'of D2D':>7}")
+    print(f"{'who':<52} {'ms':>8} {'TB/s':>6} {'of D2D':>7}")
     for who, ms, bw in rows:
-        print(f"{who:<36} {ms:>8.3f} {bw:>6.2f} {bw / d2d:>7.1%}")
+        print(f"{who:<52} {ms:>8.3f} {bw:>6.2f} {bw / d2d:>7.1%}")
 
 
 if __name__ == "__main__":
-    main()
+    if "--cpu-check" in sys.argv:
+        cpu_check()
+    else:
+        main()

@@ -177,7 +177,7 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics"})
+                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host"})
 
 
 def __getattr__(name: str):

@@ -26,7 +26,7 @@ from typing import Any
 
 from . import kir
 from . import types as T
-from .errors import CompileError, UnsupportedError
+from .errors import CompileError
 from .frontend.source import function_source
 from .frontend.typer import type_function
 from .kir.analysis import static_shared_bytes, uses_sync
@@ -219,10 +219,6 @@ def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
 
     if meta.device:
         raise ValueError("a device function on its own compiles for nvptx only")
-    for _, t in kfunc.params:
-        if isinstance(t, T.TensorMapType):
-            raise UnsupportedError("tensor maps need a GPU: the cpu backend cannot run "
-                                   f"{kfunc.qualname}", kfunc.loc)
     target = HostTarget()
     mod = HostModule(target, meta.options, meta.symbol, kfunc)
     mod.lower_kernel(kfunc, meta.symbol)

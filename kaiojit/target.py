@@ -93,6 +93,8 @@ LAUNCH_WORDS = 16
 
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2
+ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
+ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words

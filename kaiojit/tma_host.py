@@ -457,6 +457,31 @@ def register_symbols() -> None:
         llvm.add_symbol(name, address)
 
 
+_REFUSALS = {
+    ERR_NOT_A_HOST_MAP: "the tensor map was not encoded by the cpu backend (make it with "
+                        "kj.TensorMap.tiled while the cpu backend is active)",
+    ERR_MISALIGNED_COORDINATE: "the box's innermost coordinate times the element size is not a "
+                               "multiple of 16 bytes (the box must start 16-byte aligned; an "
+                               "illegal instruction on the GPU)",
+    ERR_NEGATIVE_STORE_COORDINATE: "a store's box starts at a negative coordinate (an illegal "
+                                   "instruction on the GPU)",
+}
+
+
+def device_fault(kernel: str, op: str, refused_copy: bool, detail: int, where: str) -> str:
+    """The message of a kernel fault the host copies or waits report (the cpu backend's
+    ``KernelError``): a refused copy (``detail`` its status) or a stuck mbarrier wait
+    (``detail`` the parity waited for)."""
+    if refused_copy:
+        why = _REFUSALS.get(detail, f"status {detail}")
+        return f"kernel {kernel!r}: {op}() refused at {where}: {why}"
+    return (f"kernel {kernel!r}: {op}() for parity {detail} at {where} can never complete: "
+            "every thread of the block has run up to the wait and the phase is still pending "
+            "(too few arrivals, or fewer bytes loaded than expected; on the cpu backend the "
+            "threads of one branch run before those of the other, so a wait for arrivals "
+            "from another branch of the same block cannot complete either)")
+
+
 def _coords(coords: Sequence[int]) -> list[int]:
     if not 1 <= len(coords) <= MAX_RANK:
         raise ValueError(f"a tile copy takes 1 to {MAX_RANK} coordinates, got {len(coords)}")

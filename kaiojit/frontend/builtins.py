@@ -138,13 +138,34 @@ def _no_range(typer, node):
 
 
 def _shared_array(typer, node):
+    align_node = next((k.value for k in node.keywords if k.arg == "alignment"), None)
+    if align_node is not None:  # kj.shared.array(shape, dtype, alignment=128)
+        node = ast.copy_location(
+            ast.Call(node.func, node.args, [k for k in node.keywords if k.arg != "alignment"]),
+            node)
     shape, dtype = _array_args(typer, node, "kj.shared.array")
     typer.shared_names += 1
     name = f"{typer.pyfunc.__name__}_smem{typer.shared_names}"
     dynamic = shape == (0,) or shape == ()
     ndim = 1 if dynamic else len(shape)
     at = T.ArrayType(dtype, ndim, "C")
-    return Expr("shared", at, attr=(() if dynamic else shape, dtype, name), loc=typer.loc(node))
+    attr = (() if dynamic else shape, dtype, name)
+    if align_node is not None:
+        attr += (_alignment(typer, align_node),)
+    return Expr("shared", at, attr=attr, loc=typer.loc(node))
+
+
+MAX_SHARED_ALIGNMENT = 1024  # the 128B TMA swizzle pattern repeats every 1024 bytes
+
+
+def _alignment(typer, node) -> int:
+    """``alignment=``: a constant power of two, 16 (the default) to 1024 bytes."""
+    e = typer.expr(node)
+    value = e.attr if e.op == "const" and type(e.attr) is int else None
+    if value is None or value <= 0 or value & (value - 1) or value > MAX_SHARED_ALIGNMENT:
+        typer.error("kj.shared.array(): alignment must be a constant power of two up to "
+                    f"{MAX_SHARED_ALIGNMENT} bytes", node)
+    return max(value, 16)
 
 
 def _local_array(typer, node):

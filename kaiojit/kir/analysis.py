@@ -168,16 +168,23 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
     """Lay out the static shared arrays of ``kfunc`` and its callees, each once, in order."""
     offsets: dict[str, int] = {}
     total = 0
+    dynamic_align = SHARED_ALIGN
     for f in walk_functions(kfunc):
         for e in function_exprs(f):
-            if e.op == "shared" and e.attr[0] and e.attr[2] not in offsets:
-                shape, dtype, name = e.attr
+            if e.op != "shared":
+                continue
+            align = e.attr[3] if len(e.attr) > 3 else SHARED_ALIGN  # alignment=, a power of 2
+            if not e.attr[0]:  # the dynamic buffer starts after the static arrays, aligned
+                dynamic_align = max(dynamic_align, align)
+            elif e.attr[2] not in offsets:
+                shape, dtype, name = e.attr[:3]
                 n = dtype.itemsize
                 for d in shape:
                     n *= d
+                total = -(-total // align) * align
                 offsets[name] = total
                 total += -(-n // SHARED_ALIGN) * SHARED_ALIGN
-    return SharedLayout(offsets, total)
+    return SharedLayout(offsets, -(-total // dynamic_align) * dynamic_align)
 
 
 def static_shared_bytes(kfunc: KFunction) -> int:

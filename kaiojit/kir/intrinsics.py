@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import types as T
-from ..language import KernelBuiltin
+from ..language import KernelBuiltin, Namespace
 from .nodes import Expr, intrinsic_key
 
 ANY_TARGET = "*"  # a lowering key: the lowering every target uses unless it has its own
@@ -225,8 +225,7 @@ def register(decl: Intrinsic) -> Intrinsic:
         _REG.by_name[decl.name] = decl
         for key, typing in decl.calls.items():
             if isinstance(key, str) and key.startswith("kj."):
-                stub = _REG.public[key[3:]] = KernelBuiltin(key[3:])
-                _REG.by_object[stub] = (decl, typing)
+                _REG.by_object[_public_stub(key[3:])] = (decl, typing)
             elif isinstance(key, str):
                 _REG.pending[key] = (decl, typing)
             else:
@@ -234,6 +233,21 @@ def register(decl: Intrinsic) -> Intrinsic:
         for obj in decl.values:
             _REG.by_value[obj] = decl
     return decl
+
+
+def _public_stub(name: str) -> KernelBuiltin:
+    """The kernel function ``kj.<name>``; a dotted name (``mbarrier.init``) is an attribute of
+    the namespace ``kj.mbarrier``, created with its first member."""
+    stub = KernelBuiltin(name)
+    space, dot, attr = name.partition(".")
+    if not dot:
+        _REG.public[name] = stub
+        return stub
+    namespace = _REG.public.get(space)
+    if namespace is None:
+        namespace = _REG.public[space] = Namespace(space, "")
+    setattr(namespace, attr, stub)
+    return stub
 
 
 def unregister(name: str) -> None:
@@ -247,7 +261,14 @@ def unregister(name: str) -> None:
         for key in [k for k, v in _REG.pending.items() if v[0] is decl]:
             del _REG.pending[key]
         for key in [k for k in decl.calls if isinstance(k, str) and k.startswith("kj.")]:
-            del _REG.public[key[3:]]
+            space, dot, attr = key[3:].partition(".")
+            if not dot:
+                del _REG.public[space]
+                continue
+            namespace = _REG.public[space]
+            delattr(namespace, attr)
+            if not any(isinstance(v, KernelBuiltin) for v in vars(namespace).values()):
+                del _REG.public[space]
 
 
 def _claimed(key: object) -> bool:
@@ -256,6 +277,12 @@ def _claimed(key: object) -> bool:
         if not key.startswith("kj."):
             return key in _REG.pending
         package = sys.modules.get("kaiojit")
+        space, dot, attr = key[3:].partition(".")
+        if dot:  # a member of a namespace the registry made (kj.mbarrier.init)
+            namespace = _REG.public.get(space)
+            if namespace is None:
+                return package is not None and space in vars(package)
+            return hasattr(namespace, attr)
         return key[3:] in _REG.public or (package is not None and key[3:] in vars(package))
     return key in _REG.by_object or key in _REG.by_value
 

@@ -45,8 +45,9 @@ def expr_text(e: Expr) -> str:
     if op == "call":
         return f"{e.attr.name}({_joined(e.args)})"
     if op == "shared":
-        shape, dtype, _ = e.attr
-        return f"shared.array({shape}, {dtype})"
+        shape, dtype = e.attr[:2]
+        align = f", alignment={e.attr[3]}" if len(e.attr) > 3 else ""
+        return f"shared.array({shape}, {dtype}{align})"
     if op == "local":
         shape, dtype = e.attr
         return f"local.array({shape}, {dtype})"

@@ -406,8 +406,10 @@ class FunctionLowering:
         return lowering
 
     def lower_shared(self, e: Expr):
-        shape, dtype, name = e.attr
+        shape, dtype, name = e.attr[:3]
         ptr = self.target.shared_array(self, name, shape, dtype)
+        if len(e.attr) > 3:  # kj.shared.array(..., alignment=n)
+            self.target.align_shared(self, name, shape, e.attr[3])
         if not shape:
             # dynamic shared memory: one dimension, as long as the launch's bytes allow
             nbytes = self.target.dynamic_shared_bytes(self)

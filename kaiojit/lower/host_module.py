@@ -7,6 +7,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir
+from .. import types as T
 from ..kir.analysis import shared_layout, uses_sync
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
@@ -88,9 +89,10 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
     ctx.attributes.add("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     params = []
-    for i, (_, ty) in enumerate(Target.flat_param_types(kfunc)):
-        ptr = b.gep(slots, [ir.Constant(I64, 8 * i)], source_etype=I8)
-        params.append(b.load(ptr, typ=ty))
+    for slot, part, ty in _slot_parts(kfunc):
+        ptr = b.gep(slots, [ir.Constant(I64, 8 * slot)], source_etype=I8)
+        # a tensor map is its 128 bytes in the slots: the kernel gets their address
+        params.append(ptr if part == T.PARAM_TENSORMAP else b.load(ptr, typ=ty))
     grid = [ctx_word(b, ctx, CTX_GRID + a) for a in range(3)]
     dims = [ctx_word(b, ctx, CTX_BLOCK + a) for a in range(3)]
     launch = b.inttoptr(ctx_word(b, ctx, CTX_LAUNCH), PTR)
@@ -115,6 +117,29 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
                 b.ret_void()
     b.ret_void()
     return fn
+
+
+def _slot_parts(kfunc) -> list[tuple[int, str, ir.Type]]:
+    """(first slot, part kind, LLVM type) of each flat parameter, as the runtime lays the slots
+    out (``kaiojit.runtime.slots.SlotLayout``): one slot each, but a tensor map takes 16
+    slots starting on a 64-byte boundary."""
+    flat = iter(Target.flat_param_types(kfunc))
+    out, slot = [], 0
+    for _, t in kfunc.params:
+        for part in T.param_parts(t):
+            ty = next(flat)[1]
+            if part == T.PARAM_TENSORMAP:
+                slot = -(-slot // TENSORMAP_ALIGN_SLOTS) * TENSORMAP_ALIGN_SLOTS
+                out.append((slot, part, ty))
+                slot += TENSORMAP_SLOTS
+            else:
+                out.append((slot, part, ty))
+                slot += 1
+    return out
+
+
+TENSORMAP_SLOTS = 16        # 128 bytes of 8-byte slots
+TENSORMAP_ALIGN_SLOTS = 8   # a map starts 64-byte aligned
 
 
 __all__ = ["HostModule", "emit_driver"]

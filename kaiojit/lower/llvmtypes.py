@@ -33,6 +33,8 @@ def ll_type(t: T.Type) -> ir.Type:
         return ir.LiteralStructType([ll_type(e) for e in t.elements])
     if isinstance(t, T.VoidType):
         return VOID
+    if isinstance(t, T.TensorMapType):
+        return PTR  # the address of the 128 bytes (a byval parameter's, on the GPU)
     raise TypeError(f"no LLVM type for {t}")
 
 

@@ -100,6 +100,10 @@ class NVPTXTarget(Target):
                 mod.globals_by_name[name] = gv
         return fl.builder.addrspacecast(gv, PTR)
 
+    def align_shared(self, fl, name, shape, alignment):
+        gv = fl.mod.globals_by_name[name if shape else "$dynamic_shared"]
+        gv.align = max(gv.align or 1, alignment)
+
     def const_array(self, fl, name, array):
         mod = fl.mod
         gv = mod.globals_by_name.get(name)

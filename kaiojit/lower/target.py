@@ -108,6 +108,10 @@ class Target:
     def shared_array(self, fl, name, shape, dtype):
         raise UnsupportedError(f"shared memory on {self.name}")
 
+    def align_shared(self, fl, name, shape, alignment: int) -> None:
+        """Align the shared array ``name`` (just made by ``shared_array``) to ``alignment``
+        bytes; a target whose layout already does so (the host's) needs nothing."""
+
     def const_array(self, fl, name, array):
         raise UnsupportedError(f"constant memory on {self.name}")
 

@@ -436,6 +436,12 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
                              int(launch[H.LAUNCH_EXTENT]), block, thread)
+    elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):
+        from kaiojit.tma_host import device_fault
+
+        msg = device_fault(kernel.name, site["op"], int(launch[H.LAUNCH_ERROR]) == H.ERR_TMA,
+                           int(launch[H.LAUNCH_INDEX]), f"{where}, block {block}, thread "
+                           f"{thread}{source}")
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "

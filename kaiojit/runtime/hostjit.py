@@ -21,6 +21,7 @@ from kaiojit.target import HostImage, link_c_functions, register_host_symbols
 RUN_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                             ctypes.c_int64)
 
+OWN_SYMBOL_PREFIX = "kaiojit_"  # native functions kaiojit itself defines (kaiojit.tma_host)
 _LOAD_LOCK = threading.Lock()  # MCJIT's engine creation and linking are not thread-safe
 
 
@@ -38,7 +39,11 @@ class HostCode:
 def load_host_image(image: HostImage) -> HostCode:
     """Link ``image``'s object code into this process and return its callable entry."""
     register_host_symbols()
-    link_c_functions(tuple(image.symbols))
+    if any(name.startswith(OWN_SYMBOL_PREFIX) for name in image.symbols):
+        from kaiojit import tma_host  # kaiojit's own native functions: the tensor copies
+
+        tma_host.register_symbols()
+    link_c_functions(tuple(n for n in image.symbols if not n.startswith(OWN_SYMBOL_PREFIX)))
     with _LOAD_LOCK:
         engine = llvm.create_mcjit_compiler(_empty_module(), _engine_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(image.object_code))

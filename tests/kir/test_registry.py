@@ -4,6 +4,7 @@ located errors), and its properties, not its name, deciding what the analyses co
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -121,8 +122,8 @@ def test_every_object_users_call_or_name_finds_its_declaration():
         for obj in d.calls:
             if isinstance(obj, str) and not obj.startswith("kj."):
                 continue  # resolved once its module is imported (see below)
-            if isinstance(obj, str):
-                obj = getattr(kj, obj[3:])
+            if isinstance(obj, str):  # kj.<name>, or kj.<namespace>.<name>
+                obj = functools.reduce(getattr, obj[3:].split("."), kj)
             assert intrinsics.call_typing(obj)[0] is d, d.name
             seen += 1
         for obj in d.values:
@@ -190,12 +191,34 @@ def test_a_kj_name_declared_in_the_registry_is_exported_lazily():
         kj.public_probe
 
 
+def test_a_dotted_kj_name_is_a_member_of_a_namespace_the_registry_makes():
+    decls = [intrinsics.register(Intrinsic(
+        f"test.ns_{m}", Operands(result=T.int32), {ANY_TARGET: _lane},
+        calls={f"kj.probe_ns.{m}": _nullary(f"test.ns_{m}")})) for m in ("one", "two")]
+    try:
+        assert intrinsics.call_typing(kj.probe_ns.one)[0] is decls[0]
+        assert intrinsics.call_typing(kj.probe_ns.two)[0] is decls[1]
+        assert kj.probe_ns.two.name == "probe_ns.two"
+        with pytest.raises(ValueError, match="already claimed"):
+            intrinsics.register(Intrinsic("test.ns_again", Operands(result=T.int32),
+                                          {ANY_TARGET: _lane}, calls={"kj.probe_ns.one": _lane}))
+        intrinsics.unregister("test.ns_one")
+        assert not hasattr(kj.probe_ns, "one") and intrinsics.public_object("probe_ns")
+    finally:
+        for d in decls:
+            if intrinsics.find(d.name):
+                intrinsics.unregister(d.name)
+        vars(kj).pop("probe_ns", None)
+    assert intrinsics.public_object("probe_ns") is None
+
+
 def test_split_points_are_the_barriers_and_warp_collectives():
     split = {d.name for d in declared() if d.split_point}
     assert split == {"sync.syncthreads", "sync.syncthreads_count", "sync.syncthreads_and",
                      "sync.syncthreads_or", "sync.syncwarp", "warp.shfl_idx", "warp.shfl_up",
                      "warp.shfl_down", "warp.shfl_xor", "warp.all", "warp.any", "warp.ballot",
-                     "warp.activemask"}
+                     "warp.activemask", "warp.elect_one", "mbarrier.wait",
+                     "mbarrier.try_wait_parity"}
     assert all(d.convergent for d in declared() if d.split_point)
 
 

@@ -61,7 +61,14 @@ def test_reduce_example(backend):
     assert result["max"] == result["expected_max"]
 
 
-@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce"])
+def test_tma_copy_example(backend):
+    result = load("tma_copy").main(rows=int(np.random.default_rng().integers(3, 9)) * 32 + 4,
+                                   cols=200)
+    np.testing.assert_array_equal(result["copy"], result["input"])
+    np.testing.assert_array_equal(result["transpose"], result["input"].T)
+
+
+@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "tma_copy"])
 def test_examples_run_as_scripts(name):
     env = dict(os.environ, KAIOJIT_BACKEND="cpu",
                PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLES, ".."),
