@@ -141,6 +141,18 @@ def uses_sync(kfunc: KFunction) -> bool:
                for f in walk_functions(kfunc) for e in function_exprs(f))
 
 
+def arch_specific(kfunc: KFunction) -> str | None:
+    """The arch-specific GPU arch ('sm_90a') that a function, or a device function it calls,
+    needs: the ``min_arch`` ending in 'a' of an intrinsic it uses (wgmma), else None."""
+    for f in walk_functions(kfunc):
+        for e in function_exprs(f):
+            if e.op == "intrinsic":
+                need = lookup(e.attr).min_arch
+                if need is not None and need.endswith("a"):
+                    return need
+    return None
+
+
 def is_split_point(e: Expr, needs_block: Callable[[KFunction], bool]) -> bool:
     """A barrier, a warp collective, or a call of a function that has one (``needs_block``
     answers that, usually ``uses_sync`` memoized): where the cpu backend's block-synchronous
@@ -153,6 +165,7 @@ def is_split_point(e: Expr, needs_block: Callable[[KFunction], bool]) -> bool:
 # --- static shared memory ------------------------------------------------------------------------
 
 SHARED_ALIGN = 16
+SWIZZLE_ALIGN = 1024  # arch-specific kernels (wgmma): the 128B swizzle atom, on both targets
 
 
 class SharedLayout(NamedTuple):
@@ -168,6 +181,7 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
     """Lay out the static shared arrays of ``kfunc`` and its callees, each once, in order."""
     offsets: dict[str, int] = {}
     total = 0
+    align = SWIZZLE_ALIGN if arch_specific(kfunc) else SHARED_ALIGN
     for f in walk_functions(kfunc):
         for e in function_exprs(f):
             if e.op == "shared" and e.attr[0] and e.attr[2] not in offsets:
@@ -176,7 +190,7 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
                 for d in shape:
                     n *= d
                 offsets[name] = total
-                total += -(-n // SHARED_ALIGN) * SHARED_ALIGN
+                total += -(-n // align) * align
     return SharedLayout(offsets, total)
 
 
@@ -186,6 +200,6 @@ def static_shared_bytes(kfunc: KFunction) -> int:
 
 
 __all__ = [
-    "SharedLayout", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
+    "SharedLayout", "arch_specific", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
     "shared_layout", "static_shared_bytes", "uses_sync", "written_params",
 ]
