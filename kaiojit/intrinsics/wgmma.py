@@ -24,7 +24,7 @@ from llvmlite import ir
 from .. import language as L
 from .. import types as T
 from ..frontend.arguments import const_int, const_shape, dtype_arg, scalar_arg
-from ..frontend.values import type_words
+from ..frontend.values import PyObj, type_words
 from ..kir import Expr
 from ..kir.intrinsics import ARRAY, Intrinsic, Kind, Operands, register
 from ..lower import wgmma_host
@@ -120,7 +120,9 @@ def _descriptor_typing(typer, node):
     swizzle = None
     if "swizzle" in args:
         sw = args["swizzle"]
-        if not (isinstance(sw, ast.Constant) and sw.value is None):
+        literal_none = isinstance(sw, ast.Constant) and sw.value is None
+        seen = None if literal_none else typer.visit(sw)
+        if not (literal_none or isinstance(seen, PyObj) and seen.value is None):
             swizzle = const_int(typer, sw, f"{user}()'s swizzle")
         if swizzle not in SWIZZLE_MODES:
             typer.error(f"{user}() takes swizzle=128, 64, 32 or None, got {swizzle}", sw)
@@ -300,13 +302,14 @@ def _host_mma(fl, e: Expr):
 
 # --- declarations --------------------------------------------------------------------------------
 
-for _op, _ptx in (("fence", "wgmma.fence.sync.aligned;"),
-                  ("commit_group", "wgmma.commit_group.sync.aligned;"),
-                  ("fence_proxy_async", "fence.proxy.async.shared::cta;")):
+# the proxy fence (generic-proxy shared stores before an async-proxy read) is sm_90's, not 90a's
+for _op, _ptx, _arch in (("fence", "wgmma.fence.sync.aligned;", ARCH),
+                         ("commit_group", "wgmma.commit_group.sync.aligned;", ARCH),
+                         ("fence_proxy_async", "fence.proxy.async.shared::cta;", "sm_90")):
     register(Intrinsic(
         name=f"wgmma.{_op}", operands=Operands(result=T.void),
         lowering={"nvptx": _nvptx_plain(_ptx), "host": _host_nothing},
-        calls={getattr(L.wgmma, _op): _plain_typing(_op)}, convergent=True, min_arch=ARCH))
+        calls={getattr(L.wgmma, _op): _plain_typing(_op)}, convergent=True, min_arch=_arch))
 register(Intrinsic(
     name="wgmma.wait_group", operands=Operands(result=T.void, rest=ACC),
     lowering={"nvptx": _nvptx_wait, "host": _host_nothing},
