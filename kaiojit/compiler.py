@@ -31,6 +31,7 @@ from .errors import CompileError, UnsupportedError
 from .frontend.source import function_source
 from .frontend.typer import type_function
 from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
+from .kir.intrinsics import lookup
 from .options import CONFIG, CompileOptions, Config
 from .target import HostImage, TargetSpec, parse_arch
 
@@ -173,11 +174,15 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
 
 def arch_specific_target(kfunc: kir.KFunction, spec: TargetSpec) -> TargetSpec:
     """The target a kernel compiles for: an arch-specific feature it uses (wgmma: 'sm_90a')
-    turns its own arch (sm_90) into the arch-specific one; any other arch stays, and the
-    lowering then names the first such feature in a located error."""
-    need = arch_specific(kfunc)
-    if need is None or spec.arch == need or parse_arch(spec.arch) != parse_arch(need):
+    turns its own arch (sm_90) into the arch-specific one; on any other arch the first use
+    of one is a located error."""
+    use = arch_specific(kfunc)
+    if use is None:
         return spec
+    need = lookup(use.attr).min_arch
+    if parse_arch(spec.arch) != parse_arch(need):
+        raise UnsupportedError(f"{lookup(use.attr).user_name}() needs exactly {need}; this "
+                               f"kernel is compiled for {spec.arch}", use.loc)
     return dataclasses.replace(spec, arch=need)
 
 
@@ -390,5 +395,14 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     )
 
 
-__all__ = ["CompileOptions", "CompiledKernel", "Metadata", "PIPELINES", "Stage", "TargetSpec",
-           "compile_kernel", "run_stages", "stage_names"]
+__all__ = [
+    "PIPELINES",
+    "CompileOptions",
+    "CompiledKernel",
+    "Metadata",
+    "Stage",
+    "TargetSpec",
+    "compile_kernel",
+    "run_stages",
+    "stage_names",
+]

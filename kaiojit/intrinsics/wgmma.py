@@ -188,8 +188,8 @@ def parse_variant(attr: str) -> dict:
     """The static parameters of a ``wgmma.mma_async:...`` node."""
     shape, dtype, sa, sb, ta, tb = attr.partition(":")[2].split(".")
     n = int(shape[shape.index("n") + 1:shape.index("k")])
-    return dict(n=n, dtype=dtype, scale_a=int(sa), scale_b=int(sb), trans_a=int(ta),
-                trans_b=int(tb))
+    return {"n": n, "dtype": dtype, "scale_a": int(sa), "scale_b": int(sb),
+            "trans_a": int(ta), "trans_b": int(tb)}
 
 
 # --- the GPU -------------------------------------------------------------------------------------

@@ -141,15 +141,15 @@ def uses_sync(kfunc: KFunction) -> bool:
                for f in walk_functions(kfunc) for e in function_exprs(f))
 
 
-def arch_specific(kfunc: KFunction) -> str | None:
-    """The arch-specific GPU arch ('sm_90a') that a function, or a device function it calls,
-    needs: the ``min_arch`` ending in 'a' of an intrinsic it uses (wgmma), else None."""
+def arch_specific(kfunc: KFunction) -> Expr | None:
+    """The first use, in a function or a device function it calls, of an intrinsic that needs
+    an arch-specific GPU arch (its ``min_arch`` ends in 'a': wgmma's 'sm_90a'), else None."""
     for f in walk_functions(kfunc):
         for e in function_exprs(f):
             if e.op == "intrinsic":
                 need = lookup(e.attr).min_arch
                 if need is not None and need.endswith("a"):
-                    return need
+                    return e
     return None
 
 
@@ -181,7 +181,7 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
     """Lay out the static shared arrays of ``kfunc`` and its callees, each once, in order."""
     offsets: dict[str, int] = {}
     total = 0
-    align = SWIZZLE_ALIGN if arch_specific(kfunc) else SHARED_ALIGN
+    align = SWIZZLE_ALIGN if arch_specific(kfunc) is not None else SHARED_ALIGN
     for f in walk_functions(kfunc):
         for e in function_exprs(f):
             if e.op == "shared" and e.attr[0] and e.attr[2] not in offsets:

@@ -78,7 +78,7 @@ def _fields(b, desc):
 def _address(b, fields, r, k, itemsize: int):
     """The shared address of element (r, k) of a K-major operand (see the module's doc)."""
     start, lbo, sbo, mode = fields
-    c = lambda v: ir.Constant(I64, v)  # noqa: E731
+    c = lambda v: ir.Constant(I64, v)
     row8, group = b.and_(r, c(7)), b.lshr(r, c(3))
     per_row = 16 // itemsize  # elements in a 16-byte core matrix row
     plain = b.add(b.add(b.mul(row8, c(16)), b.mul(group, sbo)),
@@ -104,7 +104,7 @@ def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType) -> ir.Function:
     fn.linkage = "internal"
     acc, desc_a, desc_b, base, thread, scale_d = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    c = lambda x: ir.Constant(I64, x)  # noqa: E731
+    c = lambda x: ir.Constant(I64, x)
     t = b.and_(thread, c(127))
     warp, lane = b.lshr(t, c(5)), b.and_(t, c(31))
     g, q = b.lshr(lane, c(2)), b.and_(lane, c(3))

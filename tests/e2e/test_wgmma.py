@@ -235,6 +235,14 @@ def test_compiled_for_sm90a():
     assert ".shared .align 1024" in ptx
 
 
+@pytest.mark.parametrize("bn", [8, 64, 128, 256])
+def test_gemm_ptx_assembles(bn):
+    gemm = gemm_kernel(128, bn)
+    ptx = kj.compile_ptx(gemm, "void(float32[:, :], float16[:, :], float16[:, :], int64, int64, "
+                               "int64)", arch="sm_90")  # autouse: ptxas -arch=sm_90a
+    assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in ptx
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_100"])
 def test_other_arch_is_a_located_error(arch):
     with pytest.raises(kj.CompileError, match=f"needs exactly sm_90a; this kernel is compiled "
