@@ -55,6 +55,14 @@ class ModuleLowering:
         self.lower_pending()
         return llfunc
 
+    def unroll_full_metadata(self):
+        """A new loop ID asking LLVM to unroll its loop fully (``!{!self, !{"llvm.loop.unroll.
+        full"}}``: a loop ID refers to itself)."""
+        full = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.full")])
+        loop_id = self.module.add_metadata([full])
+        loop_id.operands = (loop_id, full)
+        return loop_id
+
     def lower_pending(self) -> None:
         """Lower the device functions called so far, and those they call."""
         while self.pending:
@@ -240,7 +248,9 @@ class FunctionLowering:
         b.position_at_end(latch)
         nxt = b.add(b.load(counter), step, flags=("nsw",) if t.kind == "i" else ())
         b.store(nxt, counter)
-        b.branch(head)
+        back = b.branch(head)
+        if s.var.startswith("$index"):  # a loop over a tuple's items: unrolled, as promised
+            back.set_metadata("llvm.loop", self.mod.unroll_full_metadata())
         b.position_at_end(end)
 
     def lower_Break(self, s):
