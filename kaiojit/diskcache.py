@@ -14,6 +14,7 @@ Entries are written atomically.
 from __future__ import annotations
 
 import binascii
+import dataclasses
 import hashlib
 import json
 import os
@@ -130,6 +131,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
                      symbols=list(ck.image.symbols))
     else:
         entry["image"] = ck.image
+        entry["arch"] = ck.target.arch  # sm_90a for a kernel with arch-specific features
     store(key, entry)
 
 
@@ -149,6 +151,7 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
             ptx = ""
         else:
             image = ptx = str(entry["image"])
+            target = dataclasses.replace(target, arch=str(entry.get("arch", target.arch)))
         return CompiledKernel(
             name=str(entry["name"]), py_name=pyfunc.__name__, signature=signature,
             arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",

@@ -306,3 +306,19 @@ def test_typing_errors_are_located(fn, snippet, words):
                        .replace("*", r"\*")) as info:
         kj.compile_ptx(kernel, "void(float32[::1], uint64)", arch="sm_90")
     assert_located(info.value, fn, snippet)
+
+
+def test_disk_cache_keeps_the_arch(tmp_path, monkeypatch):
+    """A kernel compiled for sm_90 that became sm_90a comes back from the disk cache as
+    sm_90a (SASS inspection and the occupancy calculator assemble for its arch)."""
+    from kaiojit import diskcache
+    from kaiojit.target import TargetSpec
+
+    monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
+    asked = TargetSpec("nvptx", "sm_90", 80)
+    ck = raw_fragment.compile(SIG, asked)
+    assert ck.target.arch == "sm_90a"
+    diskcache.store_kernel("wgmma-entry", ck)
+    back = diskcache.load_kernel("wgmma-entry", raw_fragment.py_func, ck.signature, ck.options,
+                                 asked)
+    assert back is not None and back.target.arch == "sm_90a" and back.ptx == ck.ptx
