@@ -23,10 +23,15 @@ import kaiojit as kj
 BM, KT = 128, 64          # block rows (two warpgroups of 64), K tile (one 128-byte row)
 THREADS = 256
 ROW_U64 = KT // 4         # int64 words in a 128-byte row of a tile
+# the input (and output) types: bf16 joins once kaiojit has kj.bfloat16 (the issue's goal)
+DTYPES = {"f16": kj.float16}
+if hasattr(kj, "bfloat16"):
+    DTYPES["bf16"] = kj.bfloat16
 
 
-def make_gemm(bn: int):
-    """The kernel for a 128 x ``bn`` block tile (bn 64, 128 or 256)."""
+def make_gemm(bn: int, dtype: str = "f16"):
+    """The kernel for a 128 x ``bn`` block tile (bn 64, 128 or 256) of ``dtype`` inputs."""
+    elem = DTYPES[dtype]
     a_words = BM * ROW_U64           # one stage of A, in int64 words
     stage = a_words + bn * ROW_U64   # one stage of A and B
     regs = tuple(range(bn // 2))     # constant tuples: loops over them are unrolled, so the
@@ -71,7 +76,7 @@ def make_gemm(bn: int):
                                          stride_byte_offset=1024)
                 db = kj.wgmma.descriptor(smem, cur + a_words + 4 * kk, swizzle=128,
                                          stride_byte_offset=1024)
-                kj.wgmma.mma_async(acc, da, db, shape=(64, bn, 16))
+                kj.wgmma.mma_async(acc, da, db, shape=(64, bn, 16), dtype=elem)
             kj.wgmma.commit_group()
             nxt = stage - cur
             if k0 + ROW_U64 < kw:
@@ -92,7 +97,7 @@ def make_gemm(bn: int):
         r0 = m0 + wg * 64 + (t % 128) // 32 * 16 + lane // 4
         c0 = n0 + 2 * (lane % 4)
         for i in regs:
-            c[r0 + 8 * ((i // 2) % 2), c0 + 8 * (i // 4) + i % 2] = kj.float16(acc[i])
+            c[r0 + 8 * ((i // 2) % 2), c0 + 8 * (i // 4) + i % 2] = elem(acc[i])
 
     return gemm, stage * 8 * 2  # the kernel and its dynamic shared memory: two stages
 
@@ -100,15 +105,15 @@ def make_gemm(bn: int):
 _KERNELS: dict = {}
 
 
-def kernel(bn: int):
-    if bn not in _KERNELS:
-        _KERNELS[bn] = make_gemm(bn)
-    return _KERNELS[bn]
+def kernel(bn: int, dtype: str = "f16"):
+    if (bn, dtype) not in _KERNELS:
+        _KERNELS[bn, dtype] = make_gemm(bn, dtype)
+    return _KERNELS[bn, dtype]
 
 
-def launch(bn: int, a_words, b_words, c, k: int) -> None:
-    """C = A @ B.T from A and B as int64 words ((M, K/4) and (N, K/4)); C (M, N) float16."""
-    gemm, smem = kernel(bn)
+def launch(bn: int, a_words, b_words, c, k: int, dtype: str = "f16") -> None:
+    """C = A @ B.T from A and B as int64 words ((M, K/4) and (N, K/4)); C (M, N) of dtype."""
+    gemm, smem = kernel(bn, dtype)
     m, n = c.shape
     assert m % BM == 0 and n % bn == 0 and k % KT == 0, (m, n, k, bn)
     gemm[(n // bn, m // BM), THREADS, 0, smem](c, a_words, b_words, k)
@@ -136,47 +141,52 @@ def bench(size: int) -> None:
         import torch
     except ImportError:
         torch = None
-    print(f"fp16 GEMM {size}^3, C = A @ B.T (B given N x K), fp32 accumulate, fp16 out")
+    print(f"GEMM {size}^3, C = A @ B.T (B given N x K), fp32 accumulate, C in the input type")
     for bn in (128, 256):
-        print(f"  check bn={bn} at 512 x {2 * bn} x 256 against NumPy: "
+        print(f"  check f16 bn={bn} at 512 x {2 * bn} x 256 against NumPy: "
               f"{check(bn, 512, 2 * bn, 256):.2f} of the tolerance")
     if torch is None or not torch.cuda.is_available():
         print("  torch with CUDA is not importable: no timing")
         return
     flops = 2.0 * size ** 3
     gen = torch.Generator(device="cuda").manual_seed(0)
-    # several buffers, so L2 does not serve every iteration
-    bufs = [(torch.randn(size, size, device="cuda", dtype=torch.float16, generator=gen),
-             torch.randn(size, size, device="cuda", dtype=torch.float16, generator=gen))
-            for _ in range(2)]
-    c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    torch_types = {"f16": torch.float16, "bf16": torch.bfloat16}
+    for dtype in DTYPES:
+        tt = torch_types[dtype]
+        # two input sets, so L2 does not serve every iteration
+        bufs = [(torch.randn(size, size, device="cuda", dtype=tt, generator=gen),
+                 torch.randn(size, size, device="cuda", dtype=tt, generator=gen))
+                for _ in range(2)]
+        c = torch.empty(size, size, device="cuda", dtype=tt)
 
-    def timed(fn, reps=20) -> float:
-        for i in range(3):
-            fn(*bufs[i % len(bufs)])
-        torch.cuda.synchronize()
-        times = []
-        for i in range(reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*bufs[i % len(bufs)])
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        return float(np.median(times))
+        def timed(fn, reps=20, bufs=bufs) -> float:
+            for i in range(3):
+                fn(*bufs[i % len(bufs)])
+            torch.cuda.synchronize()
+            times = []
+            for i in range(reps):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn(*bufs[i % len(bufs)])
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1e3)
+            return float(np.median(times))
 
-    t_torch = timed(lambda a, b: torch.matmul(a, b.T, out=c))
-    print(f"  torch.matmul (cuBLAS):      {flops / t_torch / 1e12:7.1f} TFLOP/s")
-    ref = torch.matmul(bufs[0][0], bufs[0][1].T).float()
-    for bn in (128, 256):
-        def ours(a, b, bn=bn):
-            launch(bn, a.view(torch.int64), b.view(torch.int64), c, size)
-        t = timed(ours)
-        ours(*bufs[0])
-        torch.cuda.synchronize()
-        err = float((c.float() - ref).abs().max())
-        print(f"  kaiojit wgmma, 128x{bn} tile: {flops / t / 1e12:7.1f} TFLOP/s  "
-              f"({t_torch / t:.1%} of cuBLAS; max |diff| vs cuBLAS {err:.3g})")
+        t_torch = timed(lambda a, b, c=c: torch.matmul(a, b.T, out=c))
+        print(f"  {dtype} torch.matmul (cuBLAS):      {flops / t_torch / 1e12:7.1f} TFLOP/s")
+        ref = torch.matmul(bufs[0][0].float(), bufs[0][1].float().T)
+        for bn in (128, 256):
+            def ours(a, b, bn=bn, c=c, dtype=dtype):
+                launch(bn, a.view(torch.int64), b.view(torch.int64), c, size, dtype)
+            t = timed(ours)
+            ours(*bufs[0])
+            torch.cuda.synchronize()
+            rel = float((c.float() - ref).abs().max() / ref.abs().max())
+            print(f"  {dtype} kaiojit wgmma, 128x{bn} tile: {flops / t / 1e12:7.1f} TFLOP/s  "
+                  f"({t_torch / t:.1%} of cuBLAS; max |diff| vs fp32 {rel:.2g} of max |C|)")
+            assert rel < 2e-2, f"{dtype} bn={bn}: the result is wrong ({rel:.3g})"
 
 
 if __name__ == "__main__":

@@ -322,3 +322,17 @@ def test_disk_cache_keeps_the_arch(tmp_path, monkeypatch):
     back = diskcache.load_kernel("wgmma-entry", raw_fragment.py_func, ck.signature, ck.options,
                                  asked)
     assert back is not None and back.target.arch == "sm_90a" and back.ptx == ck.ptx
+
+
+def test_benchmark_kernel(kj_backend):
+    """The kernel benchmarks/gemm_wgmma.py times (two stages, registers two tiles ahead, int64
+    words, dynamic shared memory) against NumPy, through one and two K tiles."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gemm_wgmma.py")
+    spec = importlib.util.spec_from_file_location("bench_gemm_wgmma", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for bn, k in ((128, 128), (256, 64)):
+        assert bench.check(bn, 128, bn, k) <= 1
