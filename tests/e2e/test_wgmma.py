@@ -326,7 +326,7 @@ def test_disk_cache_keeps_the_arch(tmp_path, monkeypatch):
 
 def test_benchmark_kernel(kj_backend):
     """The kernel benchmarks/gemm_wgmma.py times (two stages, registers two tiles ahead, int64
-    words, dynamic shared memory) against NumPy, through one and two K tiles."""
+    words, dynamic shared memory) against NumPy, through two K tiles."""
     import importlib.util
     import os
 
@@ -334,5 +334,4 @@ def test_benchmark_kernel(kj_backend):
     spec = importlib.util.spec_from_file_location("bench_gemm_wgmma", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    for bn, k in ((128, 128), (256, 64)):
-        assert bench.check(bn, 128, bn, k) <= 1
+    assert bench.check(128, 128, 256, 128) <= 1  # bn=256 is the same code (and compiles 5 s)
