@@ -14,6 +14,7 @@ from tests.located import assert_located
 RNG = np.random.default_rng()
 KT = 64  # the K of a shared tile
 SWIZZLES = (None, 128, 64, 32)
+FRAGMENT32 = tuple(range(32))  # the accumulator is indexed by constants only (see the docs)
 
 
 def fragment_coords(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -32,6 +33,7 @@ def make_gemm(swizzle, bn: int):
     mask = {None: 0, 128: 7, 64: 3, 32: 1}[swizzle]
     per_row = width // 2           # float16 elements in such a row
     regs = bn // 2
+    fragment = tuple(range(regs))  # loops over a tuple unroll: acc stays in registers
 
     @kj.jit(device=True)
     def smem_index(r, kk, rows):
@@ -82,7 +84,7 @@ def make_gemm(swizzle, bn: int):
             kj.wgmma.wait_group(0, acc)
             kj.syncthreads()
         warp, lane = t // 32, t % 32
-        for i in range(regs):
+        for i in fragment:
             row = m0 + 16 * warp + lane // 4 + 8 * ((i // 2) % 2)
             col = n0 + 8 * (i // 4) + 2 * (lane % 4) + i % 2
             if row < m and col < n:
@@ -119,7 +121,7 @@ def raw_fragment(out, a, b):
     sb = kj.shared.array(64 * 16, kj.float16)
     acc = kj.local.array(32, kj.float32)
     t = kj.threadIdx.x
-    for i in range(32):
+    for i in FRAGMENT32:
         acc[i] = out[t, i]  # scale_d=1 adds to what was there
     for e in range(t, 64 * 16, 128):
         sa[e] = a[e]
@@ -132,7 +134,7 @@ def raw_fragment(out, a, b):
     kj.wgmma.mma_async(acc, da, db, shape=(64, 64, 16))
     kj.wgmma.commit_group()
     kj.wgmma.wait_group(0, acc)
-    for i in range(32):
+    for i in FRAGMENT32:
         out[t, i] = acc[i]
 
 
