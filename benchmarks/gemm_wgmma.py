@@ -22,6 +22,7 @@ import kaiojit as kj
 
 BM, KT = 128, 64          # block rows (two warpgroups of 64), K tile (one 128-byte row)
 THREADS = 256
+GROUP_M = 8               # block rows a group of blocks shares (L2 reuse of B)
 ROW_U64 = KT // 4         # int64 words in a 128-byte row of a tile
 # the input (and output) types: bf16 joins once kaiojit has kj.bfloat16 (the goal)
 DTYPES = {"f16": kj.float16}
@@ -47,8 +48,14 @@ def make_gemm(bn: int, dtype: str = "f16"):
         rb = kj.local.array(len(b_loads), kj.int64)
         t = kj.threadIdx.x
         wg = t // 128
-        m0 = kj.blockIdx.y * BM
-        n0 = kj.blockIdx.x * bn
+        # blocks in groups of GROUP_M block rows, column by column: the tiles of A and B a
+        # wave of blocks reads stay in L2
+        tiles_m, tiles_n = c.shape[0] // BM, c.shape[1] // bn
+        pid = kj.blockIdx.x
+        first = pid // (GROUP_M * tiles_n) * GROUP_M
+        rows = min(tiles_m - first, GROUP_M)
+        m0 = (first + pid % (GROUP_M * tiles_n) % rows) * BM
+        n0 = pid % (GROUP_M * tiles_n) // rows * bn
         row = t // ROW_U64                      # this thread's rows: row + 16 j
         col = t % ROW_U64                       # and its word in each (constant per thread)
         swz = col ^ ((row % 8) * 2)             # the 128B swizzle: 16-byte chunk ^= row % 8
@@ -116,7 +123,7 @@ def launch(bn: int, a_words, b_words, c, k: int, dtype: str = "f16") -> None:
     gemm, smem = kernel(bn, dtype)
     m, n = c.shape
     assert m % BM == 0 and n % bn == 0 and k % KT == 0, (m, n, k, bn)
-    gemm[(n // bn, m // BM), THREADS, 0, smem](c, a_words, b_words, k)
+    gemm[(n // bn) * (m // BM), THREADS, 0, smem](c, a_words, b_words, k)
 
 
 def check(bn: int, m: int, n: int, k: int) -> float:

@@ -36,6 +36,7 @@ class ModuleLowering:
         self.pending: list[kir.KFunction] = []
         self.globals_by_name: dict[str, ir.GlobalVariable] = {}
         self.needs_libdevice = False
+        self.loop_ids = 0  # loops given a loop ID of their own (unroll_full_metadata)
         lines = getattr(options, "lineinfo", False) or getattr(options, "debug", False)
         self.debug_info = DebugInfo(self.module) if lines else None
 
@@ -59,7 +60,9 @@ class ModuleLowering:
         """A new loop ID asking LLVM to unroll its loop fully (``!{!self, !{"llvm.loop.unroll.
         full"}}``: a loop ID refers to itself)."""
         full = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.full")])
-        loop_id = self.module.add_metadata([full])
+        self.loop_ids += 1
+        # a placeholder makes each loop's node its own (llvmlite shares equal nodes)
+        loop_id = self.module.add_metadata([full, ir.Constant(ir.IntType(32), self.loop_ids)])
         loop_id.operands = (loop_id, full)
         return loop_id
 
