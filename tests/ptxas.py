@@ -102,4 +102,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"ptxas check SKIPPED: {NOT_FOUND}")
     elif STATS["assembled"]:
         terminalreporter.write_line(
-            f"ptxas check: {STATS['assembled']} distinct PTX assembled with -arch={ARCH}")
+            f"ptxas check: {STATS['assembled']} distinct PTX assembled with -arch={ARCH} "
+            f"(sm_90a for arch-specific kernels)")
