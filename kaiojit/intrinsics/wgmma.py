@@ -230,8 +230,7 @@ def _nvptx_wait(fl, e: Expr):
 
 
 def _shared_address(fl, e: Expr):
-    """The operand's address in the CTA's shared window (cvta.to.shared) and its three
-    descriptor fields besides the swizzle, as i64."""
+    """The operand's address in the CTA's shared window (what cvta.to.shared gives), as i64."""
     b = fl.builder
     ptr = _array_address(fl, e)
     shared = b.addrspacecast(ptr, ir.PointerType(addrspace=3))
@@ -322,7 +321,6 @@ register(Intrinsic(
 register(Intrinsic(
     name="wgmma.mma_async", operands=Operands(ACC, T.uint64, T.uint64, T.int32, result=T.void),
     lowering={"nvptx": _nvptx_mma, "host": _host_mma},
-    calls={L.wgmma.mma_async: _mma_typing}, convergent=True, writes=(0,), min_arch=ARCH,
-    host_symbols=()))
+    calls={L.wgmma.mma_async: _mma_typing}, convergent=True, writes=(0,), min_arch=ARCH))
 
 __all__ = ["ARCH", "INPUT_TYPES", "SWIZZLE_MODES", "parse_variant"]
