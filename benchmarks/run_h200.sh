@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|bandwidth|tma|lib|autotune|gemm|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|bandwidth|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -41,6 +41,8 @@ for step in $steps; do
         timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
     gemm|all)
         peer timeout 240 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -15 ;;&
+    wgmma|all)
+        timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     fuzz)
         timeout ${FUZZ_TIMEOUT:-240} python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} 2>&1 | tee "$OUT/fuzz.log" | tail -15 ;;
     multi|all)

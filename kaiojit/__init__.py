@@ -58,6 +58,7 @@ from .language import (
     threadfence_system,
     threadIdx,
     warpsize,
+    wgmma,
 )
 from .types import (
     Signature,
@@ -88,7 +89,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "laneid", "local", "popc", "shared", "shfl_down_sync", "shfl_sync", "shfl_up_sync",
     "shfl_xor_sync", "syncthreads", "syncthreads_and", "syncthreads_count", "syncthreads_or",
     "syncwarp", "threadIdx", "threadfence", "threadfence_block", "threadfence_system", "types",
-    "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
+    "uint8", "uint16", "uint32", "uint64", "warpsize", "wgmma", "reduce", "vectorize",
 ]
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 

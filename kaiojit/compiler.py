@@ -17,6 +17,7 @@ kernels all come from the disk cache never loads it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
@@ -26,12 +27,13 @@ from typing import Any
 
 from . import kir
 from . import types as T
-from .errors import CompileError
+from .errors import CompileError, UnsupportedError
 from .frontend.source import function_source
 from .frontend.typer import type_function
-from .kir.analysis import static_shared_bytes, uses_sync
+from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
+from .kir.intrinsics import lookup
 from .options import CONFIG, CompileOptions, Config
-from .target import FAULT_GLOBAL, HostImage, TargetSpec
+from .target import FAULT_GLOBAL, HostImage, TargetSpec, parse_arch
 
 
 @dataclass(slots=True)
@@ -159,6 +161,7 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
     from .lower.codegen import ModuleLowering
     from .lower.nvptx import NVPTXTarget
 
+    meta.target = arch_specific_target(kfunc, meta.target)
     target = NVPTXTarget(meta.target.arch)
     mod = ModuleLowering(target, meta.options, name=meta.symbol)
     if meta.device:
@@ -166,8 +169,32 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
     else:
         mod.lower_kernel(kfunc, meta.symbol)
     meta.sites = target.sites
+    if meta.target.arch.endswith("a"):
+        _align_shared(mod.module, SWIZZLE_ALIGN)
     ptx_stage.prepare_module(mod.module, meta.options.fastmath)
     return str(mod.module)
+
+
+def arch_specific_target(kfunc: kir.KFunction, spec: TargetSpec) -> TargetSpec:
+    """The target a kernel compiles for: an arch-specific feature it uses (wgmma: 'sm_90a')
+    turns its own arch (sm_90) into the arch-specific one; on any other arch the first use
+    of one is a located error."""
+    use = arch_specific(kfunc)
+    if use is None:
+        return spec
+    need = lookup(use.attr).min_arch
+    if parse_arch(spec.arch) != parse_arch(need):
+        raise UnsupportedError(f"{lookup(use.attr).user_name}() needs exactly {need}; this "
+                               f"kernel is compiled for {spec.arch}", use.loc)
+    return dataclasses.replace(spec, arch=need)
+
+
+def _align_shared(module, align: int) -> None:
+    """Align every shared array to ``align`` bytes (the 128B swizzle's atom), as the host's
+    layout does for the same kernel (``kir.analysis.shared_layout``)."""
+    for gv in module.global_values:
+        if getattr(gv, "addrspace", 0) == 3:
+            gv.align = max(gv.align or 1, align)
 
 
 def optimize_nvptx(module: str, meta: Metadata):
@@ -364,10 +391,19 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
         llvm_unoptimized=texts["llvm_unoptimized"], llvm=texts["llvm"],
         ptx=image if spec.kind == "nvptx" else "", image=image,
         static_shared_bytes=static_shared_bytes(kfunc), uses_sync=uses_sync(kfunc),
-        options=options, target=spec, kfunc=kfunc, timings=meta.timings,
+        options=options, target=meta.target, kfunc=kfunc, timings=meta.timings,
         fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
     )
 
 
-__all__ = ["CompileOptions", "CompiledKernel", "Metadata", "PIPELINES", "Stage", "TargetSpec",
-           "compile_kernel", "run_stages", "stage_names"]
+__all__ = [
+    "PIPELINES",
+    "CompileOptions",
+    "CompiledKernel",
+    "Metadata",
+    "Stage",
+    "TargetSpec",
+    "compile_kernel",
+    "run_stages",
+    "stage_names",
+]

@@ -14,6 +14,7 @@ Entries are written atomically.
 from __future__ import annotations
 
 import binascii
+import dataclasses
 import hashlib
 import json
 import os
@@ -131,6 +132,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
                      symbols=list(ck.image.symbols))
     else:
         entry.update(image=ck.image, fault_sites=list(ck.fault_sites))
+        entry["arch"] = ck.target.arch  # sm_90a for a kernel with arch-specific features
     store(key, entry)
 
 
@@ -151,6 +153,7 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
         else:
             image = ptx = str(entry["image"])
             fault_sites = tuple(dict(site) for site in entry["fault_sites"])
+            target = dataclasses.replace(target, arch=str(entry.get("arch", target.arch)))
         return CompiledKernel(
             name=str(entry["name"]), py_name=pyfunc.__name__,
             signature=runtime_signature(signature),

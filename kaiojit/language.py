@@ -65,6 +65,7 @@ shared = Namespace("shared", "array")
 local = Namespace("local", "array")
 const = Namespace("const", "array_like")
 atomic = Namespace("atomic", "add sub max min exch and_ or_ xor inc dec cas")
+wgmma = Namespace("wgmma", "fence commit_group wait_group descriptor mma_async fence_proxy_async")
 
 syncthreads = KernelBuiltin("syncthreads")
 syncthreads_count = KernelBuiltin("syncthreads_count")

@@ -67,7 +67,9 @@ def _recording(original, produced: list):
     def compile_kernel(*args, **kwargs):
         ck = original(*args, **kwargs)
         if getattr(ck.target, "kind", "") == "nvptx" and ck.ptx:
-            produced.append(ck.ptx)
+            # an arch-specific kernel (wgmma: sm_90a) assembles for its own arch
+            arch = ck.target.arch if ck.target.arch.endswith("a") else ARCH
+            produced.append((ck.ptx, arch))
         return ck
     return compile_kernel
 
@@ -91,8 +93,8 @@ def ptxas_check(monkeypatch):
         if in_ci():
             pytest.fail(f"CI=true and {NOT_FOUND}")
         return
-    for ptx in produced:
-        assemble(ptx)
+    for ptx, arch in produced:
+        assemble(ptx, arch)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -100,4 +102,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"ptxas check SKIPPED: {NOT_FOUND}")
     elif STATS["assembled"]:
         terminalreporter.write_line(
-            f"ptxas check: {STATS['assembled']} distinct PTX assembled with -arch={ARCH}")
+            f"ptxas check: {STATS['assembled']} distinct PTX assembled with -arch={ARCH} "
+            f"(sm_90a for arch-specific kernels)")

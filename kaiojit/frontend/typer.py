@@ -47,6 +47,23 @@ _UNSUPPORTED = {
 }
 
 
+def _progression(idx: Expr, items: list, t: T.Type, loc) -> Expr | None:
+    """``start + idx * step`` for a tuple of integer constants in arithmetic progression
+    (``tuple(range(64))``), instead of a chain of selects as long as the tuple (two items
+    keep their one select)."""
+    if not (isinstance(t, T.ScalarType) and t.kind in "iu") or len(items) < 3 or any(
+            i.op != "const" for i in items):
+        return None
+    values = [i.attr for i in items]
+    step = values[1] - values[0]
+    if any(b - a != step for a, b in zip(values, values[1:])):
+        return None
+    scaled = Expr("binop", T.int64, (idx, Expr("const", T.int64, attr=step)), attr="*", loc=loc)
+    value = Expr("binop", T.int64, (scaled, Expr("const", T.int64, attr=values[0])), attr="+",
+                 loc=loc)
+    return value if t == T.int64 else Expr("cast", t, (value,), loc=loc)
+
+
 class Typer(ExpressionTyping, ast.NodeVisitor):
     """Types one function for one tuple of argument types."""
 
@@ -482,8 +499,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         pick = items[-1]
         if self.final:
             items = [self.coerce(i, t, it) for i in items]
-            pick = items[-1]
-            for k in range(len(items) - 2, -1, -1):
+            pick = _progression(idx, items, t, self.loc(it)) or items[-1]
+            for k in range(len(items) - 2, -1, -1) if pick is items[-1] else ():
                 hit = Expr("cmp", T.bool_, (idx, Expr("const", T.int64, attr=k)), attr="==")
                 pick = Expr("select", t, (hit, items[k], pick), loc=self.loc(it))
         first = self.assign_var(node.target.id, Expr(pick.op, t, pick.args, pick.attr,

@@ -141,6 +141,18 @@ def uses_sync(kfunc: KFunction) -> bool:
                for f in walk_functions(kfunc) for e in function_exprs(f))
 
 
+def arch_specific(kfunc: KFunction) -> Expr | None:
+    """The first use, in a function or a device function it calls, of an intrinsic that needs
+    an arch-specific GPU arch (its ``min_arch`` ends in 'a': wgmma's 'sm_90a'), else None."""
+    for f in walk_functions(kfunc):
+        for e in function_exprs(f):
+            if e.op == "intrinsic":
+                need = lookup(e.attr).min_arch
+                if need is not None and need.endswith("a"):
+                    return e
+    return None
+
+
 def is_split_point(e: Expr, needs_block: Callable[[KFunction], bool]) -> bool:
     """A barrier, a warp collective, or a call of a function that has one (``needs_block``
     answers that, usually ``uses_sync`` memoized): where the cpu backend's block-synchronous
@@ -153,6 +165,7 @@ def is_split_point(e: Expr, needs_block: Callable[[KFunction], bool]) -> bool:
 # --- static shared memory ------------------------------------------------------------------------
 
 SHARED_ALIGN = 16
+SWIZZLE_ALIGN = 1024  # arch-specific kernels (wgmma): the 128B swizzle atom, on both targets
 
 
 class SharedLayout(NamedTuple):
@@ -169,11 +182,12 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
     offsets: dict[str, int] = {}
     total = 0
     dynamic_align = SHARED_ALIGN
+    base = SWIZZLE_ALIGN if arch_specific(kfunc) is not None else SHARED_ALIGN
     for f in walk_functions(kfunc):
         for e in function_exprs(f):
             if e.op != "shared":
                 continue
-            align = e.attr[3] if len(e.attr) > 3 else SHARED_ALIGN  # alignment=, a power of 2
+            align = max(base, e.attr[3] if len(e.attr) > 3 else SHARED_ALIGN)  # alignment=
             if not e.attr[0]:  # the dynamic buffer starts after the static arrays, aligned
                 dynamic_align = max(dynamic_align, align)
             elif e.attr[2] not in offsets:
@@ -183,7 +197,7 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
                     n *= d
                 total = -(-total // align) * align
                 offsets[name] = total
-                total += -(-n // SHARED_ALIGN) * SHARED_ALIGN
+                total += -(-n // SHARED_ALIGN) * SHARED_ALIGN  # the next array aligns its own start
     return SharedLayout(offsets, -(-total // dynamic_align) * dynamic_align)
 
 
@@ -193,6 +207,6 @@ def static_shared_bytes(kfunc: KFunction) -> int:
 
 
 __all__ = [
-    "SharedLayout", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
+    "SharedLayout", "arch_specific", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
     "shared_layout", "static_shared_bytes", "uses_sync", "written_params",
 ]

@@ -36,6 +36,7 @@ class ModuleLowering:
         self.pending: list[kir.KFunction] = []
         self.globals_by_name: dict[str, ir.GlobalVariable] = {}
         self.needs_libdevice = False
+        self.loop_ids = 0  # loops given a loop ID of their own (unroll_full_metadata)
         lines = getattr(options, "lineinfo", False) or getattr(options, "debug", False)
         self.debug_info = DebugInfo(self.module) if lines else None
 
@@ -54,6 +55,16 @@ class ModuleLowering:
         llfunc.linkage = ""  # external: the one symbol the module exports
         self.lower_pending()
         return llfunc
+
+    def unroll_full_metadata(self):
+        """A new loop ID asking LLVM to unroll its loop fully (``!{!self, !{"llvm.loop.unroll.
+        full"}}``: a loop ID refers to itself)."""
+        full = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.full")])
+        self.loop_ids += 1
+        # a placeholder makes each loop's node its own (llvmlite shares equal nodes)
+        loop_id = self.module.add_metadata([full, ir.Constant(ir.IntType(32), self.loop_ids)])
+        loop_id.operands = (loop_id, full)
+        return loop_id
 
     def lower_pending(self) -> None:
         """Lower the device functions called so far, and those they call."""
@@ -242,7 +253,9 @@ class FunctionLowering:
         b.position_at_end(latch)
         nxt = b.add(b.load(counter), step, flags=("nsw",) if t.kind == "i" else ())
         b.store(nxt, counter)
-        b.branch(head)
+        back = b.branch(head)
+        if s.var.startswith("$index"):  # a loop over a tuple's items: unrolled, as promised
+            back.set_metadata("llvm.loop", self.mod.unroll_full_metadata())
         b.position_at_end(end)
 
     def lower_Break(self, s):

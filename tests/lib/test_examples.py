@@ -68,7 +68,13 @@ def test_tma_copy_example(backend):
     np.testing.assert_array_equal(result["transpose"], result["input"].T)
 
 
-@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "tma_copy"])
+def test_wgmma_gemm_example(backend):
+    rng = np.random.default_rng()
+    m, n, k = (int(x) for x in rng.integers(65, 200, 3))  # partial tiles at every edge
+    assert load("wgmma_gemm").main(m, n, k) <= 1
+
+
+@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "tma_copy", "wgmma_gemm"])
 def test_examples_run_as_scripts(name):
     env = dict(os.environ, KAIOJIT_BACKEND="cpu",
                PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLES, ".."),
