@@ -52,6 +52,7 @@ from .language import (
     syncthreads_and,
     syncthreads_count,
     syncthreads_or,
+    static_range,
     syncwarp,
     threadfence,
     threadfence_block,
@@ -91,7 +92,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
 __all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
-__all__ += ["bfloat16", "bf16"]  # tensor cores (issue 11)
+__all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 
 boolean = bool_
 b1 = bool_

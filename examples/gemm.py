@@ -1,0 +1,171 @@
+"""A bfloat16 GEMM on tensor cores, written in kaiojit: ``C = A @ B`` with A (M x K) and B
+(K x N) row-major bfloat16, float32 accumulation, C float32 or bfloat16.
+
+Each block computes a 128 x 128 tile of C with 8 warps (2 x 4, each 64 x 32: 4 x 4 ``mma``
+tiles of 16 x 8). Tiles of A (128 x 32) and B (32 x 128) go from global to shared memory with
+``kj.cp_async`` in a pipeline of ``STAGES`` buffers, so loads of the next tiles overlap the
+math of the current one; ``kj.ldmatrix`` reads the fragments from shared memory, whose rows are
+padded by 16 bytes so that the 8 rows one ldmatrix reads fall in 8 different bank groups.
+Edges: rows and columns past M, N or K are zero-filled (``src_size`` of ``kj.cp_async``); when K
+or N is not a multiple of 8 (a row would not start 16-byte aligned) the tiles are loaded element
+by element instead. Runs on a GPU when one is usable, else (slowly, a small size) on the cpu
+backend.
+"""
+
+import numpy as np
+
+import kaiojit as kj
+
+BM, BN, BK = 128, 128, 32  # the block's tile of C, and the K step
+WM, WN = 64, 32  # one warp's tile of C: MI x NI mma tiles of 16 x 8
+MI, NI = WM // 16, WN // 8
+WARPS_N = BN // WN  # 4 warps along N, 2 along M
+THREADS = 256
+STAGES = 4
+A_LD = BK + 8  # shared row lengths in elements, padded by 16 bytes (no ldmatrix bank conflicts)
+B_LD = BN + 8
+A_STAGE = BM * A_LD
+B_STAGE = BK * B_LD
+SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 2
+
+
+@kj.jit(device=True)
+def load_tiles(sa, sb, a, b, stage, k0, m0, n0, aligned):
+    """Tiles A[m0:m0+BM, k0:k0+BK] and B[k0:k0+BK, n0:n0+BN] into shared buffer ``stage``:
+    16-byte chunks by cp.async (zero-filled past the edges), or element by element."""
+    m, k = a.shape
+    n = b.shape[1]
+    tid = kj.threadIdx.x
+    a_base = stage * A_STAGE
+    b_base = stage * B_STAGE
+    for i in range(2):  # A: 128 rows x 4 chunks of 8 elements
+        c = tid + i * THREADS
+        row = c // 4
+        col = (c % 4) * 8
+        gr = m0 + row
+        gc = k0 + col
+        if aligned:
+            valid = min(max(k - gc, 0), 8) if gr < m else 0
+            src_r = gr if valid > 0 else 0  # nothing is read at a zero src_size, but the
+            src_c = gc if valid > 0 else 0  # address stays inside the array all the same
+            kj.cp_async(sa, a_base + row * A_LD + col, a, (src_r, src_c), 16, valid * 2)
+        else:
+            for e in range(8):
+                v = a[gr, gc + e] if gr < m and gc + e < k else kj.bfloat16(0)
+                sa[a_base + row * A_LD + col + e] = v
+    for i in range(2):  # B: 32 rows x 16 chunks
+        c = tid + i * THREADS
+        row = c // 16
+        col = (c % 16) * 8
+        gr = k0 + row
+        gc = n0 + col
+        if aligned:
+            valid = min(max(n - gc, 0), 8) if gr < k else 0
+            src_r = gr if valid > 0 else 0
+            src_c = gc if valid > 0 else 0
+            kj.cp_async(sb, b_base + row * B_LD + col, b, (src_r, src_c), 16, valid * 2)
+        else:
+            for e in range(8):
+                v = b[gr, gc + e] if gr < k and gc + e < n else kj.bfloat16(0)
+                sb[b_base + row * B_LD + col + e] = v
+
+
+@kj.jit
+def gemm_bf16(c, a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    smem = kj.shared.array(0, kj.bfloat16)
+    sa = smem[:STAGES * A_STAGE]
+    sb = smem[STAGES * A_STAGE:]
+    lane = kj.threadIdx.x % 32
+    warp = kj.threadIdx.x // 32
+    wm = (warp // WARPS_N) * WM
+    wn = (warp % WARPS_N) * WN
+    m0 = kj.blockIdx.y * BM
+    n0 = kj.blockIdx.x * BN
+    aligned = k % 8 == 0 and n % 8 == 0
+    acc = kj.local.array(MI * NI * 4, kj.float32)
+    for i in range(MI * NI * 4):
+        acc[i] = 0.0
+    af = kj.local.array((MI, 8), kj.bfloat16)
+    bf = kj.local.array((NI, 4), kj.bfloat16)
+    ktiles = (k + BK - 1) // BK
+    for s in range(STAGES - 1):
+        if s < ktiles:
+            load_tiles(sa, sb, a, b, s, s * BK, m0, n0, aligned)
+        kj.cp_async_commit()
+    for kt in range(ktiles):
+        kj.cp_async_wait(STAGES - 2)  # tile kt has landed (this thread's copies) ...
+        kj.syncthreads()  # ... and everyone's; everyone is done with tile kt - 1's buffer
+        nxt = kt + STAGES - 1
+        if nxt < ktiles:
+            load_tiles(sa, sb, a, b, nxt % STAGES, nxt * BK, m0, n0, aligned)
+        kj.cp_async_commit()
+        a_base = (kt % STAGES) * A_STAGE
+        b_base = (kt % STAGES) * B_STAGE
+        for kk in range(0, BK, 16):
+            for mi in range(MI):  # x4: lane l gives row l % 16, column 8 * (l // 16)
+                r = wm + mi * 16 + lane % 16
+                f = kj.ldmatrix(sa, a_base + r * A_LD + kk + (lane // 16) * 8)
+                for e in kj.static_range(8):
+                    af[mi, e] = f[e]
+            for nj in range(NI // 2):  # x4.trans over k16 x n16: two n8 fragments
+                r = kk + (lane // 8 % 2) * 8 + lane % 8
+                col = wn + nj * 16 + (lane // 16) * 8
+                f = kj.ldmatrix(sb, b_base + r * B_LD + col, 4, True)
+                for e in kj.static_range(4):
+                    bf[2 * nj, e] = f[e]
+                    bf[2 * nj + 1, e] = f[4 + e]
+            for mi in range(MI):
+                for ni in range(NI):
+                    x = (mi * NI + ni) * 4
+                    d = kj.mma((af[mi, 0], af[mi, 1], af[mi, 2], af[mi, 3],
+                                af[mi, 4], af[mi, 5], af[mi, 6], af[mi, 7]),
+                               (bf[ni, 0], bf[ni, 1], bf[ni, 2], bf[ni, 3]),
+                               (acc[x], acc[x + 1], acc[x + 2], acc[x + 3]))
+                    acc[x] = d[0]
+                    acc[x + 1] = d[1]
+                    acc[x + 2] = d[2]
+                    acc[x + 3] = d[3]
+    kj.cp_async_wait(0)
+    g = lane // 4
+    t = lane % 4
+    for mi in range(MI):
+        for ni in range(NI):
+            x = (mi * NI + ni) * 4
+            col = n0 + wn + ni * 8 + 2 * t
+            for h in range(2):
+                row = m0 + wm + mi * 16 + g + 8 * h
+                if row < m:
+                    if col < n:
+                        c[row, col] = acc[x + 2 * h]
+                    if col + 1 < n:
+                        c[row, col + 1] = acc[x + 2 * h + 1]
+
+
+def matmul(a, b, out):
+    """``out[:] = a @ b`` for device (or NumPy) arrays: bfloat16 inputs, float32 or bfloat16
+    output."""
+    m, n = out.shape
+    grid = ((n + BN - 1) // BN, (m + BM - 1) // BM)
+    gemm_bf16[grid, THREADS, 0, SHARED_BYTES](out, a, b)
+
+
+def main(m: int = 72, n: int = 136, k: int = 40) -> float:
+    import ml_dtypes
+
+    rng = np.random.default_rng()
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    out = kj.to_device(np.full((m, n), np.nan, np.float32))
+    matmul(kj.to_device(a), kj.to_device(b), out)
+    got = out.copy_to_host()
+    expect = a.astype(np.float32) @ b.astype(np.float32)
+    err = float(np.abs(got - expect).max() / np.abs(expect).max())
+    assert err < 1e-5, err
+    print(f"bf16 GEMM {m}x{n}x{k} on the {kj.backend()} backend: max relative error {err:.2e}")
+    return err
+
+
+if __name__ == "__main__":
+    main()
