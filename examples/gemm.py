@@ -38,7 +38,7 @@ def load_tiles(sa, sb, a, b, stage, k0, m0, n0, aligned):
     tid = kj.threadIdx.x
     a_base = stage * A_STAGE
     b_base = stage * B_STAGE
-    for i in range(2):  # A: 128 rows x 4 chunks of 8 elements
+    for i in kj.static_range(2):  # A: 128 rows x 4 chunks of 8 elements
         c = tid + i * THREADS
         row = c // 4
         col = (c % 4) * 8
@@ -53,7 +53,7 @@ def load_tiles(sa, sb, a, b, stage, k0, m0, n0, aligned):
             for e in range(8):
                 v = a[gr, gc + e] if gr < m and gc + e < k else kj.bfloat16(0)
                 sa[a_base + row * A_LD + col + e] = v
-    for i in range(2):  # B: 32 rows x 16 chunks
+    for i in kj.static_range(2):  # B: 32 rows x 16 chunks
         c = tid + i * THREADS
         row = c // 16
         col = (c % 16) * 8
@@ -85,39 +85,40 @@ def gemm_bf16(c, a, b):
     n0 = kj.blockIdx.x * BN
     aligned = k % 8 == 0 and n % 8 == 0
     acc = kj.local.array(MI * NI * 4, kj.float32)
-    for i in range(MI * NI * 4):
+    for i in kj.static_range(MI * NI * 4):
         acc[i] = 0.0
     af = kj.local.array((MI, 8), kj.bfloat16)
     bf = kj.local.array((NI, 4), kj.bfloat16)
     ktiles = (k + BK - 1) // BK
-    for s in range(STAGES - 1):
-        if s < ktiles:
-            load_tiles(sa, sb, a, b, s, s * BK, m0, n0, aligned)
+    # iteration it loads tile it and computes tile it - (STAGES - 1): the first STAGES - 1
+    # iterations only load (one call of load_tiles, which LLVM then inlines)
+    for it in range(ktiles + STAGES - 1):
+        kt = it - (STAGES - 1)
+        if kt >= 0:
+            kj.cp_async_wait(STAGES - 2)  # tile kt has landed (this thread's copies) ...
+            kj.syncthreads()  # ... and everyone's; everyone is done with tile kt - 1's buffer
+        if it < ktiles:
+            load_tiles(sa, sb, a, b, it % STAGES, it * BK, m0, n0, aligned)
         kj.cp_async_commit()
-    for kt in range(ktiles):
-        kj.cp_async_wait(STAGES - 2)  # tile kt has landed (this thread's copies) ...
-        kj.syncthreads()  # ... and everyone's; everyone is done with tile kt - 1's buffer
-        nxt = kt + STAGES - 1
-        if nxt < ktiles:
-            load_tiles(sa, sb, a, b, nxt % STAGES, nxt * BK, m0, n0, aligned)
-        kj.cp_async_commit()
+        if kt < 0:
+            continue
         a_base = (kt % STAGES) * A_STAGE
         b_base = (kt % STAGES) * B_STAGE
-        for kk in range(0, BK, 16):
-            for mi in range(MI):  # x4: lane l gives row l % 16, column 8 * (l // 16)
+        for kk in kj.static_range(0, BK, 16):
+            for mi in kj.static_range(MI):  # x4: lane l gives row l % 16, column 8 * (l // 16)
                 r = wm + mi * 16 + lane % 16
                 f = kj.ldmatrix(sa, a_base + r * A_LD + kk + (lane // 16) * 8)
                 for e in kj.static_range(8):
                     af[mi, e] = f[e]
-            for nj in range(NI // 2):  # x4.trans over k16 x n16: two n8 fragments
+            for nj in kj.static_range(NI // 2):  # x4.trans over k16 x n16: two n8 fragments
                 r = kk + (lane // 8 % 2) * 8 + lane % 8
                 col = wn + nj * 16 + (lane // 16) * 8
                 f = kj.ldmatrix(sb, b_base + r * B_LD + col, 4, True)
                 for e in kj.static_range(4):
                     bf[2 * nj, e] = f[e]
                     bf[2 * nj + 1, e] = f[4 + e]
-            for mi in range(MI):
-                for ni in range(NI):
+            for mi in kj.static_range(MI):
+                for ni in kj.static_range(NI):
                     x = (mi * NI + ni) * 4
                     d = kj.mma((af[mi, 0], af[mi, 1], af[mi, 2], af[mi, 3],
                                 af[mi, 4], af[mi, 5], af[mi, 6], af[mi, 7]),
@@ -130,11 +131,11 @@ def gemm_bf16(c, a, b):
     kj.cp_async_wait(0)
     g = lane // 4
     t = lane % 4
-    for mi in range(MI):
-        for ni in range(NI):
+    for mi in kj.static_range(MI):
+        for ni in kj.static_range(NI):
             x = (mi * NI + ni) * 4
             col = n0 + wn + ni * 8 + 2 * t
-            for h in range(2):
+            for h in kj.static_range(2):
                 row = m0 + wm + mi * 16 + g + 8 * h
                 if row < m:
                     if col < n:

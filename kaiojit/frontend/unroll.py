@@ -61,8 +61,13 @@ def static_for(typer, node: ast.For) -> list:
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
             typer.error(f"the loop variable {name!r} of kj.static_range() cannot be assigned",
                         n, UnsupportedError)
+    # the typer makes several passes over a function: each pass types the same copies
+    copies = typer.__dict__.setdefault("_static_copies", {})
     out = []
     for v in values:
-        body = [_Substitute(name, v).visit(copy.deepcopy(s)) for s in node.body]
+        body = copies.get((id(node), v))
+        if body is None:
+            body = [_Substitute(name, v).visit(copy.deepcopy(s)) for s in node.body]
+            copies[(id(node), v)] = body
         out.extend(typer._block(body))
     return out

@@ -351,31 +351,31 @@ def _nvptx_asm_statement(text_of):
 
 def warp_exchange(bl, target, count: int, publish, compute) -> None:
     """A warp collective on the host: every active thread stores ``publish()`` (``count`` i64
-    words), then every active thread assigns ``compute(lane, word)`` to ``target``, where
-    ``word(src_lane, k)`` loads word ``k`` of lane ``src_lane`` (i64) of the thread's warp."""
+    words) into a per-thread buffer, then every active thread assigns ``compute(buffer,
+    thread)`` to ``target`` (see :func:`warp_word`)."""
     b = bl.builder
     buf = bl.per_thread(I64, count)
-    width = ir.Constant(I64, count)
 
     def put(t):
         for k, v in enumerate(publish()):
-            b.store(v, b.gep(buf, [b.add(b.mul(t, width), ir.Constant(I64, k))],
-                             source_etype=I64))
+            b.store(v, b.gep(buf, [b.add(b.mul(t, _c64(count)), _c64(k))], source_etype=I64))
     bl.thread_loop(put)
-    if target is None:
-        return
+    if target is not None:
+        bl.thread_loop(lambda t: b.store(compute(buf, t), bl.vars[target]))
 
-    def read(t):
-        lane = b.and_(t, ir.Constant(I64, 31))
-        base = b.sub(t, lane)
 
-        def word(src_lane, k: int):
-            src = b.add(base, src_lane)
-            src = b.select(b.icmp_unsigned("<", src, bl.n), src, t)  # a partial last warp
-            return b.load(b.gep(buf, [b.add(b.mul(src, width), ir.Constant(I64, k))],
-                                source_etype=I64), typ=I64)
-        b.store(compute(lane, word), bl.vars[target])
-    bl.thread_loop(read)
+def warp_word(b: ir.IRBuilder, buf, t, n, count: int):
+    """``(lane, word)``: thread ``t``'s lane, and ``word(src_lane, k)``, which loads word ``k``
+    that lane ``src_lane`` (i64) of ``t``'s warp published (its own, past the block's end)."""
+    lane = b.and_(t, _c64(31))
+    base = b.sub(t, lane)
+
+    def word(src_lane, k: int):
+        src = b.add(base, src_lane)
+        src = b.select(b.icmp_unsigned("<", src, n), src, t)
+        return b.load(b.gep(buf, [b.add(b.mul(src, _c64(count)), _c64(k))], source_etype=I64),
+                      typ=I64)
+    return lane, word
 
 
 def _c64(v: int):
@@ -394,72 +394,90 @@ def _host_ldmatrix(bl, target, e: Expr):
         v = b.load(b.inttoptr(addr, PTR), typ=I16)
         return v if isinstance(ety, ir.IntType) else b.bitcast(v, ety)
 
-    def compute(lane, word):
-        g, t = b.lshr(lane, _c64(2)), b.and_(lane, _c64(3))
+    def compute(buf, t):
+        lane, word = warp_word(b, buf, t, bl.n, 1)
+        g, q = b.lshr(lane, _c64(2)), b.and_(lane, _c64(3))
         values = []
         for m in range(num):
             for h in range(2):
-                if trans:  # M[2t + h, g]: row 2t + h comes from lane 8m + 2t + h
-                    row = b.add(_c64(8 * m + h), b.mul(t, _c64(2)))
+                if trans:  # M[2q + h, g]: row 2q + h comes from lane 8m + 2q + h
+                    row = b.add(_c64(8 * m + h), b.mul(q, _c64(2)))
                     values.append(load16(b.add(word(row, 0), b.mul(g, _c64(2)))))
-                else:  # M[g, 2t + h]
-                    col = b.add(b.mul(t, _c64(4)), _c64(2 * h))
+                else:  # M[g, 2q + h]
+                    col = b.add(b.mul(q, _c64(4)), _c64(2 * h))
                     values.append(load16(b.add(word(b.add(g, _c64(8 * m)), 0), col)))
         return _build_tuple(bl, e.type, values)
     warp_exchange(bl, target, 1, publish, compute)
 
 
-def _host_mma(kind: str):
+def _mma_registers_count(kind: str) -> tuple[int, int]:
     na, nb, _, _ = MMA_KINDS[kind]
+    return (na, nb) if kind == "tf32" else (na // 2, nb // 2)
+
+
+def _host_mma_function(mod, kind: str, result_ty: ir.Type) -> ir.Function:
+    """``{float x 4} (buffer, thread, threads)``: one lane's D from its warp's published A, B
+    and C registers. One function a module (not inlined: a GEMM has dozens of mma)."""
+    name = f"kaiojit.host.mma.{kind}"
+    fn = mod.module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod.module, ir.FunctionType(result_ty, [PTR, I64, I64]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    buf, t, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    na_regs, nb_regs = _mma_registers_count(kind)
+    count = na_regs + nb_regs + 4
     k_dim = 8 if kind == "tf32" else 16
+    lane, word = warp_word(b, buf, t, n, count)
+
+    def element(word64, k: int):
+        w = b.trunc(word64, I32)
+        if kind == "tf32":  # the tensor core reads 19 bits: sign, exponent, 10 of mantissa
+            return b.bitcast(b.and_(w, ir.Constant(I32, 0xFFFFE000)), F32)
+        half = b.trunc(b.lshr(w, ir.Constant(I32, 16 * (k % 2))), I16)
+        return b.fpext(b.bitcast(half, BFLOAT if kind == "bf16" else ir.HalfType()), F32)
+
+    def where(k: int) -> tuple[int, int]:
+        """(lane offset within the group of 4, register step) of element k along K."""
+        if kind == "tf32":
+            return k % 4, k // 4
+        return (k % 8) // 2, k // 8
+
+    g, q = b.lshr(lane, _c64(2)), b.and_(lane, _c64(3))
+    a_rows = []
+    for hi in (0, 1):  # rows g and g + 8 of A
+        a_rows.append([element(word(b.add(b.mul(g, _c64(4)), _c64(where(k)[0])),
+                                    hi + 2 * where(k)[1]), k) for k in range(k_dim)])
+    b_cols = []
+    for h in (0, 1):  # columns 2q and 2q + 1 of B
+        col = b.add(b.mul(q, _c64(2)), _c64(h))
+        b_cols.append([element(word(b.add(b.mul(col, _c64(4)), _c64(where(k)[0])),
+                                    na_regs + where(k)[1]), k) for k in range(k_dim)])
+    out = ir.Constant(result_ty, ir.Undefined)
+    for r in range(4):  # d[r] = C[g + 8 (r // 2), 2q + r % 2] + sum over k, in order
+        acc = b.bitcast(b.trunc(word(lane, na_regs + nb_regs + r), I32), F32)
+        for k in range(k_dim):
+            acc = b.fadd(acc, b.fmul(a_rows[r // 2][k], b_cols[r % 2][k]))
+        out = b.insert_value(out, acc, r)
+    b.ret(out)
+    return fn
+
+
+def _host_mma(kind: str):
+    na_regs, nb_regs = _mma_registers_count(kind)
 
     def lower(bl, target, e: Expr):
         b = bl.builder
-        na_regs = na if kind == "tf32" else na // 2
-        nb_regs = nb if kind == "tf32" else nb // 2
 
         def publish():
             regs = _mma_registers(bl, e, kind)
-            words = [b.bitcast(r, I32) if r.type == F32 else r for r in regs]
-            return [b.zext(w, I64) for w in words]
+            return [b.zext(b.bitcast(r, I32) if r.type == F32 else r, I64) for r in regs]
 
-        def element(word64, k: int):
-            w = b.trunc(word64, I32)
-            if kind == "tf32":  # the tensor core reads 19 bits: sign, exponent, 10 of mantissa
-                return b.bitcast(b.and_(w, ir.Constant(I32, 0xFFFFE000)), F32)
-            half = b.trunc(b.lshr(w, ir.Constant(I32, 16 * (k % 2))), I16)
-            if kind == "bf16":
-                return b.fpext(b.bitcast(half, BFLOAT), F32)
-            return b.fpext(b.bitcast(half, ir.HalfType()), F32)
-
-        def a_at(word, g, row_hi: int, k: int):
-            if kind == "tf32":
-                lane, reg = b.add(b.mul(g, _c64(4)), _c64(k % 4)), row_hi + 2 * (k // 4)
-            else:
-                lane, reg = b.add(b.mul(g, _c64(4)), _c64((k % 8) // 2)), row_hi + 2 * (k // 8)
-            return element(word(lane, reg), k)
-
-        def b_at(word, col, k: int):
-            if kind == "tf32":
-                lane, reg = b.add(b.mul(col, _c64(4)), _c64(k % 4)), k // 4
-            else:
-                lane, reg = b.add(b.mul(col, _c64(4)), _c64((k % 8) // 2)), k // 8
-            return element(word(lane, na_regs + reg), k)
-
-        def compute(lane, word):
-            g, t = b.lshr(lane, _c64(2)), b.and_(lane, _c64(3))
-            c_base = na_regs + nb_regs
-            a_rows = [[a_at(word, g, hi, k) for k in range(k_dim)] for hi in (0, 1)]
-            cols = [b.add(b.mul(t, _c64(2)), _c64(h)) for h in (0, 1)]
-            b_cols = [[b_at(word, col, k) for k in range(k_dim)] for col in cols]
-            out = []
-            for r in range(4):  # d[r] = C[g + 8 (r // 2), 2t + r % 2]
-                acc = b.bitcast(b.trunc(word(lane, c_base + r), I32), F32)
-                for k in range(k_dim):
-                    acc = b.fadd(acc, b.fmul(a_rows[r // 2][k], b_cols[r % 2][k]))
-                out.append(acc)
-            return _build_tuple(bl, e.type, out)
-        warp_exchange(bl, target, na_regs + nb_regs + 4, publish, compute)
+        fn = _host_mma_function(bl.mod, kind, ll_type(e.type))
+        warp_exchange(bl, target, na_regs + nb_regs + 4, publish,
+                      lambda buf, t: b.call(fn, [buf, t, bl.n]))
     return lower
 
 
