@@ -95,7 +95,10 @@ def test_dlpack_code_of_bfloat16(backend):
     x = kj.to_device(rng.standard_normal(8, dtype=np.float32).astype(BF16))
     cap = dlpack.to_dlpack_capsule(x, 1)
     t = dlpack.consume(type("Holder", (), {"__dlpack__": lambda self, **k: cap})())
-    assert t.dtype == BF16 and t.ptr == x.ptr
+    try:
+        assert t.dtype == BF16 and t.ptr == x.ptr
+    finally:
+        dlpack.release(t.address)
 
 
 @kj.jit
