@@ -25,7 +25,7 @@ def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
     pa = a + rm[:, None] * sam + rk[None, :] * sak
     pb = b + rk[:, None] * sbk + rn[None, :] * sbn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    for k in range(tl.cdiv(K, BK)):
         left = K - k * BK
         x = tl.load(pa, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0.0)
         y = tl.load(pb, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0.0)

@@ -33,7 +33,6 @@ import ast
 
 from llvmlite import ir
 
-
 from .. import types as T
 from ..frontend.values import type_words
 from ..kir import Expr

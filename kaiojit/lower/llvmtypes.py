@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from .. import types as T
@@ -44,7 +46,7 @@ def float_to_bf16_bits(value: float) -> int:
     GPU's ``cvt.rn.bf16.f32`` gives), as its 16 bits."""
     import struct
 
-    if value != value:
+    if math.isnan(value):
         return 0x7FFF
     if abs(value) > 3.4028234663852886e38:  # beyond float32: struct cannot pack it
         return 0xFF80 if value < 0 else 0x7F80

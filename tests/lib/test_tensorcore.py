@@ -10,8 +10,8 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.errors import TypingError, UnsupportedError
-from tests.kir.lowering import assert_at, llvm_ir
 from kaiojit.lower.nvptx import NVPTXTarget
+from tests.kir.lowering import assert_at, llvm_ir
 from tests.lib.conftest import compile_for_gpu
 from tests.lib.test_examples import load
 from tests.located import assert_located, compile_error
@@ -178,22 +178,36 @@ def test_cp_async_copies_and_zero_fills(backend):
 
 @pytest.fixture(scope="module")
 def gemm():
-    return load("gemm")  # one module: its kernel compiles once for all the tests here
+    return load("gemm")  # one module: its kernels compile once for all the tests here
+
+
+SMALL = {"bm": 64, "bn": 32, "bk": 16, "wm": 32, "wn": 16, "stages": 3}  # 4 warps, 4 mma a K step
 
 
 def test_gemm_example_at_sizes_off_the_tiles(backend, gemm):
-    """(72, 136, 40): partial tiles through cp.async's zero fill; (37, 45, 23): rows that do not
-    start 16-byte aligned, loaded element by element; (16, 8, 16): one mma tile."""
-    for m, n, k in [(72, 136, 40), (37, 45, 23), (16, 8, 16)]:
+    """The example's kernel in a small configuration (the cpu backend compiles it quickly):
+    (72, 45, 40) and (130, 70, 56) have partial tiles, zero-filled by cp.async; (37, 45, 23)
+    has rows that do not start 16-byte aligned, loaded element by element; (16, 8, 16) is one
+    mma tile."""
+    cfg = gemm.GemmConfig(**SMALL)
+    kernel = gemm.make_gemm(cfg)
+    for m, n, k in [(72, 48, 40), (130, 70, 56), (37, 45, 23), (16, 8, 16)]:
         a = rng.standard_normal((m, k), dtype=np.float32).astype(BF16)
         b = rng.standard_normal((k, n), dtype=np.float32).astype(BF16)
         out = kj.to_device(np.full((m, n), np.nan, np.float32))
-        gemm.matmul(kj.to_device(a), kj.to_device(b), out)
+        gemm.matmul(kj.to_device(a), kj.to_device(b), out, kernel, cfg)
         expect = a.astype(np.float64) @ b.astype(np.float64)
         np.testing.assert_allclose(out.copy_to_host(), expect, rtol=1e-5, atol=1e-5)
-    (ptx,) = compile_for_gpu(gemm.gemm_bf16)
+    compile_for_gpu(kernel)
+
+
+def test_gemm_example_ptx(gemm):
+    """The default configuration: 32 mma a K step, fragments in registers, assembled for sm_90."""
+    ptx = kj.compile_ptx(gemm.gemm_bf16.py_func,
+                         "void(bfloat16[:, ::1], bfloat16[:, ::1], bfloat16[:, ::1])")
     assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 32
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
+    assert ptx.count("cp.async.cg.shared.global") == 4
     assert "ld.local" not in ptx and "st.local" not in ptx  # fragments stay in registers
 
 
@@ -216,21 +230,21 @@ def test_gemm_example_bf16_output(gemm):
 # --- errors -------------------------------------------------------------------------------------
 
 def mma_short_a(d, a):
-    r = kj.mma((a[0], a[1]), (a[0], a[1], a[2], a[3]), (0.0, 0.0, 0.0, 0.0))
+    kj.mma((a[0], a[1]), (a[0], a[1], a[2], a[3]), (0.0, 0.0, 0.0, 0.0))
 
 
 def mma_mixed_b(d, a):
     x = a[0]
-    r = kj.mma((x, x, x, x, x, x, x, x), (x, x, x, d[0]), (0.0, 0.0, 0.0, 0.0))
+    kj.mma((x, x, x, x, x, x, x, x), (x, x, x, d[0]), (0.0, 0.0, 0.0, 0.0))
 
 
 def ldmatrix_three(d, a):
     s = kj.shared.array((16, 8), kj.bfloat16)
-    r = kj.ldmatrix(s, (0, 0), 3)
+    kj.ldmatrix(s, (0, 0), 3)
 
 
 def ldmatrix_float32(d, a):
-    r = kj.ldmatrix(d, 0)
+    kj.ldmatrix(d, 0)
 
 
 def cp_async_size(d, a):
@@ -245,8 +259,8 @@ def mma_on_sm75(d, a):
 
 @pytest.mark.parametrize("kernel, snippet, words", [
     (mma_short_a, "(a[0], a[1])", "A fragment must be a tuple of 8 bfloat16 values"),
-    (mma_mixed_b, "(x, x, x, d[0])", "B fragment must be a tuple of 4 bfloat16 values; "
-                                     "element 3 is float32"),
+    (mma_mixed_b, "(x, x, x, d[0])",
+     "B fragment must be a tuple of 4 bfloat16 values; element 3 is float32"),
     (ldmatrix_three, "3", "kj.ldmatrix() loads 1, 2 or 4 matrices, got num=3"),
     (ldmatrix_float32, "d, 0", "needs a shared array of 16-bit elements"),
     (cp_async_size, "12", "kj.cp_async() copies 4, 8 or 16 bytes, got size=12"),
