@@ -21,13 +21,19 @@ class GemmConfig:
     """A tile configuration: the block's tile of C (bm x bn), the K step, one warp's tile of C
     (wm x wn: (wm / 16) x (wn / 8) mma tiles) and the pipeline's depth."""
 
-    def __init__(self, bm=128, bn=128, bk=32, wm=64, wn=32, stages=4):
+    def __init__(self, bm=128, bn=128, bk=32, wm=64, wn=32, stages=4, max_registers=None):
         assert bm % wm == 0 and bn % wn == 0 and wm % 16 == 0 and wn % 16 == 0 and bk % 16 == 0
         self.bm, self.bn, self.bk, self.wm, self.wn, self.stages = bm, bn, bk, wm, wn, stages
+        self.max_registers = max_registers
         self.threads = 32 * (bm // wm) * (bn // wn)
         self.a_ld = bk + 8  # shared rows padded by 16 bytes: no ldmatrix bank conflicts
         self.b_ld = bn + 8
         self.shared_bytes = stages * (bm * self.a_ld + bk * self.b_ld) * 2
+
+    def __str__(self) -> str:
+        cap = f", <={self.max_registers} regs" if self.max_registers else ""
+        return (f"{self.bm}x{self.bn}x{self.bk}, {self.threads // 32} warps of {self.wm}x{self.wn}"
+                f", {self.stages} stages{cap}")
 
 
 def make_gemm(cfg: GemmConfig):
@@ -86,7 +92,7 @@ def make_gemm(cfg: GemmConfig):
                     v = b[gr, gc + e] if gr < k and gc + e < n else kj.bfloat16(0)
                     sb[b_base + row * B_LD + col + e] = v
 
-    @kj.jit
+    @kj.jit(max_registers=cfg.max_registers)
     def gemm_bf16(c, a, b):
         m, k = a.shape
         n = b.shape[1]

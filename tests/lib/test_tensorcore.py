@@ -12,12 +12,11 @@ import kaiojit as kj
 from kaiojit.errors import TypingError, UnsupportedError
 from kaiojit.lower.nvptx import NVPTXTarget
 from tests.kir.lowering import assert_at, llvm_ir
+from tests.lib import bf16data
 from tests.lib.conftest import compile_for_gpu
 from tests.lib.test_examples import load
 from tests.located import assert_located, compile_error
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
-BF16 = np.dtype(ml_dtypes.bfloat16)
 rng = np.random.default_rng()
 
 
@@ -72,8 +71,12 @@ def test_mma_fragment_layout(backend, dtype, case):
     a, b, c = _operands(case, k)
     d = kj.to_device(np.full((16, 8), np.nan, np.float32))
     kernel = mma_tf32 if dtype == "tf32" else mma_k16
-    cast = {"bfloat16": BF16, "float16": np.float16, "tf32": np.float32}[dtype]
-    kernel[1, 32](d, kj.to_device(a.astype(cast)), kj.to_device(b.astype(cast)), kj.to_device(c))
+    if dtype == "bfloat16":
+        da, db = bf16data.to_device(a), bf16data.to_device(b)
+    else:
+        cast = np.float16 if dtype == "float16" else np.float32
+        da, db = kj.to_device(a.astype(cast)), kj.to_device(b.astype(cast))
+    kernel[1, 32](d, da, db, kj.to_device(c))
     np.testing.assert_array_equal(d.copy_to_host(), a @ b + c)
     compile_for_gpu(kernel)
 
@@ -192,10 +195,10 @@ def test_gemm_example_at_sizes_off_the_tiles(backend, gemm):
     cfg = gemm.GemmConfig(**SMALL)
     kernel = gemm.make_gemm(cfg)
     for m, n, k in [(72, 48, 40), (130, 70, 56), (37, 45, 23), (16, 8, 16)]:
-        a = rng.standard_normal((m, k), dtype=np.float32).astype(BF16)
-        b = rng.standard_normal((k, n), dtype=np.float32).astype(BF16)
+        a = bf16data.round_bf16(rng.standard_normal((m, k), dtype=np.float32))
+        b = bf16data.round_bf16(rng.standard_normal((k, n), dtype=np.float32))
         out = kj.to_device(np.full((m, n), np.nan, np.float32))
-        gemm.matmul(kj.to_device(a), kj.to_device(b), out, kernel, cfg)
+        gemm.matmul(bf16data.to_device(a), bf16data.to_device(b), out, kernel, cfg)
         expect = a.astype(np.float64) @ b.astype(np.float64)
         np.testing.assert_allclose(out.copy_to_host(), expect, rtol=1e-5, atol=1e-5)
     compile_for_gpu(kernel)
@@ -218,13 +221,13 @@ def test_gemm_example_bf16_output(gemm):
     if not kj.is_cuda_available():
         pytest.skip("needs a CUDA device")
     m, n, k = 48, 40, 64
-    a = rng.integers(-4, 5, (m, k)).astype(BF16)
-    b = rng.integers(-4, 5, (k, n)).astype(BF16)
-    out = kj.to_device(np.full((m, n), np.nan, np.float32).astype(BF16))
-    gemm.matmul(kj.to_device(a), kj.to_device(b), out)
+    a = rng.integers(-4, 5, (m, k)).astype(np.float32)
+    b = rng.integers(-4, 5, (k, n)).astype(np.float32)
+    da = bf16data.to_device(a)
+    out = bf16data.empty((m, n), da)
+    gemm.matmul(da, bf16data.to_device(b), out)
     # integers below 256 in magnitude: exact in a bfloat16 C too
-    np.testing.assert_array_equal(out.copy_to_host().astype(np.float32),
-                                  a.astype(np.float32) @ b.astype(np.float32))
+    np.testing.assert_array_equal(bf16data.to_host(out), a @ b)
 
 
 # --- errors -------------------------------------------------------------------------------------
