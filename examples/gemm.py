@@ -49,48 +49,37 @@ def make_gemm(cfg: GemmConfig):
     B_CHUNKS = BK * BN // 8
 
     @kj.jit(device=True)
+    def load_chunk(s, s_base, ld, src, r0, c0, c, per_row, aligned):
+        """Chunk ``c`` (8 elements) of the tile of ``src`` at (r0, c0), ``per_row`` chunks a
+        row, into shared ``s`` from ``s_base`` with rows ``ld`` apart: by cp.async, zero-filled
+        past the edges, or element by element when rows do not start 16-byte aligned."""
+        rows, cols = src.shape
+        row = c // per_row
+        col = (c % per_row) * 8
+        gr = r0 + row
+        gc = c0 + col
+        if aligned:
+            valid = min(max(cols - gc, 0), 8) if gr < rows else 0
+            src_r = gr if valid > 0 else 0  # nothing is read at a zero src_size, but the
+            src_c = gc if valid > 0 else 0  # address stays inside the array all the same
+            kj.cp_async(s, s_base + row * ld + col, src, (src_r, src_c), 16, valid * 2)
+        else:
+            for e in range(8):
+                v = src[gr, gc + e] if gr < rows and gc + e < cols else kj.bfloat16(0)
+                s[s_base + row * ld + col + e] = v
+
+    @kj.jit(device=True)
     def load_tiles(sa, sb, a, b, stage, k0, m0, n0, aligned):
-        """Tiles A[m0:m0+BM, k0:k0+BK] and B[k0:k0+BK, n0:n0+BN] into shared buffer ``stage``:
-        16-byte chunks by cp.async (zero-filled past the edges), or element by element."""
-        m, k = a.shape
-        n = b.shape[1]
+        """Tiles A[m0:m0+BM, k0:k0+BK] and B[k0:k0+BK, n0:n0+BN] into shared buffer ``stage``."""
         tid = kj.threadIdx.x
-        a_base = stage * A_STAGE
-        b_base = stage * B_STAGE
         for i in kj.static_range((A_CHUNKS + THREADS - 1) // THREADS):
-            c = tid + i * THREADS
-            row = c // (BK // 8)
-            col = (c % (BK // 8)) * 8
-            gr = m0 + row
-            gc = k0 + col
-            if c >= A_CHUNKS:
-                pass
-            elif aligned:
-                valid = min(max(k - gc, 0), 8) if gr < m else 0
-                src_r = gr if valid > 0 else 0  # nothing is read at a zero src_size, but the
-                src_c = gc if valid > 0 else 0  # address stays inside the array all the same
-                kj.cp_async(sa, a_base + row * A_LD + col, a, (src_r, src_c), 16, valid * 2)
-            else:
-                for e in range(8):
-                    v = a[gr, gc + e] if gr < m and gc + e < k else kj.bfloat16(0)
-                    sa[a_base + row * A_LD + col + e] = v
+            if A_CHUNKS % THREADS == 0 or tid + i * THREADS < A_CHUNKS:
+                load_chunk(sa, stage * A_STAGE, A_LD, a, m0, k0, tid + i * THREADS, BK // 8,
+                           aligned)
         for i in kj.static_range((B_CHUNKS + THREADS - 1) // THREADS):
-            c = tid + i * THREADS
-            row = c // (BN // 8)
-            col = (c % (BN // 8)) * 8
-            gr = k0 + row
-            gc = n0 + col
-            if c >= B_CHUNKS:
-                pass
-            elif aligned:
-                valid = min(max(n - gc, 0), 8) if gr < k else 0
-                src_r = gr if valid > 0 else 0
-                src_c = gc if valid > 0 else 0
-                kj.cp_async(sb, b_base + row * B_LD + col, b, (src_r, src_c), 16, valid * 2)
-            else:
-                for e in range(8):
-                    v = b[gr, gc + e] if gr < k and gc + e < n else kj.bfloat16(0)
-                    sb[b_base + row * B_LD + col + e] = v
+            if B_CHUNKS % THREADS == 0 or tid + i * THREADS < B_CHUNKS:
+                load_chunk(sb, stage * B_STAGE, B_LD, b, k0, n0, tid + i * THREADS, BN // 8,
+                           aligned)
 
     @kj.jit(max_registers=cfg.max_registers)
     def gemm_bf16(c, a, b):
