@@ -52,6 +52,7 @@ from .language import (
     syncthreads_and,
     syncthreads_count,
     syncthreads_or,
+    static_range,
     syncwarp,
     threadfence,
     threadfence_block,
@@ -62,6 +63,7 @@ from .language import (
 )
 from .types import (
     Signature,
+    bfloat16,
     constexpr,
     bool_,
     float16,
@@ -92,6 +94,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "uint8", "uint16", "uint32", "uint64", "warpsize", "wgmma", "reduce", "vectorize",
 ]
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
+__all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 
 boolean = bool_
 b1 = bool_
@@ -101,6 +104,7 @@ f2, f4, f8 = float16, float32, float64
 i32, i64, i16, u32, u64, u16 = int32, int64, int16, uint32, uint64, uint16
 f16, f32, f64 = float16, float32, float64
 half, double = float16, float64
+bf16 = bfloat16
 intp, uintp = int64, uint64
 
 

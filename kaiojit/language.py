@@ -90,3 +90,17 @@ popc = KernelBuiltin("popc")
 clz = KernelBuiltin("clz")
 ffs = KernelBuiltin("ffs")
 brev = KernelBuiltin("brev")
+
+
+class StaticRange(KernelBuiltin):
+    """``for i in kj.static_range(n)``: the loop is unrolled when the kernel is typed, so ``i``
+    is a constant in each copy of the body (a tuple index, a fragment element). Outside a
+    kernel it is ``range``."""
+
+    __slots__ = ()
+
+    def __call__(self, *args):
+        return range(*args)
+
+
+static_range = StaticRange("static_range")

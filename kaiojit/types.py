@@ -68,6 +68,8 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
     def np_dtype(self):  # -> numpy.dtype
         import numpy as np  # not needed to compile: imported when NumPy objects are involved
 
+        if self.name == "bfloat16":
+            return bfloat16_dtype()
         return np.dtype(self.name)
 
     def __getitem__(self, spec) -> ArrayType:
@@ -110,11 +112,12 @@ uint64 = ScalarType("uint64", "u", 64)
 float16 = ScalarType("float16", "f", 16)
 float32 = ScalarType("float32", "f", 32)
 float64 = ScalarType("float64", "f", 64)
+bfloat16 = ScalarType("bfloat16", "f", 16)  # 8 exponent bits, as float32's; 7 mantissa bits
 
 SCALARS: dict[str, ScalarType] = {
     t.name: t
     for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, float32, float64)
+              float16, float32, float64, bfloat16)
 }
 ALIASES: dict[str, ScalarType] = {
     "b1": bool_, "boolean": bool_, "bool_": bool_,
@@ -123,8 +126,20 @@ ALIASES: dict[str, ScalarType] = {
     "f2": float16, "f4": float32, "f8": float64,
     "i32": int32, "i64": int64, "i16": int16, "u32": uint32, "u64": uint64, "u16": uint16,
     "f16": float16, "f32": float32, "f64": float64, "intp": int64, "uintp": uint64,
-    "half": float16, "float": float32, "double": float64,
+    "half": float16, "float": float32, "double": float64, "bf16": bfloat16,
 }
+
+
+def bfloat16_dtype():
+    """NumPy's dtype for bfloat16 data: ``ml_dtypes.bfloat16`` when ml_dtypes is installed,
+    else ``uint16`` (the same 16 bits, which kaiojit then cannot tell from integers)."""
+    import numpy as np
+
+    try:
+        import ml_dtypes
+    except ImportError:
+        return np.dtype(np.uint16)
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def from_dtype(dtype) -> ScalarType:
@@ -450,6 +465,8 @@ def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
     if a.kind == "b":
         return b
     floats = {16: float16, 32: float32, 64: float64}
+    if a == bfloat16 or b == bfloat16:
+        return _bfloat16_result(a, b)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             return a if a.bits >= b.bits else b
@@ -464,6 +481,15 @@ def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
     if unsigned.bits == 64:
         return float64
     return {16: int16, 32: int32, 64: int64}[2 * unsigned.bits]
+
+
+def _bfloat16_result(a: ScalarType, b: ScalarType) -> ScalarType:
+    """ml_dtypes' promotion: bfloat16 holds 8-bit integers exactly; float16 or 16-bit integers
+    meet it in float32, 32- and 64-bit integers in float64."""
+    other = b if a == bfloat16 else a
+    if other.is_float:
+        return other if other.bits > 16 else float32
+    return {8: bfloat16, 16: float32}.get(other.bits, float64)
 
 
 _PROMOTE_CACHE: dict[tuple[ScalarType, ScalarType], ScalarType] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from .. import language as L
+from ..language import StaticRange
 from .. import types as T
 from ..errors import CompileError, TypingError, UnsupportedError
 from .. import kir
@@ -18,6 +19,7 @@ from ..kir.intrinsics import lookup
 from ..kir.verify import verify
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
+from .unroll import static_for
 from .values import (
     STRING_ONLY_IN_PRINT,
     PyObj,
@@ -434,6 +436,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             self.error("'for ... else' is not supported in kernels", node, UnsupportedError)
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
+        if isinstance(fn, PyObj) and isinstance(fn.value, StaticRange):
+            return static_for(self, node)  # unrolled here (kaiojit/frontend/unroll.py)
         if not (isinstance(fn, PyObj) and fn.value is range):
             return self._for_over_tuple(node)
         if it.keywords or not 1 <= len(it.args) <= 3:

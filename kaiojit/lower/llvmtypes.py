@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from .. import types as T
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
@@ -21,11 +24,41 @@ _SCALAR_LL = {
 _FLOAT_LL = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 
 
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's ``bfloat`` (llvmlite has no class for it): 8 exponent bits, 7 mantissa bits."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value) -> str:
+        return f"0xR{float_to_bf16_bits(float(value)):04X}"
+
+
+BFloatType._create_instance()
+BFLOAT = BFloatType()
+
+
+def float_to_bf16_bits(value: float) -> int:
+    """The bfloat16 nearest ``value`` (through float32, ties to even; NaN is 0x7FFF, as the
+    GPU's ``cvt.rn.bf16.f32`` gives), as its 16 bits."""
+    import struct
+
+    if math.isnan(value):
+        return 0x7FFF
+    if abs(value) > 3.4028234663852886e38:  # beyond float32: struct cannot pack it
+        return 0xFF80 if value < 0 else 0x7F80
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
 def ll_type(t: T.Type) -> ir.Type:
     """The LLVM type of a value of type ``t`` in registers (bool is i1)."""
     if isinstance(t, T.ScalarType):
         if t.kind == "f":
-            return _FLOAT_LL[t.bits]
+            return BFLOAT if t == T.bfloat16 else _FLOAT_LL[t.bits]
         return _SCALAR_LL[t.kind](t.bits)
     if isinstance(t, T.ArrayType):
         return array_struct(t.ndim)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from .llvmtypes import I1, ll_type
+from .llvmtypes import BFLOAT, I1, I16, I32, ll_type
 
 def icmp_for(t: T.ScalarType, op: str):
     if t.kind == "i":
@@ -21,6 +21,8 @@ def icmp_for(t: T.ScalarType, op: str):
 
 def compare(fl, op: str, t: T.ScalarType, a, b_):
     b = fl.builder
+    if t == T.bfloat16:
+        a, b_, t = b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()), T.float32
     if t.is_float:
         # Python: NaN compares unequal to everything, so != is unordered
         if op == "!=":
@@ -33,6 +35,12 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     b = fl.builder
     if src == dst:
         return v
+    if src == T.bfloat16:  # widening is exact: bfloat16 is the top half of a float32
+        v, src = b.fpext(v, ir.FloatType()), T.float32
+        if dst == src:
+            return v
+    if dst == T.bfloat16:
+        return float_to_bf16(fl, convert(fl, v, src, T.float32))
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
@@ -55,6 +63,21 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     return v  # same width, other signedness: the bits stay
 
 
+def float_to_bf16(fl, v):
+    """A float32 rounded to the nearest bfloat16, ties to even; NaN becomes 0x7FFF. On the GPU
+    ``cvt.rn.bf16.f32`` (LLVM's fptrunc); the host has no instruction for it (LLVM would call
+    a runtime function), so it rounds the bits itself, to the same result."""
+    b = fl.builder
+    if fl.target.name == "nvptx":
+        return b.fptrunc(v, BFLOAT)
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)), ir.Constant(I32, 16))
+    is_nan = b.fcmp_unordered("uno", v, v)
+    out = b.select(is_nan, ir.Constant(I32, 0x7FFF), rounded)
+    return b.bitcast(b.trunc(out, I16), BFLOAT)
+
+
 def _suffix(t: ir.Type) -> str:
     if isinstance(t, ir.IntType):
         return f"i{t.width}"
@@ -64,6 +87,10 @@ def _suffix(t: ir.Type) -> str:
 def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
     b = fl.builder
     t = operand_t
+    if t == T.bfloat16:  # computed in float32, then rounded once (exact for + - * /)
+        wide = binop(fl, op, T.float32, b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()),
+                     T.float32)
+        return float_to_bf16(fl, wide) if rt == T.bfloat16 else wide
     if t.is_float:
         fm = fl.fastmath
         if op == "+":
@@ -218,6 +245,9 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     if t == T.float16 and name not in ("fabs", "copysign"):
         wide = [b.fpext(a, ir.FloatType()) for a in args]
         return b.fptrunc(math_call(fl, name, T.float32, wide), ir.HalfType())
+    if t == T.bfloat16:
+        wide = [b.fpext(a, ir.FloatType()) for a in args]
+        return float_to_bf16(fl, math_call(fl, name, T.float32, wide))
     if name in LLVM_MATH:
         lt = ll_type(t)
         fn = fl.mod.declare(f"llvm.{name}.{_suffix(lt)}", lt, [lt] * len(args))
@@ -225,4 +255,4 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     return fl.target.math(fl, name, t, args)
 
 
-__all__ = ["binop", "compare", "convert", "icmp_for", "math_call"]
+__all__ = ["binop", "compare", "convert", "float_to_bf16", "icmp_for", "math_call"]

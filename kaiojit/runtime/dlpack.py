@@ -17,9 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from kaiojit import types as kt
+
 K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
 _KIND_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
 _CODE_KINDS = {code: kind for kind, code in _KIND_CODES.items()}
+K_DL_BFLOAT = 4  # kDLBfloat: bfloat16 (ml_dtypes' dtype, whose NumPy kind is 'V')
+_CODE_KINDS[K_DL_BFLOAT] = "bf"
+
+
+def _dl_code(dtype: np.dtype) -> int | None:
+    if dtype.name == "bfloat16":
+        return K_DL_BFLOAT
+    return _KIND_CODES.get(dtype.kind)
 
 
 class DLDevice(ctypes.Structure):
@@ -84,7 +94,7 @@ class _Export:
         t.data = array.ptr or None
         t.device = DLDevice(device_type, array.device_id)
         t.ndim = ndim
-        t.dtype = DLDataType(_KIND_CODES[array.dtype.kind], itemsize * 8, 1)
+        t.dtype = DLDataType(_dl_code(array.dtype), itemsize * 8, 1)
         t.shape = self.shape
         t.strides = self.strides
         t.byte_offset = 0
@@ -113,7 +123,7 @@ def _capsule_destructor(capsule: int) -> None:
 
 def to_dlpack_capsule(array: Any, device_type: int) -> Any:
     """A ``dltensor`` capsule viewing ``array`` (a DeviceArray) on a DLPack device type."""
-    if array.dtype.kind not in _KIND_CODES:
+    if _dl_code(array.dtype) is None:
         raise BufferError(f"DLPack has no code for dtype {array.dtype}")
     export = _Export(array, device_type)
     address = ctypes.addressof(export.managed)
@@ -157,7 +167,10 @@ def consume(obj: Any) -> ImportedTensor:
         raise TypeError(f"DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits, "
                         f"{t.dtype.lanes} lanes) has no kaiojit type")
     kind = _CODE_KINDS[t.dtype.code]
-    dtype = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
+    if kind == "bf":
+        dtype = kt.bfloat16_dtype()
+    else:
+        dtype = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = (tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
                if t.strides else None)

@@ -1,0 +1,73 @@
+"""``for i in kj.static_range(start, stop, step)``: unrolled while typing. Each copy of the
+body is the loop's AST with the loop variable replaced by one constant, typed in order, so the
+variable may index tuples (``frag[i]``) and everything it computes folds."""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from ..errors import UnsupportedError
+from .arguments import const_int
+
+MAX_UNROLL = 1024  # copies of one loop body, a guard against a mistyped bound
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, name: str, value: int):
+        self.name, self.value = name, value
+
+    def visit_Name(self, node: ast.Name):
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(self.value), node)
+        return node
+
+
+def _jumps_out(body: list) -> ast.AST | None:
+    """A ``break`` or ``continue`` of this loop (not of a loop inside it), if there is one."""
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return n
+        if isinstance(n, (ast.For, ast.While)):
+            todo.extend(n.orelse)
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return None
+
+
+def static_for(typer, node: ast.For) -> list:
+    it = node.iter
+    if it.keywords or not 1 <= len(it.args) <= 3:
+        typer.error("kj.static_range() takes 1 to 3 positional arguments", it)
+    bounds = [const_int(typer, a, "kj.static_range()'s bounds") for a in it.args]
+    if len(bounds) == 1:
+        bounds = [0, bounds[0]]
+    values = range(*bounds)
+    if len(values) > MAX_UNROLL:
+        typer.error(f"kj.static_range() unrolls at most {MAX_UNROLL} copies, got {len(values)}",
+                    it)
+    if not isinstance(node.target, ast.Name):
+        typer.error("the loop variable must be a plain name", node.target, UnsupportedError)
+    name = node.target.id
+    jump = _jumps_out(node.body)
+    if jump is not None:
+        typer.error("'break' and 'continue' cannot leave a kj.static_range() loop (it is "
+                    "unrolled)", jump, UnsupportedError)
+    for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+            typer.error(f"the loop variable {name!r} of kj.static_range() cannot be assigned",
+                        n, UnsupportedError)
+    # the typer makes several passes over a function: each pass types the same copies
+    copies = typer.__dict__.setdefault("_static_copies", {})
+    out = []
+    for v in values:
+        body = copies.get((id(node), v))
+        if body is None:
+            body = [_Substitute(name, v).visit(copy.deepcopy(s)) for s in node.body]
+            copies[(id(node), v)] = body
+        out.extend(typer._block(body))
+    return out
