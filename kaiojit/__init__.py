@@ -62,6 +62,8 @@ from .language import (
 from .types import (
     Signature,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -90,6 +92,8 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
 __all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
+__all__ += ["complex64", "complex128"]  # complex numbers (issue 13)
+c8, c16 = complex64, complex128
 
 boolean = bool_
 b1 = bool_

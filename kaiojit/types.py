@@ -26,7 +26,8 @@ class Type:
 
 
 class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
-    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
+    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'c'
+    (complex: two floats, real then imaginary, of ``bits // 2`` bits each).
 
     Scalar and array types are tuples underneath: launches hash argument types on every
     call, and a tuple's hash and equality run in C.
@@ -59,6 +60,20 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
     @property
     def is_bool(self) -> bool:
         return self.kind == "b"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def component(self) -> ScalarType:
+        """The float type of a complex type's parts (the type itself for other scalars)."""
+        return _COMPLEX_PART[self.bits] if self.kind == "c" else self
+
+    @property
+    def align(self) -> int:
+        """The alignment NumPy gives the type (a complex one aligns as its parts)."""
+        return self.itemsize // 2 if self.kind == "c" else self.itemsize
 
     @property
     def itemsize(self) -> int:
@@ -110,11 +125,14 @@ uint64 = ScalarType("uint64", "u", 64)
 float16 = ScalarType("float16", "f", 16)
 float32 = ScalarType("float32", "f", 32)
 float64 = ScalarType("float64", "f", 64)
+complex64 = ScalarType("complex64", "c", 64)
+complex128 = ScalarType("complex128", "c", 128)
+_COMPLEX_PART = {64: float32, 128: float64}
 
 SCALARS: dict[str, ScalarType] = {
     t.name: t
     for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, float32, float64)
+              float16, float32, float64, complex64, complex128)
 }
 ALIASES: dict[str, ScalarType] = {
     "b1": bool_, "boolean": bool_, "bool_": bool_,
@@ -124,6 +142,7 @@ ALIASES: dict[str, ScalarType] = {
     "i32": int32, "i64": int64, "i16": int16, "u32": uint32, "u64": uint64, "u16": uint16,
     "f16": float16, "f32": float32, "f64": float64, "intp": int64, "uintp": uint64,
     "half": float16, "float": float32, "double": float64,
+    "c8": complex64, "c16": complex128, "c64": complex64, "c128": complex128,
 }
 
 
@@ -195,8 +214,9 @@ class TensorMapType(Type):
     def __post_init__(self) -> None:
         if (self.dtype is None) != (self.ndim is None):
             raise TypeError("a tensormap type gives both dtype and ndim, or neither")
-        if self.dtype is not None and not isinstance(self.dtype, ScalarType):
-            raise TypeError(f"a tensormap's dtype must be a scalar type, got {self.dtype!r}")
+        if self.dtype is not None and (not isinstance(self.dtype, ScalarType)
+                                       or self.dtype.kind == "c"):
+            raise TypeError(f"a tensormap's dtype must be a real scalar type, got {self.dtype!r}")
         if self.ndim is not None and (not isinstance(self.ndim, int) or not 1 <= self.ndim <= 5):
             raise TypeError(f"a tensormap has 1 to 5 dimensions, got {self.ndim!r}")
 
@@ -249,11 +269,11 @@ PARAM_TENSORMAP = "tensormap"
 def param_parts(t: Type) -> tuple[str, ...]:
     """The kernel parameters one argument of type ``t`` becomes, in order.
 
-    Scalars: their own name. Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
+    Scalars: their own name (a complex one: its two float parts, real first). Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
     then (layout 'A' only) one ``int64`` per dimension for the strides in bytes.
     """
     if isinstance(t, ScalarType):
-        return (t.name,)
+        return (t.component.name,) * 2 if t.kind == "c" else (t.name,)
     if isinstance(t, ArrayType):
         n = t.ndim * (2 if t.passes_strides else 1)
         return (PARAM_PTR,) + ("int64",) * n
@@ -360,6 +380,10 @@ def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
     if a.kind == "b":
         return b
     floats = {16: float16, 32: float32, 64: float64}
+    if a.kind == "c" or b.kind == "c":
+        # complex: the complex type whose parts hold the other operand's float promotion
+        part = _np_result(a.component, b.component)
+        return complex128 if part.bits == 64 else complex64
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             return a if a.bits >= b.bits else b
@@ -394,7 +418,9 @@ def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
     The typed side wins unless the Python value is of a higher kind: int meets bool gives
     int64, float meets an integer or bool gives float64.
     """
-    order = {"b": 0, "u": 1, "i": 1, "f": 2}
+    order = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
     if order[weak_kind] <= order[strong.kind]:
         return strong
-    return {"i": int64, "f": float64}[weak_kind]
+    if weak_kind == "c" and strong.is_float:
+        return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
+    return {"i": int64, "f": float64, "c": complex128}[weak_kind]

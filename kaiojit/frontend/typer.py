@@ -186,6 +186,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if e.type == t:
             return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False)
         if isinstance(t, T.ScalarType) and isinstance(e.type, T.ScalarType):
+            if e.type.is_complex and not t.is_complex:
+                self.error(f"cannot convert {e.type} to {t} (it would drop the imaginary "
+                           "part): take .real, .imag or abs()", node)
             if e.op == "const":
                 return Expr("const", t, attr=convert_const(e.attr, t), loc=e.loc)
             return Expr("cast", t, (e,), loc=e.loc)

@@ -276,6 +276,8 @@ class FunctionLowering:
     def lower_unop(self, e: Expr):
         v = self.expr(e.args[0])
         b = self.builder
+        if e.attr == "-" and e.type.is_complex:
+            return ops.complexops.neg(self, e.type, v)
         if e.attr == "-":
             return b.fneg(v, flags=self.fastmath) if e.type.is_float else b.neg(v)
         return b.not_(v)

@@ -26,6 +26,8 @@ def ll_type(t: T.Type) -> ir.Type:
     if isinstance(t, T.ScalarType):
         if t.kind == "f":
             return _FLOAT_LL[t.bits]
+        if t.kind == "c":  # {real, imag}, laid out as NumPy's complex
+            return ir.LiteralStructType([_FLOAT_LL[t.bits // 2]] * 2)
         return _SCALAR_LL[t.kind](t.bits)
     if isinstance(t, T.ArrayType):
         return array_struct(t.ndim)
@@ -59,4 +61,9 @@ def const(t: T.ScalarType, value) -> ir.Constant:
         return ir.Constant(I1, int(bool(value)))
     if t.is_float:
         return ir.Constant(ll_type(t), float(value))
+    if t.is_complex:
+        value = complex(value)
+        part = _FLOAT_LL[t.bits // 2]
+        return ir.Constant(ll_type(t), [ir.Constant(part, value.real),
+                                        ir.Constant(part, value.imag)])
     return ir.Constant(ll_type(t), int(value))

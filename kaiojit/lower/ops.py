@@ -11,7 +11,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
+from . import complexops
 from .llvmtypes import I1, ll_type
+
 
 def icmp_for(t: T.ScalarType, op: str):
     if t.kind == "i":
@@ -21,6 +23,8 @@ def icmp_for(t: T.ScalarType, op: str):
 
 def compare(fl, op: str, t: T.ScalarType, a, b_):
     b = fl.builder
+    if t.is_complex:
+        return complexops.compare(fl, op, a, b_)
     if t.is_float:
         # Python: NaN compares unequal to everything, so != is unordered
         if op == "!=":
@@ -33,6 +37,8 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     b = fl.builder
     if src == dst:
         return v
+    if src.is_complex or dst.is_complex:
+        return complexops.convert(fl, v, src, dst)
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
@@ -64,6 +70,8 @@ def _suffix(t: ir.Type) -> str:
 def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
     b = fl.builder
     t = operand_t
+    if t.is_complex:
+        return complexops.binop(fl, op, t, a, b_)
     if t.is_float:
         fm = fl.fastmath
         if op == "+":
@@ -224,5 +232,7 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
         return b.call(fn, args, fastmath=fl.fastmath)
     return fl.target.math(fl, name, t, args)
 
+
+complexops.use_real_operations(math_call, convert)
 
 __all__ = ["binop", "compare", "convert", "icmp_for", "math_call"]
