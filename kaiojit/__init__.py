@@ -33,6 +33,7 @@ from .language import (
     blockDim,
     blockIdx,
     brev,
+    cg,
     clz,
     const,
     ffs,
@@ -92,7 +93,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
     "uint8", "uint16", "uint32", "uint64", "warpsize", "reduce", "vectorize",
 ]
 __all__ += ["Config", "autotune", "occupancy"]  # tuning (issue 12)
-__all__ += ["complex64", "complex128"]  # complex numbers (issue 13)
+__all__ += ["complex64", "complex128", "cg"]  # complex numbers, grid groups (issue 13)
 c8, c16 = complex64, complex128
 
 boolean = bool_

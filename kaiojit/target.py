@@ -89,6 +89,7 @@ LAUNCH_THREAD = 5     # linear thread index in the block
 LAUNCH_PRINT_USED = 6
 LAUNCH_PRINT_CAP = 7
 LAUNCH_PRINT_BUF = 8
+LAUNCH_GRID_BARRIER = 9  # the grid barrier's counter (kj.cg), zeroed by every launch
 LAUNCH_WORDS = 16
 
 ERR_BOUNDS = 1

@@ -253,7 +253,16 @@ class StringType(Type):
         return "str"
 
 
+@dataclass(frozen=True, slots=True)
+class GridGroupType(Type):
+    """What ``kj.cg.this_grid()`` gives: the whole grid, whose ``.sync()`` is a grid barrier."""
+
+    def __str__(self) -> str:
+        return "grid_group"
+
+
 void = VoidType()
+grid_group = GridGroupType()
 tensormap = TensorMapType()
 string = StringType()
 

@@ -35,6 +35,8 @@ def ll_type(t: T.Type) -> ir.Type:
         return ir.LiteralStructType([ll_type(e) for e in t.elements])
     if isinstance(t, T.VoidType):
         return VOID
+    if isinstance(t, T.GridGroupType):
+        return I8  # no data: the grid is implicit
     raise TypeError(f"no LLVM type for {t}")
 
 

@@ -120,7 +120,8 @@ def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libde
         if not fn.is_declaration and fn.name not in kernel_names:
             fn.linkage = "internal"
     for gv in module.global_variables:
-        if not gv.is_declaration and gv.linkage == llvm.Linkage.external:
+        if not gv.is_declaration and gv.linkage == llvm.Linkage.external \
+                and gv.name != "kaiojit_grid_barrier":  # the runtime resets it (grid sync)
             gv.linkage = "internal"
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pb = llvm.create_pass_builder(tm, pto)

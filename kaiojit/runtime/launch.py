@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kaiojit.errors import CudaError, LaunchError
-from kaiojit.runtime import fastlaunch
+from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
 from kaiojit.runtime.backend import (
     DeviceLimits,
@@ -173,6 +173,13 @@ class ModuleKernel:
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs: dict[Any, LaunchConfig] = {}
         self._lock = threading.Lock()
+        self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+
+    def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
+        """The most blocks of ``block`` threads that a cooperative launch may have here."""
+        device = self.backend.current_device()
+        return cooperative.max_cooperative_grid_blocks(
+            self.backend, self.on_device(device).fn, block, dynamic_shared, device)
 
     def on_device(self, device: int) -> _DeviceKernel:
         dk = self._devices.get(device)
@@ -223,8 +230,13 @@ class ModuleKernel:
         handle = 0 if stream is None else stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
-        backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
-                             config.cluster)
+        if self.cooperative:
+            cooperative.launch_cuda(backend, dk, self.name, config, handle, slots,
+                                    launch_context(self.name, config.grid, config.block,
+                                                   config.shared_mem))
+        else:
+            backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle,
+                                 slots, config.cluster)
         if staged is not None:
             _copy_back(staged, backend, handle)
         if backend.debug_sync:
@@ -237,6 +249,8 @@ class ModuleKernel:
         ``args`` of other kinds to ``launcher.general`` (see :mod:`kaiojit.runtime.fastlaunch`);
         None where there is no fast form."""
         device = self.backend.current_device()
+        if self.cooperative:
+            return None  # each launch checks its grid and zeroes the barrier
         try:
             config = self._configs[(grid, block, shared_mem, None, device)]
         except (KeyError, TypeError):
