@@ -195,7 +195,7 @@ def test_split_points_are_the_barriers_and_warp_collectives():
     assert split == {"sync.syncthreads", "sync.syncthreads_count", "sync.syncthreads_and",
                      "sync.syncthreads_or", "sync.syncwarp", "warp.shfl_idx", "warp.shfl_up",
                      "warp.shfl_down", "warp.shfl_xor", "warp.all", "warp.any", "warp.ballot",
-                     "warp.activemask"}
+                     "warp.activemask", "cg.grid_sync"}
     assert all(d.convergent for d in declared() if d.split_point)
 
 
