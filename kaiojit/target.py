@@ -94,6 +94,7 @@ LAUNCH_WORDS = 16
 
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2
+ERR_ASSERT = 3  # a failed assert under debug=True
 
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters

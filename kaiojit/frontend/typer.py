@@ -279,6 +279,19 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
     def visit_Pass(self, node):
         return None
 
+    def visit_Assert(self, node):
+        """Typed always; checked only under debug=True (kaiojit/intrinsics/assertion.py)."""
+        cond = self.truth(self.expr(node.test), node.test)
+        message = ""
+        if node.msg is not None:
+            msg = self.expr(node.msg)
+            if msg.op != "const" or not isinstance(msg.type, T.StringType):
+                self.error("the message of an assert in a kernel must be a string literal",
+                           node.msg)
+            message = msg.attr
+        e = self.intrinsic(f"debug.assert:{message}", T.void, (cond,), node)
+        return kir.ExprStmt(e, self.loc(node))
+
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a string used as a comment

@@ -469,7 +469,11 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
     where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
-    if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
+    if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
+        text = f": {site['message']}" if site.get("message") else ""
+        msg = (f"kernel {kernel.name!r}: assertion failed at {where}, block {block}, thread "
+               f"{thread}{text}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = (f"kernel {kernel.name!r}: index {int(launch[H.LAUNCH_INDEX])} is out of bounds "
                f"for dimension {site['dim']} of array {site['array']!r} (size "
                f"{int(launch[H.LAUNCH_EXTENT])}) at {where}, block {block}, thread {thread}"
