@@ -151,10 +151,70 @@ def from_dtype(dtype) -> ScalarType:
     import numpy as np
 
     dt = np.dtype(dtype)
+    if dt.fields is not None:
+        return record_from_dtype(dt)
     try:
         return SCALARS[dt.name]
     except KeyError:
         raise TypeError(f"kaiojit has no scalar type for dtype {dt}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordType(Type):
+    """A NumPy structured dtype of numeric fields (no nesting), laid out as NumPy lays it out:
+    ``fields`` are ``(name, scalar type, byte offset)`` in offset order. As an array's dtype it
+    is the element type; as a value, ``a[i]`` refers to the element in memory (numba's record
+    references: assigning ``r.x`` writes the array)."""
+
+    fields: tuple[tuple[str, ScalarType, int], ...]
+    itemsize: int
+    aligned: bool
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{n}: {t}@{o}" for n, t, o in self.fields)
+        return f"Record({inner}; {self.itemsize}{', aligned' if self.aligned else ''})"
+
+    def __repr__(self) -> str:
+        return f"kj.{self}"
+
+    @property
+    def align(self) -> int:
+        """The alignment of an element: its widest field's if aligned, else 1 (packed)."""
+        return max((t.align for _, t, _ in self.fields), default=1) if self.aligned else 1
+
+    def field(self, name: str) -> tuple[ScalarType, int] | None:
+        for n, t, o in self.fields:
+            if n == name:
+                return t, o
+        return None
+
+    @property
+    def np_dtype(self):  # -> numpy.dtype
+        import numpy as np
+
+        return np.dtype({"names": [n for n, _, _ in self.fields],
+                         "formats": [t.np_dtype for _, t, _ in self.fields],
+                         "offsets": [o for _, _, o in self.fields], "itemsize": self.itemsize},
+                        align=self.aligned)
+
+
+def record_from_dtype(dt) -> RecordType:
+    """The RecordType of a structured NumPy dtype (numeric fields only, no nesting)."""
+    fields = []
+    for name, info in dt.fields.items():
+        fdt, offset = info[0], info[1]
+        if fdt.fields is not None or fdt.subdtype is not None:
+            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is "
+                            f"{'a record' if fdt.fields is not None else 'a subarray'} (records "
+                            "of numbers only)")
+        try:
+            ft = SCALARS[fdt.name]
+        except KeyError:
+            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is {fdt}") \
+                from None
+        fields.append((name, ft, int(offset)))
+    fields.sort(key=lambda f: f[2])
+    return RecordType(tuple(fields), dt.itemsize, bool(dt.isalignedstruct))
 
 
 class ArrayType(namedtuple("_Array", "dtype ndim layout"), Type):

@@ -45,6 +45,9 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
                 size = Expr("binop", T.int64, (size, dim), attr="*", loc=typer.loc(node))
             return size
         typer.error(f"arrays in kernels have .shape, .size and .ndim, not .{attr}", node)
+    if isinstance(t, T.RecordType):
+        from .records import get_field
+        return get_field(typer, base, attr, node)
     if isinstance(t, T.GridGroupType) and attr == "sync":
         def sync(typer, call):
             call_args(typer, call, 0, 0, "sync")

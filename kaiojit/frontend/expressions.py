@@ -10,6 +10,7 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..kir import Expr
 from ..kir.analysis import is_pure
+from . import records
 from .values import (
     PyObj,
     const_expr,
@@ -199,6 +200,9 @@ class ExpressionTyping:
             if not -n <= i < n:
                 self.error(f"tuple index {i} out of range for a tuple of {n}", node.slice)
             return self.tuple_item(base, i % n)
+        if isinstance(base.type, T.RecordType):  # r['x']
+            return records.get_field(self, base, records.field_name(self, base.type, node.slice),
+                                     node)
         if not isinstance(base.type, T.ArrayType):
             self.error(f"{type_words(base.type)} cannot be indexed", node.value)
         if _has_slice(node.slice):
@@ -207,6 +211,8 @@ class ExpressionTyping:
         at = base.type
         if len(indices) > at.ndim:
             self.error(f"too many indices for a {at.ndim}-d array: {len(indices)}", node)
+        if len(indices) == at.ndim and isinstance(at.dtype, T.RecordType):
+            return records.element_ref(self, base, indices, node)
         if len(indices) == at.ndim:
             return Expr("load", at.dtype, (base, *indices), loc=self.loc(node))
         # a[i] of a 2-d array: a view of the remaining dimensions

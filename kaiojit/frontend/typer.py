@@ -16,6 +16,7 @@ from .. import kir
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
+from . import records
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .values import (
@@ -335,6 +336,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if isinstance(target, ast.Name):
             # shadowing a global name is allowed, as in Python
             return [self.assign_var(target.id, value, target)]
+        field = records.field_target(self, target)  # r.x = v, a[i]['x'] = v
+        if field is not None:
+            return [records.set_field(self, field[0], field[1], value, node)]
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
@@ -389,6 +393,12 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             cur = self.var_expr(target.id, target)
             new = self.binop(op, cur, self.expr(node.value), node)
             return self.assign_var(target.id, new, node)
+        field = records.field_target(self, target)  # r.x += v
+        if field is not None:
+            rec, name = field
+            cur = records.get_field(self, rec, name, target)
+            return records.set_field(self, rec, name, self.binop(op, cur, self.expr(node.value),
+                                                                 node), node)
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):

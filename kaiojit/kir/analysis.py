@@ -38,7 +38,7 @@ def written_params(kfunc: KFunction) -> set[str]:
             r = root(s.array)
             if r:
                 written.add(r)
-        if isinstance(s, Assign) and isinstance(s.value.type, T.ArrayType):
+        if isinstance(s, Assign) and isinstance(s.value.type, (T.ArrayType, T.RecordType)):
             r = root(s.value)
             if r and r != s.target:
                 written.add(r)  # aliased: be conservative

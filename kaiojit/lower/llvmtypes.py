@@ -35,6 +35,8 @@ def ll_type(t: T.Type) -> ir.Type:
         return ir.LiteralStructType([ll_type(e) for e in t.elements])
     if isinstance(t, T.VoidType):
         return VOID
+    if isinstance(t, T.RecordType):
+        return PTR  # a record value refers to the element in memory
     if isinstance(t, T.GridGroupType):
         return I8  # no data: the grid is implicit
     raise TypeError(f"no LLVM type for {t}")
@@ -42,6 +44,8 @@ def ll_type(t: T.Type) -> ir.Type:
 
 def ll_mem_type(t: T.ScalarType) -> ir.Type:
     """The LLVM type of an array element in memory (bool is one byte, as in NumPy)."""
+    if isinstance(t, T.RecordType):
+        return ir.ArrayType(I8, t.itemsize)  # addressed by its bytes (intrinsics/records.py)
     return I8 if t.is_bool else ll_type(t)
 
 
