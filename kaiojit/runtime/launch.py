@@ -141,7 +141,12 @@ class _DeviceKernel:
 
     def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
         self.device = device
-        self.module = backend.load_module(image.ptx, device)
+        files = _linked_files(image)
+        if files is None:
+            self.module = backend.load_module(image.ptx, device)
+        else:  # foreign device code (kj.declare_device, link=): linked first
+            from kaiojit.runtime.linker import load_linked
+            self.module = load_linked(backend, image.ptx, files, device)
         weakref.finalize(self, _unload, backend, self.module, device).atexit = False
         self.fn = backend.get_function(self.module, image.name, device)
         attrs = backend.function_attributes(self.fn)
@@ -149,6 +154,18 @@ class _DeviceKernel:
         self.max_threads = attrs.get("max_threads_per_block")
         self.static_shared = max(attrs.get("shared_bytes", 0), image.static_shared_bytes)
         self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
+
+
+def _linked_files(image: KernelImage) -> tuple[str, ...] | None:
+    """The files a kernel links, or None for a kernel that links nothing (the usual case)."""
+    options = getattr(image, "options", None)
+    link = getattr(options, "link", ())
+    if not link and ".extern .func" not in image.ptx:
+        return None
+    from kaiojit.linking import link_files, undefined_declarations
+
+    files = link_files(image.ptx, link)
+    return files if files or undefined_declarations(image.ptx, files) else None
 
 
 def _unload(backend: GpuBackend, module: Any, device: int) -> None:
