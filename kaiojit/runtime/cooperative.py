@@ -23,6 +23,7 @@ GRID_SYNC_SITE = "grid_sync"  # the host image's fault site that marks a grid ba
 CPU_COOPERATIVE_BLOCKS = max(16, os.cpu_count() or 1)
 
 _COUNTERS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_LIMITS: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 def is_cooperative(image: Any) -> bool:
@@ -75,8 +76,11 @@ def launch_cuda(backend: Any, dk: Any, name: str, config: Any, stream: int, slot
     from kaiojit.runtime.driver import check
 
     drv = backend.drv
-    limit = max_cooperative_grid_blocks(backend, dk.fn, config.block, config.shared_mem,
-                                        dk.device)
+    limits = _LIMITS.setdefault(dk, {})
+    limit = limits.get((config.block, config.shared_mem))
+    if limit is None:
+        limit = limits[(config.block, config.shared_mem)] = max_cooperative_grid_blocks(
+            backend, dk.fn, config.block, config.shared_mem, dk.device)
     check_cooperative_grid(name, config.grid, config.block, limit)
     counter = _COUNTERS.get(dk)
     if counter is None:

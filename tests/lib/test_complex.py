@@ -140,3 +140,18 @@ def test_errors_name_the_line(fn, snippet, message):
     with pytest.raises(kj.TypingError, match=message) as info:
         kernel.compile("void(float32[::1], complex64[::1])")
     assert_located(info.value, fn, snippet)
+
+
+@kj.jit
+def show(z):
+    print("z =", z[0])
+
+
+def test_print_writes_complex_as_python(kj_backend, capfd):
+    if kj_backend != "cpu":
+        pytest.skip("GPU printf output reaches the terminal, not capfd, reliably only on the host")
+    re, im = (round(float(v), 3) for v in rng.standard_normal(2))
+    show[1, 1](kj.to_device(np.array([complex(re, im)], np.complex64)))
+    kj.synchronize()
+    re32, im32 = float(np.float32(re)), float(np.float32(im))
+    assert capfd.readouterr().out == f"z = ({re32:f}{im32:+f}j)\n"
