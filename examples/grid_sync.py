@@ -30,15 +30,11 @@ def sequential_rows(M):
         g.sync()
 
 
-@kj.jit
-def grid_sum(x, partial, out):
-    """out[0] = sum(x), in one launch: block partials, a grid barrier, then block 0."""
-    cache = kj.shared.array(THREADS, kj.float32)
+@kj.jit(device=True)
+def block_tree_sum(cache, value):
+    """The sum of every thread's value, by a tree in shared memory (valid in thread 0)."""
     tid = kj.threadIdx.x
-    acc = kj.float32(0.0)
-    for i in range(kj.grid(1), x.size, kj.gridsize(1)):
-        acc += x[i]
-    cache[tid] = acc
+    cache[tid] = value
     kj.syncthreads()
     step = THREADS // 2
     while step > 0:
@@ -46,25 +42,30 @@ def grid_sum(x, partial, out):
             cache[tid] += cache[tid + step]
         kj.syncthreads()
         step //= 2
-    if tid == 0:
-        partial[kj.blockIdx.x] = cache[0]
+    return cache[0]
+
+
+@kj.jit
+def grid_sum(x, partial, out):
+    """out[0] = sum(x), in one launch: block partials, a grid barrier, then block 0."""
+    cache = kj.shared.array(THREADS, kj.float32)
+    acc = kj.float32(0.0)
+    for i in range(kj.grid(1), x.size, kj.gridsize(1)):
+        acc += x[i]
+    total = block_tree_sum(cache, acc)
+    if kj.threadIdx.x == 0:
+        partial[kj.blockIdx.x] = total
 
     kj.cg.this_grid().sync()  # every block's partial is written
 
     if kj.blockIdx.x == 0:
+        kj.syncthreads()  # thread 0 has read the cache
         acc = kj.float32(0.0)
-        for b in range(tid, kj.gridDim.x, THREADS):
+        for b in range(kj.threadIdx.x, kj.gridDim.x, THREADS):
             acc += partial[b]
-        cache[tid] = acc
-        kj.syncthreads()
-        step = THREADS // 2
-        while step > 0:
-            if tid < step:
-                cache[tid] += cache[tid + step]
-            kj.syncthreads()
-            step //= 2
-        if tid == 0:
-            out[0] = cache[0]
+        total = block_tree_sum(cache, acc)
+        if kj.threadIdx.x == 0:
+            out[0] = total
 
 
 def main(n: int = 1 << 20, blocks: int | None = None) -> dict:
