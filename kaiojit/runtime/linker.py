@@ -40,7 +40,7 @@ def compile_cu(path: str, arch: str) -> bytes:
     ptx = b" " * size
     nvrtc.nvrtcGetPTX(prog, ptx)
     nvrtc.nvrtcDestroyProgram(prog)
-    return ptx
+    return ptx.rstrip(b"\0")
 
 
 def link_inputs(ptx: str, files: tuple[str, ...], arch: str) -> list[tuple[str, str, bytes]]:
