@@ -155,3 +155,13 @@ def test_print_writes_complex_as_python(kj_backend, capfd):
     kj.synchronize()
     re32, im32 = float(np.float32(re)), float(np.float32(im))
     assert capfd.readouterr().out == f"z = ({re32:f}{im32:+f}j)\n"
+
+
+def test_complex_arrays_travel_through_dlpack(kj_backend):
+    from kaiojit.runtime.dlpack import consume, release
+
+    z = crandom(int(rng.integers(5, 50)), np.complex64)
+    d = kj.to_device(z)
+    t = consume(d)  # kDLComplex, 64 bits: complex64 again
+    assert t.dtype == np.complex64 and t.shape == z.shape and t.ptr == d.ptr
+    release(t.address)
