@@ -61,7 +61,7 @@ def test_reduce_example(backend):
     assert result["max"] == result["expected_max"]
 
 
-@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce"])
+@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "grid_sync"])
 def test_examples_run_as_scripts(name):
     env = dict(os.environ, KAIOJIT_BACKEND="cpu",
                PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLES, ".."),
