@@ -26,7 +26,7 @@ def written_params(kfunc: KFunction) -> set[str]:
     """Parameters whose array may be written (stored to, written by an intrinsic such as an
     atomic, passed to a device function that writes it, or aliased)."""
     written: set[str] = set()
-    params = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
+    params = {n for n, t in kfunc.params if isinstance(t, (T.ArrayType, T.RecordType))}
 
     def root(e: Expr) -> str | None:
         while e.op == "cast" or (e.op == "intrinsic" and lookup(e.attr).view):

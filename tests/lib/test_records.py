@@ -94,3 +94,28 @@ def test_record_errors_name_the_line(fn, snippet, message):
     with pytest.raises(kj.TypingError, match=message) as info:
         kj.jit(fn).compile(sig)
     assert_located(info.value, fn, snippet)
+
+
+@kj.jit(device=True)
+def bump(r, by):
+    r.x += by
+    return r.n
+
+
+@kj.jit
+def bump_all(a, out):
+    i = kj.grid(1)
+    if i < a.size:
+        out[i] = bump(a[i], 0.5)
+
+
+def test_a_device_function_writes_through_a_record(backend):
+    n = int(rng.integers(20, 100))
+    a = records(n, True)
+    d = kj.to_device(a)
+    out = kj.to_device(np.full(n, -1, np.int16))
+    bump_all[1, 128](d, out)
+    np.testing.assert_array_equal(d.copy_to_host()["x"], a["x"] + np.float32(0.5))
+    np.testing.assert_array_equal(out.copy_to_host(), a["n"])
+    ptx = compile_for_gpu(bump_all)[0]
+    assert "ld.global.nc" not in ptx  # a is written (through the device function): no .nc
