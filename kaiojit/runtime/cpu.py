@@ -303,7 +303,9 @@ class CpuBackend:
         threads = nblocks * bx * by * bz
         parts = 1 if nblocks == 1 or (not block_mode and threads < SMALL_LAUNCH_THREADS) \
             else min(len(self._workers), 2)
-        coop = getattr(kernel, "cooperative", False)
+        coop = getattr(kernel, "cooperative", None)
+        if coop is None:  # a HostFunction of the module API: its image says
+            coop = any(site["kind"] == cooperative.GRID_SYNC_SITE for site in host.sites)
         if coop:  # a grid barrier: every block on a thread of its own, all at once
             launch[H.LAUNCH_GRID_BARRIER] = 0
             parts = nblocks
