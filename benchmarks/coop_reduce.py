@@ -155,7 +155,7 @@ def main() -> None:
         outs, parts = poisoned(1), poisoned(grid)
         count = np.int64(grid)
 
-        def two(k: int) -> None:
+        def two(k: int, grid=grid, parts=parts, outs=outs, count=count) -> None:
             partial_sums[grid, BLOCK](parts[k], xs[k], n64)
             final_sum[1, 1024](outs[k], parts[k], count)
         for k in range(SETS):

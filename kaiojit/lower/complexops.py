@@ -15,7 +15,6 @@ from llvmlite import ir
 from .. import types as T
 from .llvmtypes import ll_type
 
-
 # The real operations complex ones are built from (``ops.math_call`` and ``ops.convert``),
 # handed over by ``ops`` when it is imported: ops dispatches complex operands here, so this
 # module cannot import it back.
