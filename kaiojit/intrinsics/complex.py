@@ -92,6 +92,25 @@ def _rect(typer, node):
                            (typer.coerce(r, pt, node), typer.coerce(phi, pt, node)), node)
 
 
+def _numpy_part(method: str):
+    """``np.real(z)``, ``np.imag(z)``, ``np.conj(z)``: the scalar's attribute or method."""
+    def typing(typer, node):
+        from ..frontend.builtins import scalar_attribute
+
+        (a,) = call_args(typer, node, 1, 1, f"np.{method}")
+        t = scalar_arg(typer, a, node.args[0], f"np.{method}()")
+        if method == "conjugate":
+            return typer.intrinsic("complex.conj", t, (a,), node) if t.is_complex else a
+        return scalar_attribute(typer, a, method, node)
+    return typing
+
+
+def _numpy_abs(typer, node):
+    from ..frontend.builtins import call_builtin
+
+    return call_builtin(typer, abs, node)  # np.abs is abs of a number (complex: its modulus)
+
+
 # --- lowering ------------------------------------------------------------------------------------
 
 def _lower_make(fl, e: Expr):
@@ -176,10 +195,13 @@ _declare("complex.make", _make_check, _lower_make, calls={
     "numpy.complex64": _constructor(T.complex64, "np.complex64"),
     "numpy.complex128": _constructor(T.complex128, "np.complex128"),
 })
-_declare("complex.real", _part_of(0), _lower_part(0))
-_declare("complex.imag", _part_of(1), _lower_part(1))
-_declare("complex.conj", Operands(COMPLEX, result=Same(0)), _lower_conj)
-_declare("complex.abs", _part_of(0), _lower_abs)
+_declare("complex.real", _part_of(0), _lower_part(0), calls={"numpy.real": _numpy_part("real")})
+_declare("complex.imag", _part_of(1), _lower_part(1), calls={"numpy.imag": _numpy_part("imag")})
+_declare("complex.conj", Operands(COMPLEX, result=Same(0)), _lower_conj,
+         calls={"numpy.conj": _numpy_part("conjugate"),
+                "numpy.conjugate": _numpy_part("conjugate")})
+_declare("complex.abs", _part_of(0), _lower_abs,
+         calls={"numpy.abs": _numpy_abs, "numpy.absolute": _numpy_abs})
 _declare("cmath.phase", _part_of(0), _lower_phase,
          calls={cmath.phase: _cmath_real("phase", lambda t: t.component), cmath.polar: _polar})
 _declare("cmath.rect", Operands(FLOAT, Same(0), result=COMPLEX), _lower_rect,

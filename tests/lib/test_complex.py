@@ -165,3 +165,24 @@ def test_complex_arrays_travel_through_dlpack(kj_backend):
     t = consume(d)  # kDLComplex, 64 bits: complex64 again
     assert t.dtype == np.complex64 and t.shape == z.shape and t.ptr == d.ptr
     release(t.address)
+
+
+@kj.jit
+def numpy_spelled(out, z):
+    i = kj.grid(1)
+    if i < z.size:
+        out[i, 0] = np.exp(z[i]) + np.sqrt(z[i]) + np.conj(z[i]) + np.log(z[i])
+        out[i, 1] = np.abs(z[i]) + np.real(z[i]) * 1j + np.imag(z[i]) + np.conjugate(z[i])
+
+
+def test_numpy_functions_take_complex_numbers(backend):
+    n = int(rng.integers(30, 90))
+    z = crandom(n, np.complex128)
+    out = kj.to_device(np.full((n, 2), np.nan, np.complex128))
+    numpy_spelled[1, 128](out, kj.to_device(z))
+    got = out.copy_to_host()
+    np.testing.assert_allclose(got[:, 0], np.exp(z) + np.sqrt(z) + np.conj(z) + np.log(z),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got[:, 1], np.abs(z) + z.real * 1j + z.imag + np.conj(z),
+                               rtol=1e-12)
+    compile_for_gpu(numpy_spelled)
