@@ -131,6 +131,9 @@ def binop(fl, op: str, t: T.ScalarType, a, b_):
     if op == "/":
         return make(fl, t, *div_parts(fl, ar, ai, br, bi))
     if op == "**":
+        n = _small_integer(b_)
+        if n is not None:  # NumPy multiplies out small integer powers: exact where it can be
+            return make(fl, t, *_integer_power(fl, ar, ai, n))
         # a ** b = exp(b * log(a)); 0 ** b is 0 for b with a positive real part
         lr, li = _log_parts(fl, t.component, ar, ai)
         er, ei = _exp_parts(fl, t.component, *mul_parts(fl, br, bi, lr, li))
@@ -138,6 +141,34 @@ def binop(fl, op: str, t: T.ScalarType, a, b_):
         a_zero = b.and_(b.fcmp_ordered("==", ar, zero), b.fcmp_ordered("==", ai, zero))
         return make(fl, t, b.select(a_zero, zero, er), b.select(a_zero, zero, ei))
     raise AssertionError(f"complex binop {op}")
+
+
+def _small_integer(v) -> int | None:
+    """The exponent if ``v`` is a constant complex number with an integer real part of at
+    most 100 in magnitude and no imaginary part (NumPy's fast path for powers)."""
+    if not isinstance(v, ir.Constant) or not isinstance(v.constant, (list, tuple)):
+        return None
+    re, im = (c.constant for c in v.constant)
+    if im != 0 or re != int(re) or abs(re) > 100:
+        return None
+    return int(re)
+
+
+def _integer_power(fl, ar, ai, n: int):
+    """a ** n by squaring (a reciprocal for negative n, as NumPy's ``cpow``)."""
+    one, zero = _fc(ar, 1.0), _fc(ar, 0.0)
+    rr, ri = one, zero
+    br, bi = ar, ai
+    k = abs(n)
+    while k:
+        if k & 1:
+            rr, ri = mul_parts(fl, rr, ri, br, bi)
+        k >>= 1
+        if k:
+            br, bi = mul_parts(fl, br, bi, br, bi)
+    if n < 0:
+        rr, ri = div_parts(fl, one, zero, rr, ri)
+    return rr, ri
 
 
 # --- cmath ------------------------------------------------------------------------------------

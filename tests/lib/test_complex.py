@@ -186,3 +186,23 @@ def test_numpy_functions_take_complex_numbers(backend):
     np.testing.assert_allclose(got[:, 1], np.abs(z) + z.real * 1j + z.imag + np.conj(z),
                                rtol=1e-12)
     compile_for_gpu(numpy_spelled)
+
+
+@kj.jit
+def powers(out, z):
+    i = kj.grid(1)
+    if i < z.size:
+        out[i, 0] = z[i] ** 2
+        out[i, 1] = z[i] ** -3
+        out[i, 2] = z[i] ** 0
+
+
+def test_small_integer_powers_multiply_out_as_numpy(backend):
+    z = np.concatenate([[-2 + 0j, 3j, 0.5 + 0j], crandom(13, np.complex128)])
+    out = kj.to_device(np.full((z.size, 3), np.nan, np.complex128))
+    powers[1, 32](out, kj.to_device(z))
+    got = out.copy_to_host()
+    np.testing.assert_array_equal(got[:3, 0], z[:3] ** 2)  # exact where NumPy is: 4+0j, ...
+    np.testing.assert_array_equal(got[:, 2], np.ones(z.size))
+    np.testing.assert_allclose(got[:, 0], z ** 2, rtol=1e-14)
+    np.testing.assert_allclose(got[:, 1], z ** -3, rtol=1e-13)
