@@ -36,7 +36,7 @@ for step in $steps; do
     tma|all)
         { timeout 60 python3 examples/tma_copy.py; timeout 120 python3 benchmarks/tma.py; } 2>&1 | tee "$OUT/tma.log" | tail -16 ;;&
     lib|all)
-        { peer timeout 150 python3 benchmarks/random_rate.py; peer timeout 150 python3 benchmarks/vectorize_bw.py; } 2>&1 | tee "$OUT/lib.log" | tail -20 ;;&
+        { peer timeout 150 python3 benchmarks/random_rate.py; peer timeout 150 python3 benchmarks/vectorize_bw.py; timeout 150 python3 benchmarks/coop_reduce.py; } 2>&1 | tee "$OUT/lib.log" | tail -20 ;;&
     autotune|all)
         timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
     gemm|all)

@@ -33,6 +33,7 @@ from .language import (
     blockDim,
     blockIdx,
     brev,
+    cg,
     clz,
     const,
     ffs,
@@ -66,6 +67,8 @@ from .types import (
     bfloat16,
     constexpr,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -95,6 +98,24 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
 ]
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
+__all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
+
+
+def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
+    """A foreign device function kernels may call (numba's ``cuda.declare_device``): see
+    ``kaiojit/linking.py``."""
+    from .linking import declare_device as declare
+
+    return declare(name, sig, link, abi=abi, py_impl=py_impl)
+
+
+def _link_files(link) -> tuple:
+    if not link:
+        return ()
+    from .linking import check_link_files
+
+    return check_link_files(link, "kj.jit(link=...)")
+c8, c16 = complex64, complex128
 
 boolean = bool_
 b1 = bool_
@@ -110,7 +131,7 @@ intp, uintp = int64, uint64
 
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug: bool = False,
         lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
-        cache: bool = False, specialize=(), **unknown):
+        cache: bool = False, specialize=(), link=None, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
@@ -123,7 +144,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug
     if not 0 <= opt <= 3:
         raise ValueError(f"opt must be 0 to 3, got {opt}")
     options = _CompileOptions(fastmath=bool(fastmath), debug=bool(debug), lineinfo=bool(lineinfo),
-                              opt=int(opt), max_registers=max_registers, cache=bool(cache))
+                              opt=int(opt), max_registers=max_registers, cache=bool(cache),
+                              link=_link_files(link))
 
     def decorate(pyfunc, sigs=()):
         if not sigs:

@@ -124,6 +124,20 @@ class Dispatcher:
                     self._compiled[key] = ck
         return ck
 
+    def max_cooperative_grid_blocks(self, block, dynamic_shared: int = 0, signature=None) -> int:
+        """The most blocks of ``block`` threads a launch of this kernel may have when it
+        synchronizes its grid (``kj.cg.this_grid().sync()``): all must be resident at once.
+        ``signature`` may be left out when one signature has been compiled."""
+        if signature is None:
+            sigs = self.signatures
+            if len(sigs) != 1:
+                raise TypeError(f"{self.__qualname__}.max_cooperative_grid_blocks(): give a "
+                                f"signature (compiled so far: {len(sigs)})")
+            signature = sigs[0]
+        backend = _runtime().get_backend()
+        loaded = backend.load_kernel(self.compile(signature, backend.target_spec()))
+        return loaded.max_cooperative_grid_blocks(block, dynamic_shared)
+
     @_user_facing
     def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """This function compiled on its own as a device function, visible under its Python

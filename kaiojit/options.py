@@ -22,6 +22,7 @@ class CompileOptions:
     opt: int = 3
     max_registers: int | None = None
     cache: bool = False
+    link: tuple[str, ...] = ()  # foreign device code to link (kaiojit/linking.py)
 
 
 @dataclass(frozen=True, slots=True)

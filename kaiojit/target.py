@@ -89,12 +89,14 @@ LAUNCH_THREAD = 5     # linear thread index in the block
 LAUNCH_PRINT_USED = 6
 LAUNCH_PRINT_CAP = 7
 LAUNCH_PRINT_BUF = 8
+LAUNCH_GRID_BARRIER = 9  # the grid barrier's counter (kj.cg), zeroed by every launch
 LAUNCH_WORDS = 16
 
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2
 ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
+ERR_ASSERT = 5           # a failed assert under debug=True
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words

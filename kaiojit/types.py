@@ -26,7 +26,8 @@ class Type:
 
 
 class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
-    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
+    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'c'
+    (complex: two floats, real then imaginary, of ``bits // 2`` bits each).
 
     Scalar and array types are tuples underneath: launches hash argument types on every
     call, and a tuple's hash and equality run in C.
@@ -59,6 +60,20 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
     @property
     def is_bool(self) -> bool:
         return self.kind == "b"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def component(self) -> ScalarType:
+        """The float type of a complex type's parts (the type itself for other scalars)."""
+        return _COMPLEX_PART[self.bits] if self.kind == "c" else self
+
+    @property
+    def align(self) -> int:
+        """The alignment NumPy gives the type (a complex one aligns as its parts)."""
+        return self.itemsize // 2 if self.kind == "c" else self.itemsize
 
     @property
     def itemsize(self) -> int:
@@ -113,11 +128,14 @@ float16 = ScalarType("float16", "f", 16)
 float32 = ScalarType("float32", "f", 32)
 float64 = ScalarType("float64", "f", 64)
 bfloat16 = ScalarType("bfloat16", "f", 16)  # 8 exponent bits, as float32's; 7 mantissa bits
+complex64 = ScalarType("complex64", "c", 64)
+complex128 = ScalarType("complex128", "c", 128)
+_COMPLEX_PART = {64: float32, 128: float64}
 
 SCALARS: dict[str, ScalarType] = {
     t.name: t
     for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, float32, float64, bfloat16)
+              float16, float32, float64, bfloat16, complex64, complex128)
 }
 ALIASES: dict[str, ScalarType] = {
     "b1": bool_, "boolean": bool_, "bool_": bool_,
@@ -127,6 +145,7 @@ ALIASES: dict[str, ScalarType] = {
     "i32": int32, "i64": int64, "i16": int16, "u32": uint32, "u64": uint64, "u16": uint16,
     "f16": float16, "f32": float32, "f64": float64, "intp": int64, "uintp": uint64,
     "half": float16, "float": float32, "double": float64, "bf16": bfloat16,
+    "c8": complex64, "c16": complex128, "c64": complex64, "c128": complex128,
 }
 
 
@@ -147,10 +166,70 @@ def from_dtype(dtype) -> ScalarType:
     import numpy as np
 
     dt = np.dtype(dtype)
+    if dt.fields is not None:
+        return record_from_dtype(dt)
     try:
         return SCALARS[dt.name]
     except KeyError:
         raise TypeError(f"kaiojit has no scalar type for dtype {dt}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordType(Type):
+    """A NumPy structured dtype of numeric fields (no nesting), laid out as NumPy lays it out:
+    ``fields`` are ``(name, scalar type, byte offset)`` in offset order. As an array's dtype it
+    is the element type; as a value, ``a[i]`` refers to the element in memory (numba's record
+    references: assigning ``r.x`` writes the array)."""
+
+    fields: tuple[tuple[str, ScalarType, int], ...]
+    itemsize: int
+    aligned: bool
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{n}: {t}@{o}" for n, t, o in self.fields)
+        return f"Record({inner}; {self.itemsize}{', aligned' if self.aligned else ''})"
+
+    def __repr__(self) -> str:
+        return f"kj.{self}"
+
+    @property
+    def align(self) -> int:
+        """The alignment of an element: its widest field's if aligned, else 1 (packed)."""
+        return max((t.align for _, t, _ in self.fields), default=1) if self.aligned else 1
+
+    def field(self, name: str) -> tuple[ScalarType, int] | None:
+        for n, t, o in self.fields:
+            if n == name:
+                return t, o
+        return None
+
+    @property
+    def np_dtype(self):  # -> numpy.dtype
+        import numpy as np
+
+        return np.dtype({"names": [n for n, _, _ in self.fields],
+                         "formats": [t.np_dtype for _, t, _ in self.fields],
+                         "offsets": [o for _, _, o in self.fields], "itemsize": self.itemsize},
+                        align=self.aligned)
+
+
+def record_from_dtype(dt) -> RecordType:
+    """The RecordType of a structured NumPy dtype (numeric fields only, no nesting)."""
+    fields = []
+    for name, info in dt.fields.items():
+        fdt, offset = info[0], info[1]
+        if fdt.fields is not None or fdt.subdtype is not None:
+            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is "
+                            f"{'a record' if fdt.fields is not None else 'a subarray'} (records "
+                            "of numbers only)")
+        try:
+            ft = SCALARS[fdt.name]
+        except KeyError:
+            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is {fdt}") \
+                from None
+        fields.append((name, ft, int(offset)))
+    fields.sort(key=lambda f: f[2])
+    return RecordType(tuple(fields), dt.itemsize, bool(dt.isalignedstruct))
 
 
 ALIGN_BYTES = 16  # the alignment arrays are specialized on: one 128-bit access
@@ -226,8 +305,9 @@ class TensorMapType(Type):
     def __post_init__(self) -> None:
         if (self.dtype is None) != (self.ndim is None):
             raise TypeError("a tensormap type gives both dtype and ndim, or neither")
-        if self.dtype is not None and not isinstance(self.dtype, ScalarType):
-            raise TypeError(f"a tensormap's dtype must be a scalar type, got {self.dtype!r}")
+        if self.dtype is not None and (not isinstance(self.dtype, ScalarType)
+                                       or self.dtype.kind == "c"):
+            raise TypeError(f"a tensormap's dtype must be a real scalar type, got {self.dtype!r}")
         if self.ndim is not None and (not isinstance(self.ndim, int) or not 1 <= self.ndim <= 5):
             raise TypeError(f"a tensormap has 1 to 5 dimensions, got {self.ndim!r}")
 
@@ -264,7 +344,16 @@ class StringType(Type):
         return "str"
 
 
+@dataclass(frozen=True, slots=True)
+class GridGroupType(Type):
+    """What ``kj.cg.this_grid()`` gives: the whole grid, whose ``.sync()`` is a grid barrier."""
+
+    def __str__(self) -> str:
+        return "grid_group"
+
+
 void = VoidType()
+grid_group = GridGroupType()
 tensormap = TensorMapType()
 string = StringType()
 
@@ -280,11 +369,11 @@ PARAM_TENSORMAP = "tensormap"
 def param_parts(t: Type) -> tuple[str, ...]:
     """The kernel parameters one argument of type ``t`` becomes, in order.
 
-    Scalars: their own name. Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
+    Scalars: their own name (a complex one: its two float parts, real first). Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
     then (layout 'A' only) one ``int64`` per dimension for the strides in bytes.
     """
     if isinstance(t, ScalarType):
-        return (t.name,)
+        return (t.component.name,) * 2 if t.kind == "c" else (t.name,)
     if isinstance(t, ArrayType):
         n = t.ndim * (2 if t.passes_strides else 1)
         return (PARAM_PTR,) + ("int64",) * n
@@ -465,6 +554,10 @@ def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
     if a.kind == "b":
         return b
     floats = {16: float16, 32: float32, 64: float64}
+    if a.kind == "c" or b.kind == "c":
+        # complex: the complex type whose parts hold the other operand's float promotion
+        part = _np_result(a.component, b.component)
+        return complex128 if part.bits == 64 else complex64
     if a == bfloat16 or b == bfloat16:
         return _bfloat16_result(a, b)
     if a.is_float or b.is_float:
@@ -510,7 +603,9 @@ def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
     The typed side wins unless the Python value is of a higher kind: int meets bool gives
     int64, float meets an integer or bool gives float64.
     """
-    order = {"b": 0, "u": 1, "i": 1, "f": 2}
+    order = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
     if order[weak_kind] <= order[strong.kind]:
         return strong
-    return {"i": int64, "f": float64}[weak_kind]
+    if weak_kind == "c" and strong.is_float:
+        return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
+    return {"i": int64, "f": float64, "c": complex128}[weak_kind]

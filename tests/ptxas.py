@@ -55,8 +55,10 @@ def assemble(ptx: str, arch: str = ARCH) -> None:
         src = os.path.join(tmp, "kernel.ptx")
         with open(src, "w") as f:
             f.write(ptx)
-        r = subprocess.run([ptxas, f"-arch={arch}", src, "-o", os.path.join(tmp, "k.cubin")],
-                           capture_output=True, text=True)
+        # PTX that calls foreign device code (kj.declare_device) is relocatable: it links
+        relocatable = ["-c"] if ".extern .func" in ptx else []
+        r = subprocess.run([ptxas, f"-arch={arch}", *relocatable, src, "-o",
+                            os.path.join(tmp, "k.cubin")], capture_output=True, text=True)
     if r.returncode != 0:
         raise AssertionError(f"ptxas -arch={arch} rejected the PTX:\n{r.stderr}\n--- PTX ---\n{ptx}")
     _ASSEMBLED.add(key)

@@ -45,7 +45,50 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
                 size = Expr("binop", T.int64, (size, dim), attr="*", loc=typer.loc(node))
             return size
         typer.error(f"arrays in kernels have .shape, .size and .ndim, not .{attr}", node)
+    if isinstance(t, T.RecordType):
+        from .records import get_field
+        return get_field(typer, base, attr, node)
+    if isinstance(t, T.GridGroupType) and attr == "sync":
+        def sync(typer, call):
+            call_args(typer, call, 0, 0, "sync")
+            return typer.intrinsic("cg.grid_sync", T.void, (), call)
+        return PyObj(_BoundMethod(sync))
+    if isinstance(t, T.ScalarType):
+        found = scalar_attribute(typer, base, attr, node)
+        if found is not None:
+            return found
     typer.error(f"{type_words(t)} has no attribute {attr!r}", node)
+
+
+class _BoundMethod:
+    """``z.conjugate`` before it is called: ``call_builtin`` calls ``kaiojit_method``."""
+
+    __slots__ = ("kaiojit_method",)
+
+    def __init__(self, typing):
+        self.kaiojit_method = typing
+
+
+def scalar_attribute(typer, base: Expr, attr: str, node):
+    """``.real``, ``.imag`` (of any number, as NumPy's scalars have them) and
+    ``.conjugate()``; None for another attribute (the caller reports it)."""
+    t = base.type
+    if attr in ("real", "imag"):
+        if t.is_complex:
+            return typer.intrinsic(f"complex.{attr}", t.component, (base,), node)
+        if attr == "real":
+            return base
+        zero = Expr("const", t, attr=False if t.is_bool else 0 if not t.is_float else 0.0,
+                    loc=typer.loc(node), weak=base.weak)
+        return zero
+    if attr in ("conjugate", "conj"):
+        def typing(typer, call):
+            call_args(typer, call, 0, 0, f"{attr}")
+            if not t.is_complex:
+                return base
+            return typer.intrinsic("complex.conj", t, (base,), call)
+        return PyObj(_BoundMethod(typing))
+    return None
 
 
 # --- Python's builtins and casts -----------------------------------------------------------------
@@ -94,6 +137,8 @@ def _py_abs(typer, node):
     t = scalar_arg(typer, a, node.args[0], "abs()")
     if t.is_bool:
         a, t = typer.coerce(a, T.int64, node), T.int64
+    if t.is_complex:
+        return typer.intrinsic("complex.abs", t.component, (a,), node)
     if t.kind == "u":
         return a
     e = typer.intrinsic("math.fabs" if t.is_float else "math.iabs", t, (a,), node)
@@ -110,6 +155,8 @@ def _minmax(which: str):
         for a, n in zip(args[1:], node.args[1:]):
             scalar_arg(typer, a, n, f"{which}()")
             t, weak = result_scalar(t, weak, a.type, a.weak), weak and a.weak
+        if t.is_complex:
+            typer.error(f"{which}() of complex numbers: they have no order", node)
         out = typer.coerce(args[0], t, node)
         for a in args[1:]:
             out = typer.intrinsic(f"math.{which}", t, (out, typer.coerce(a, t, node)), node)
@@ -215,12 +262,13 @@ def _build_table():
         L.const.array_like: _const_array_like,
     }
     for t in T.SCALARS.values():
-        table[t] = _cast(t)
+        if not t.is_complex:  # complex constructors take (re, im): intrinsics/complex.py
+            table[t] = _cast(t)
     np = sys.modules.get("numpy")
     if np is None:
         return table  # NumPy's scalar types join once the program imports it
     for t in T.SCALARS.values():
-        if t is not T.bool_:
+        if t is not T.bool_ and not t.is_complex:
             table[t.np_dtype.type] = _cast(t)
     table[np.bool_] = _cast(T.bool_)
     return table
@@ -242,6 +290,9 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
         typing = None
     if typing is not None:
         return typing(typer, node)
+    method = getattr(fn, "kaiojit_method", None)  # a bound method of a value (z.conjugate)
+    if method is not None:
+        return method(typer, node)
     found = call_typing(fn)
     if found is not None:
         return found[1](typer, node)

@@ -10,6 +10,7 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..kir import Expr
 from ..kir.analysis import is_pure
+from . import records
 from .values import (
     PyObj,
     const_expr,
@@ -38,9 +39,7 @@ class ExpressionTyping:
             return Expr("const", T.string, attr=v, loc=self.loc(node))
         if v is None:
             self.error("None is not a value in kernels", node, UnsupportedError)
-        if isinstance(v, complex):
-            self.error("complex numbers are not supported in kernels", node, UnsupportedError)
-        if not isinstance(v, (bool, int, float)):
+        if not isinstance(v, (bool, int, float, complex)):
             self.error(f"{v!r} is not a value in kernels", node, UnsupportedError)
         return const_expr(v, self.loc(node))
 
@@ -94,6 +93,8 @@ class ExpressionTyping:
                     f"{type_words(b.type)}", node)
         rt = result_scalar(a.type, a.weak, b.type, b.weak)
         weak = a.weak and b.weak
+        if rt.is_complex and op in ("//", "%", "<<", ">>", "&", "|", "^"):
+            self.error(f"{op} is not defined for complex numbers ({a.type} and {b.type})", node)
         if op in ("<<", ">>", "&", "|", "^"):
             if rt.is_float:
                 self.error(f"{op} needs integers, got {a.type} and {b.type}", node)
@@ -102,7 +103,7 @@ class ExpressionTyping:
         elif rt.is_bool:
             rt = T.int64  # arithmetic on bools counts in integers, as Python does
         operand_t = rt
-        if op == "/" and not rt.is_float:
+        if op == "/" and not (rt.is_float or rt.is_complex):
             operand_t, rt = T.float64, T.float64
         if op == "**" and rt.is_int and b.op == "const" and b.attr < 0:
             self.error("an integer to a negative integer power is not an integer", node)
@@ -126,7 +127,7 @@ class ExpressionTyping:
             return e
         op = "-" if isinstance(node.op, ast.USub) else "~"
         t = e.type
-        if op == "~" and t.is_float:
+        if op == "~" and (t.is_float or t.is_complex):
             self.error(f"~ needs an integer, got {t}", node)
         if t.is_bool and op == "-":
             t = T.int64
@@ -169,6 +170,9 @@ class ExpressionTyping:
                 if not isinstance(e.type, T.ScalarType):
                     self.error(f"cannot compare {type_words(e.type)}", n)
             t = result_scalar(left.type, left.weak, right.type, right.weak)
+            if t.is_complex and op not in ("==", "!="):
+                self.error(f"complex numbers have no order: {op} of {left.type} and "
+                           f"{right.type}", node)
             cmp = Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
                        attr=op, loc=self.loc(node))
             out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
@@ -196,6 +200,9 @@ class ExpressionTyping:
             if not -n <= i < n:
                 self.error(f"tuple index {i} out of range for a tuple of {n}", node.slice)
             return self.tuple_item(base, i % n)
+        if isinstance(base.type, T.RecordType):  # r['x']
+            return records.get_field(self, base, records.field_name(self, base.type, node.slice),
+                                     node)
         if not isinstance(base.type, T.ArrayType):
             self.error(f"{type_words(base.type)} cannot be indexed", node.value)
         if _has_slice(node.slice):
@@ -204,6 +211,8 @@ class ExpressionTyping:
         at = base.type
         if len(indices) > at.ndim:
             self.error(f"too many indices for a {at.ndim}-d array: {len(indices)}", node)
+        if len(indices) == at.ndim and isinstance(at.dtype, T.RecordType):
+            return records.element_ref(self, base, indices, node)
         if len(indices) == at.ndim:
             return Expr("load", at.dtype, (base, *indices), loc=self.loc(node))
         # a[i] of a 2-d array: a view of the remaining dimensions

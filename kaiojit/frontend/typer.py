@@ -17,6 +17,7 @@ from .. import kir
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
+from . import records
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .unroll import static_for
@@ -210,6 +211,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if e.type == t:
             return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False)
         if isinstance(t, T.ScalarType) and isinstance(e.type, T.ScalarType):
+            if e.type.is_complex and not t.is_complex:
+                self.error(f"cannot convert {e.type} to {t} (it would drop the imaginary "
+                           "part): take .real, .imag or abs()", node)
             if e.op == "const":
                 return Expr("const", t, attr=convert_const(e.attr, t), loc=e.loc)
             return Expr("cast", t, (e,), loc=e.loc)
@@ -308,6 +312,19 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
     def visit_Pass(self, node):
         return None
 
+    def visit_Assert(self, node):
+        """Typed always; checked only under debug=True (kaiojit/intrinsics/assertion.py)."""
+        cond = self.truth(self.expr(node.test), node.test)
+        message = ""
+        if node.msg is not None:
+            msg = self.expr(node.msg)
+            if msg.op != "const" or not isinstance(msg.type, T.StringType):
+                self.error("the message of an assert in a kernel must be a string literal",
+                           node.msg)
+            message = msg.attr
+        e = self.intrinsic(f"debug.assert:{message}", T.void, (cond,), node)
+        return kir.ExprStmt(e, self.loc(node))
+
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a string used as a comment
@@ -351,6 +368,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if isinstance(target, ast.Name):
             # shadowing a global name is allowed, as in Python
             return [self.assign_var(target.id, value, target)]
+        field = records.field_target(self, target)  # r.x = v, a[i]['x'] = v
+        if field is not None:
+            return [records.set_field(self, field[0], field[1], value, node)]
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
@@ -405,6 +425,12 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             cur = self.var_expr(target.id, target)
             new = self.binop(op, cur, self.expr(node.value), node)
             return self.assign_var(target.id, new, node)
+        field = records.field_target(self, target)  # r.x += v
+        if field is not None:
+            rec, name = field
+            cur = records.get_field(self, rec, name, target)
+            return records.set_field(self, rec, name, self.binop(op, cur, self.expr(node.value),
+                                                                 node), node)
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):

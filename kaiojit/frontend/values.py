@@ -34,6 +34,8 @@ def const_expr(value, loc=None) -> Expr:
         return Expr("const", T.int64, attr=value, loc=loc, weak=True)
     if isinstance(value, float):
         return Expr("const", T.float64, attr=value, loc=loc, weak=True)
+    if isinstance(value, complex):
+        return Expr("const", T.complex128, attr=value, loc=loc, weak=True)
     np = numpy_if_imported()
     if np is not None and isinstance(value, np.generic):
         t = T.from_dtype(value.dtype)
@@ -42,12 +44,13 @@ def const_expr(value, loc=None) -> Expr:
 
 
 def is_constant_value(value) -> bool:
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (bool, int, float, complex)):
         return True
     if isinstance(value, tuple):
         return all(is_constant_value(v) for v in value)
     np = numpy_if_imported()
-    return np is not None and isinstance(value, (np.bool_, np.integer, np.floating))
+    return np is not None and isinstance(value, (np.bool_, np.integer, np.floating,
+                                                 np.complexfloating))
 
 
 def is_ndarray(value) -> bool:
@@ -60,7 +63,7 @@ def is_ndarray(value) -> bool:
 
 def result_scalar(t1: T.ScalarType, w1: bool, t2: T.ScalarType, w2: bool) -> T.ScalarType:
     if w1 and w2:
-        order = {"b": 0, "u": 1, "i": 1, "f": 2}
+        order = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
         return t1 if order[t1.kind] >= order[t2.kind] else t2
     if w1:
         return T.promote_weak(t2, t1.kind)
@@ -75,6 +78,11 @@ def convert_const(v, t: T.ScalarType):
         return bool(v)
     if t == T.bfloat16:
         return round_to_bfloat16(float(v))
+    if t.is_complex:
+        c = complex(v)
+        return complex(round_to_float(c.real, t.bits // 2), round_to_float(c.imag, t.bits // 2))
+    if isinstance(v, complex):
+        v = v.real  # NumPy's cast keeps the real part (the typer allows it only explicitly)
     if t.is_float:
         return round_to_float(float(v), t.bits)
     if isinstance(v, float):
@@ -145,7 +153,7 @@ def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
             return None
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):
         return None
-    if r is None or isinstance(r, complex):
+    if r is None or (isinstance(r, complex) and not rt.is_complex):
         return None
     return Expr("const", rt, attr=convert_const(r, rt))
 

@@ -39,11 +39,18 @@ FLOAT_BINARY = Operands(FLOAT, Same(0), result=Same(0))
 
 # --- typing --------------------------------------------------------------------------------------
 
-def _unary(name: str, spelled: str):
+# NumPy's functions that take complex numbers too (then computed as cmath's: complex.py)
+COMPLEX_TOO = frozenset("exp log log10 sqrt sin cos tan sinh cosh tanh".split())
+
+
+def _unary(name: str, spelled: str, numpy: bool = False):
     """``name`` of one number, computed in its float type (integers in float64)."""
     def typing(typer, node):
         (a,) = call_args(typer, node, 1, 1, spelled)
-        ft = float_type(scalar_arg(typer, a, node.args[0], f"{spelled}()"))
+        t = scalar_arg(typer, a, node.args[0], f"{spelled}()")
+        if numpy and t.is_complex and name in COMPLEX_TOO:
+            return typer.intrinsic(f"cmath.{name}", t, (a,), node)
+        ft = float_type(t)
         return typer.intrinsic(f"math.{name}", ft, (typer.coerce(a, ft, node),), node)
     return typing
 
@@ -134,7 +141,7 @@ def _math(name: str, operands, lowering=_lower_call, calls=None) -> None:
 _NUMPY_OF = {}
 for _np_name, _name in NUMPY.items():
     _spelled = f"np.{_name}" if _name in TO_INT else f"math.{_name}"
-    _NUMPY_OF.setdefault(_name, {})[f"numpy.{_np_name}"] = _unary(_name, _spelled)
+    _NUMPY_OF.setdefault(_name, {})[f"numpy.{_np_name}"] = _unary(_name, _spelled, numpy=True)
 
 for _name in UNARY:
     _math(_name, FLOAT_UNARY,

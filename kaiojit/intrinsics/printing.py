@@ -42,6 +42,12 @@ def _lower(fl, e: Expr):
             continue
         v = fl.expr(a)
         t = a.type
+        if t.is_complex:  # as Python writes it: (1.000000+2.000000j)
+            parts.append("(%f%+fj)")
+            for k in (0, 1):
+                part = fl.builder.extract_value(v, k)
+                values.append(part if t.bits == 128 else fl.builder.fpext(part, ir.DoubleType()))
+            continue
         if t.is_float:
             parts.append("%f")
             if t.bits < 64:

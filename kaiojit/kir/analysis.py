@@ -26,7 +26,7 @@ def written_params(kfunc: KFunction) -> set[str]:
     """Parameters whose array may be written (stored to, written by an intrinsic such as an
     atomic, passed to a device function that writes it, or aliased)."""
     written: set[str] = set()
-    params = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
+    params = {n for n, t in kfunc.params if isinstance(t, (T.ArrayType, T.RecordType))}
 
     def root(e: Expr) -> str | None:
         while e.op == "cast" or (e.op == "intrinsic" and lookup(e.attr).view):
@@ -38,7 +38,7 @@ def written_params(kfunc: KFunction) -> set[str]:
             r = root(s.array)
             if r:
                 written.add(r)
-        if isinstance(s, Assign) and isinstance(s.value.type, T.ArrayType):
+        if isinstance(s, Assign) and isinstance(s.value.type, (T.ArrayType, T.RecordType)):
             r = root(s.value)
             if r and r != s.target:
                 written.add(r)  # aliased: be conservative

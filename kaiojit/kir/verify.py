@@ -148,7 +148,8 @@ def _const(v: _Verifier, e: Expr) -> str | None:
         isinstance(t, T.ScalarType) and (
             (t.is_bool and isinstance(x, bool))
             or (t.is_int and isinstance(x, int) and not isinstance(x, bool))
-            or (t.is_float and isinstance(x, float))))
+            or (t.is_float and isinstance(x, float))
+            or (t.is_complex and isinstance(x, complex))))
     return None if ok else f"a {t} constant holding {x!r}"
 
 

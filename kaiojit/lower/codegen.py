@@ -294,6 +294,8 @@ class FunctionLowering:
         if e.attr == "-" and e.type == T.bfloat16:  # flip the sign bit: exact, on every target
             flipped = b.xor(b.bitcast(v, ir.IntType(16)), ir.Constant(ir.IntType(16), 0x8000))
             return b.bitcast(flipped, v.type)
+        if e.attr == "-" and e.type.is_complex:
+            return ops.complexops.neg(self, e.type, v)
         if e.attr == "-":
             return b.fneg(v, flags=self.fastmath) if e.type.is_float else b.neg(v)
         return b.not_(v)

@@ -59,6 +59,8 @@ def ll_type(t: T.Type) -> ir.Type:
     if isinstance(t, T.ScalarType):
         if t.kind == "f":
             return BFLOAT if t == T.bfloat16 else _FLOAT_LL[t.bits]
+        if t.kind == "c":  # {real, imag}, laid out as NumPy's complex
+            return ir.LiteralStructType([_FLOAT_LL[t.bits // 2]] * 2)
         return _SCALAR_LL[t.kind](t.bits)
     if isinstance(t, T.ArrayType):
         return array_struct(t.ndim)
@@ -68,11 +70,17 @@ def ll_type(t: T.Type) -> ir.Type:
         return VOID
     if isinstance(t, T.TensorMapType):
         return PTR  # the address of the 128 bytes (a byval parameter's, on the GPU)
+    if isinstance(t, T.RecordType):
+        return PTR  # a record value refers to the element in memory
+    if isinstance(t, T.GridGroupType):
+        return I8  # no data: the grid is implicit
     raise TypeError(f"no LLVM type for {t}")
 
 
 def ll_mem_type(t: T.ScalarType) -> ir.Type:
     """The LLVM type of an array element in memory (bool is one byte, as in NumPy)."""
+    if isinstance(t, T.RecordType):
+        return ir.ArrayType(I8, t.itemsize)  # addressed by its bytes (intrinsics/records.py)
     return I8 if t.is_bool else ll_type(t)
 
 
@@ -94,4 +102,9 @@ def const(t: T.ScalarType, value) -> ir.Constant:
         return ir.Constant(I1, int(bool(value)))
     if t.is_float:
         return ir.Constant(ll_type(t), float(value))
+    if t.is_complex:
+        value = complex(value)
+        part = _FLOAT_LL[t.bits // 2]
+        return ir.Constant(ll_type(t), [ir.Constant(part, value.real),
+                                        ir.Constant(part, value.imag)])
     return ir.Constant(ll_type(t), int(value))

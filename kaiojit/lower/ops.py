@@ -11,7 +11,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
+from . import complexops
 from .llvmtypes import BFLOAT, I1, I16, I32, ll_type
+
 
 def icmp_for(t: T.ScalarType, op: str):
     if t.kind == "i":
@@ -21,6 +23,8 @@ def icmp_for(t: T.ScalarType, op: str):
 
 def compare(fl, op: str, t: T.ScalarType, a, b_):
     b = fl.builder
+    if t.is_complex:
+        return complexops.compare(fl, op, a, b_)
     if t == T.bfloat16:
         a, b_, t = b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()), T.float32
     if t.is_float:
@@ -35,6 +39,8 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     b = fl.builder
     if src == dst:
         return v
+    if src.is_complex or dst.is_complex:
+        return complexops.convert(fl, v, src, dst)
     if src == T.bfloat16:  # widening is exact: bfloat16 is the top half of a float32
         v, src = b.fpext(v, ir.FloatType()), T.float32
         if dst == src:
@@ -87,6 +93,8 @@ def _suffix(t: ir.Type) -> str:
 def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
     b = fl.builder
     t = operand_t
+    if t.is_complex:
+        return complexops.binop(fl, op, t, a, b_)
     if t == T.bfloat16:  # computed in float32, then rounded once (exact for + - * /)
         wide = binop(fl, op, T.float32, b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()),
                      T.float32)
@@ -254,5 +262,7 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
         return b.call(fn, args, fastmath=fl.fastmath)
     return fl.target.math(fl, name, t, args)
 
+
+complexops.use_real_operations(math_call, convert)
 
 __all__ = ["binop", "compare", "convert", "float_to_bf16", "icmp_for", "math_call"]

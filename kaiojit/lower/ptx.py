@@ -119,9 +119,10 @@ def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libde
     for fn in module.functions:
         if not fn.is_declaration and fn.name not in kernel_names:
             fn.linkage = "internal"
-    for gv in module.global_variables:  # kept: ones the runtime reads (kaiojit_fault)
+    for gv in module.global_variables:  # kept: ones the runtime reads (kaiojit_fault) or resets
         if (not gv.is_declaration and gv.linkage == llvm.Linkage.external
-                and gv.name not in kernel_names):
+                and gv.name not in kernel_names
+                and gv.name != "kaiojit_grid_barrier"):  # (grid sync)
             gv.linkage = "internal"
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pb = llvm.create_pass_builder(tm, pto)

@@ -59,6 +59,9 @@ class Target:
             v = next(args)
             if t.is_bool:
                 v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+            if t.is_complex:  # passed as its two parts
+                pair = ir.Constant(ll_type(t), ir.Undefined)
+                v = b.insert_value(b.insert_value(pair, v, 0), next(args), 1)
             return v
         if isinstance(t, T.ArrayType):
             ptr = next(args)
@@ -76,8 +79,11 @@ class Target:
         out = []
         for name, t in kfunc.params:
             for i, part in enumerate(T.param_parts(t)):
-                suffix = "" if i == 0 else (f".shape{i - 1}" if i <= getattr(t, "ndim", 0)
-                                            else f".stride{i - 1 - t.ndim}")
+                if isinstance(t, T.ScalarType):
+                    suffix = ".imag" if i else ""  # a complex scalar's second part
+                else:
+                    suffix = "" if i == 0 else (f".shape{i - 1}" if i <= getattr(t, "ndim", 0)
+                                                else f".stride{i - 1 - t.ndim}")
                 ty = ir.PointerType() if part == T.PARAM_TENSORMAP else ll_param_type(part)
                 out.append((name + suffix, ty))
         return out
@@ -94,10 +100,10 @@ class Target:
         raise UnsupportedError(f"special register {name} on {self.name}")
 
     def load(self, fl, ptr, dtype: T.ScalarType):
-        return fl.builder.load(ptr, typ=ll_mem_type(dtype), align=dtype.itemsize)
+        return fl.builder.load(ptr, typ=ll_mem_type(dtype), align=dtype.align)
 
     def store(self, fl, ptr, value, dtype: T.ScalarType):
-        fl.builder.store(value, ptr, align=dtype.itemsize)
+        fl.builder.store(value, ptr, align=dtype.align)
 
     def local_array(self, fl, llty: ir.Type, count: int):
         return fl.alloca(ir.ArrayType(llty, count), name="local")

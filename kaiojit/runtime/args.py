@@ -24,7 +24,7 @@ from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
 from kaiojit.runtime.tensormap import TensorMap
 
-_SCALAR_OF_PYTHON = {bool: kt.bool_, int: kt.int64, float: kt.float64}
+_SCALAR_OF_PYTHON = {bool: kt.bool_, int: kt.int64, float: kt.float64, complex: kt.complex128}
 
 
 # --- typeof -------------------------------------------------------------------------------------
@@ -62,6 +62,8 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return lambda v: kt.int64
     if issubclass(cls, float):
         return lambda v: kt.float64
+    if issubclass(cls, complex):
+        return lambda v: kt.complex128
     ex = array_extractor(cls)
     if ex is not None:
         return lambda v: ex(v)[3]
@@ -158,6 +160,20 @@ def _float_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
         except OverflowError:
             slots.write_bytes(slot, np.float16(as_float(value)).tobytes())
     return write16
+
+
+def _complex_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
+    """A complex scalar: its real and imaginary parts in two consecutive slots."""
+    real, imag = _float_writer(slot, t.component, name), _float_writer(slot + 1, t.component, name)
+
+    def write(slots: ArgSlots, value: Any, device: int) -> None:
+        try:
+            z = complex(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"parameter {name!r} is {t}: got {_describe(value)}") from None
+        real(slots, z.real, device)
+        imag(slots, z.imag, device)
+    return write
 
 
 def _bool_writer(slot: int, name: str) -> Writer:
@@ -296,6 +312,8 @@ class ArgPacker:
         if isinstance(t, kt.ScalarType):
             if t.is_bool:
                 return _bool_writer(slot, name)
+            if t.is_complex:
+                return _complex_writer(slot, t, name)
             if t.is_float:
                 return _float_writer(slot, t, name)
             return _int_writer(slot, t, name)

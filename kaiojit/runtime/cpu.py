@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit.errors import CudaError, KernelError
+from kaiojit.runtime import cooperative
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
@@ -87,6 +88,17 @@ class _LaunchBuffers(threading.local):
         for ctx in self.ctx:
             ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
 
+    def ensure_workers(self, n: int) -> None:
+        """Contexts and shared memory for ``n`` workers (a cooperative launch has a worker per
+        block)."""
+        from kaiojit import target as H
+
+        while len(self.ctx) < n:
+            ctx = np.zeros(H.CTX_WORDS, np.int64)
+            ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
+            self.ctx.append(ctx)
+            self.shared.append(np.zeros(0, np.uint8))
+
     def shared_for(self, worker: int, nbytes: int) -> int:
         buf = self.shared[worker]
         if buf.size < nbytes + SHARED_ALIGN:
@@ -109,6 +121,11 @@ class CpuKernel:
         self._slots = ThreadSlots(self.packer.layout)
         self._configs: dict[Any, Any] = {}
         self._run = self.code.run
+        self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+
+    def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
+        """The most blocks a cooperative launch may have: one host thread each."""
+        return cooperative.max_cooperative_grid_blocks(self.backend, self, block, dynamic_shared)
 
     def on_device(self, device: int) -> CpuKernel:
         return self
@@ -118,8 +135,12 @@ class CpuKernel:
 
     def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
                   device: int | None = None) -> LaunchConfig:
-        return check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
-                                   self.name, self.host.static_shared_bytes)
+        config = check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
+                                     self.name, self.host.static_shared_bytes)
+        if self.cooperative:
+            cooperative.check_cooperative_grid(self.name, config.grid, config.block,
+                                               cooperative.CPU_COOPERATIVE_BLOCKS)
+        return config
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         return self.backend.occupancy_block_size(self, dynamic_shared)[1]
@@ -184,6 +205,7 @@ class CpuBackend:
         self._events: dict[int, float | None] = {}
         self._kernels: dict[int, tuple[Any, CpuKernel]] = {}
         self._local = _LaunchBuffers()
+        self._cooperative_lock = threading.Lock()
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
         if not faulthandler.is_enabled():
@@ -282,6 +304,16 @@ class CpuBackend:
         threads = nblocks * bx * by * bz
         parts = 1 if nblocks == 1 or (not block_mode and threads < SMALL_LAUNCH_THREADS) \
             else min(len(self._workers), 2)
+        coop = getattr(kernel, "cooperative", None)
+        if coop is None:  # a HostFunction of the module API: its image says
+            coop = any(site["kind"] == cooperative.GRID_SYNC_SITE for site in host.sites)
+        if coop:  # a grid barrier: every block on a thread of its own, all at once
+            launch[H.LAUNCH_GRID_BARRIER] = 0
+            parts = nblocks
+            local.ensure_workers(parts)
+            with self._lock:
+                while len(self._workers) < parts:
+                    self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         calls = []
         for w in range(parts):
@@ -294,6 +326,13 @@ class CpuBackend:
         run = kernel._run
         if parts == 1 and not block_mode:
             run(*calls[0])
+        elif coop:
+            with self._cooperative_lock:  # two such launches must not share the workers
+                done = threading.Semaphore(0)
+                for w, call in enumerate(calls):
+                    self._workers[w].submit(run, call, done)
+                for _ in calls:
+                    done.acquire()
         else:
             done = threading.Semaphore(0)
             for w, call in enumerate(calls):
@@ -433,7 +472,11 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
     where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
-    if launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
+    if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
+        text = f": {site['message']}" if site.get("message") else ""
+        msg = (f"kernel {kernel.name!r}: assertion failed at {where}, block {block}, thread "
+               f"{thread}{text}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
                              int(launch[H.LAUNCH_EXTENT]), block, thread)
     elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):

@@ -20,7 +20,7 @@ import numpy as np
 from kaiojit import types as kt
 
 K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
-_KIND_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
+_KIND_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, UInt, Float, Complex, Bool
 _CODE_KINDS = {code: kind for kind, code in _KIND_CODES.items()}
 K_DL_BFLOAT = 4  # kDLBfloat: bfloat16 (ml_dtypes' dtype, whose NumPy kind is 'V')
 _CODE_KINDS[K_DL_BFLOAT] = "bf"

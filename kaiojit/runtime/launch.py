@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kaiojit.errors import CudaError, LaunchError
-from kaiojit.runtime import fastlaunch
+from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
 from kaiojit.runtime.backend import (
     DeviceLimits,
@@ -145,7 +145,12 @@ class _DeviceKernel:
 
     def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
         self.device = device
-        self.module = backend.load_module(image.ptx, device)
+        files = _linked_files(image)
+        if files is None:
+            self.module = backend.load_module(image.ptx, device)
+        else:  # foreign device code (kj.declare_device, link=): linked first
+            from kaiojit.runtime.linker import load_linked
+            self.module = load_linked(backend, image.ptx, files, device)
         weakref.finalize(self, _unload, backend, self.module, device).atexit = False
         self.fn = backend.get_function(self.module, image.name, device)
         attrs = backend.function_attributes(self.fn)
@@ -153,6 +158,18 @@ class _DeviceKernel:
         self.max_threads = attrs.get("max_threads_per_block")
         self.static_shared = max(attrs.get("shared_bytes", 0), image.static_shared_bytes)
         self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
+
+
+def _linked_files(image: KernelImage) -> tuple[str, ...] | None:
+    """The files a kernel links, or None for a kernel that links nothing (the usual case)."""
+    options = getattr(image, "options", None)
+    link = getattr(options, "link", ())
+    if not link and ".extern .func" not in image.ptx:
+        return None
+    from kaiojit.linking import link_files, undefined_declarations
+
+    files = link_files(image.ptx, link)
+    return files if files or undefined_declarations(image.ptx, files) else None
 
 
 def _unload(backend: GpuBackend, module: Any, device: int) -> None:
@@ -178,6 +195,13 @@ class ModuleKernel:
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs: dict[Any, LaunchConfig] = {}
         self._lock = threading.Lock()
+        self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+
+    def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
+        """The most blocks of ``block`` threads that a cooperative launch may have here."""
+        device = self.backend.current_device()
+        return cooperative.max_cooperative_grid_blocks(
+            self.backend, self.on_device(device).fn, block, dynamic_shared, device)
 
     def on_device(self, device: int) -> _DeviceKernel:
         dk = self._devices.get(device)
@@ -228,8 +252,13 @@ class ModuleKernel:
         handle = 0 if stream is None else stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
-        backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle, slots,
-                             config.cluster)
+        if self.cooperative:
+            cooperative.launch_cuda(backend, dk, self.name, config, handle, slots,
+                                    launch_context(self.name, config.grid, config.block,
+                                                   config.shared_mem))
+        else:
+            backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle,
+                                 slots, config.cluster)
         if self.fault_sites and getattr(backend, "faults", None) is not None:
             backend.faults.watch(backend, device, dk.module, self.image)
         if staged is not None:
@@ -244,6 +273,8 @@ class ModuleKernel:
         ``args`` of other kinds to ``launcher.general`` (see :mod:`kaiojit.runtime.fastlaunch`);
         None where there is no fast form."""
         device = self.backend.current_device()
+        if self.cooperative:
+            return None  # each launch checks its grid and zeroes the barrier
         try:
             config = self._configs[(grid, block, shared_mem, None, device)]
         except (KeyError, TypeError):

@@ -95,10 +95,6 @@ def k_fstring(out):
     print(f"{out[0]}")
 
 
-def k_assert(out):
-    assert out[0] > 0
-
-
 def k_raise(out):
     raise ValueError("no")
 
@@ -173,7 +169,6 @@ SYNTAX_CASES = [
     (k_string_var, '"hello"', kj.CompileError, "string"),
     (k_string_return_device, '"abc"', kj.CompileError, "string"),
     (k_fstring, 'f"{out[0]}"', kj.UnsupportedError, "f-strings"),
-    (k_assert, "assert out[0] > 0", kj.UnsupportedError, "'assert'"),
     (k_raise, 'raise ValueError("no")', kj.UnsupportedError, "'raise'"),
     (k_global, "global SOMETHING", kj.UnsupportedError, "'global'"),
     (k_while_else, "while out", kj.UnsupportedError, "while ... else"),

@@ -74,7 +74,8 @@ def test_wgmma_gemm_example(backend):
     assert load("wgmma_gemm").main(m, n, k) <= 1
 
 
-@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "tma_copy", "wgmma_gemm"])
+@pytest.mark.parametrize("name", ["monte_carlo_pi", "vectorize", "reduce", "tma_copy", "wgmma_gemm",
+                                  "grid_sync"])
 def test_examples_run_as_scripts(name):
     env = dict(os.environ, KAIOJIT_BACKEND="cpu",
                PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLES, ".."),

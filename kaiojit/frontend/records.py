@@ -1,0 +1,67 @@
+"""Typing of records (NumPy structured dtypes) in kernels: ``a[i]`` of a record array refers
+to the element (a ``record.ref`` node), ``r.x`` and ``r['x']`` read a field, and ``a[i].x = v``,
+``r['x'] += v`` write one. Field names must be known at compile time.
+
+Reads and writes are intrinsics whose name carries the field (``record.get:x``,
+``record.set:x``); they are declared and lowered in ``kaiojit/intrinsics/records.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import kir
+from .. import types as T
+from ..kir import Expr
+from .values import type_words
+
+
+def element_ref(typer, base: Expr, indices: tuple, node) -> Expr:
+    """``a[i, j]`` of an array of records: a reference to the element."""
+    return typer.intrinsic("record.ref", base.type.dtype, (base, *indices), node)
+
+
+def field_name(typer, rt: T.RecordType, index_node) -> str:
+    """The field a constant string subscript names (``r['x']``)."""
+    e = typer.expr(index_node)
+    if e.op != "const" or not isinstance(e.type, T.StringType):
+        typer.error("a record is indexed by a field name, a string literal (r['x'])",
+                    index_node)
+    return e.attr
+
+
+def get_field(typer, rec: Expr, name: str, node) -> Expr:
+    ft = _field_type(typer, rec.type, name, node)
+    return typer.intrinsic(f"record.get:{name}", ft, (rec,), node)
+
+
+def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
+    ft = _field_type(typer, rec.type, name, node)
+    if not isinstance(value.type, T.ScalarType):
+        typer.error(f"cannot store {type_words(value.type)} into field {name!r} ({ft})", node)
+    value = typer.coerce(value, ft, node) if typer.final else value
+    e = typer.intrinsic(f"record.set:{name}", T.void, (rec, value), node)
+    return kir.ExprStmt(e, typer.loc(node))
+
+
+def field_target(typer, target) -> tuple[Expr, str] | None:
+    """``(record, field)`` if an assignment target is ``r.x`` or ``r['x']`` of a record."""
+    if isinstance(target, ast.Attribute):
+        rec = typer.expr(target.value)
+        if isinstance(rec.type, T.RecordType):
+            return rec, target.attr
+        typer.error(f"cannot assign to attribute {target.attr!r} of {type_words(rec.type)}",
+                    target)
+    if isinstance(target, ast.Subscript):
+        rec = typer.expr(target.value)
+        if isinstance(rec.type, T.RecordType):
+            return rec, field_name(typer, rec.type, target.slice)
+    return None
+
+
+def _field_type(typer, rt: T.RecordType, name: str, node) -> T.ScalarType:
+    found = rt.field(name)
+    if found is None:
+        names = ", ".join(repr(n) for n, _, _ in rt.fields)
+        typer.error(f"the record has no field {name!r} (its fields: {names})", node)
+    return found[0]

@@ -1,0 +1,86 @@
+"""Records (NumPy structured dtypes): ``record.ref`` (the address of ``a[i]`` in a record
+array, a view of it), ``record.get:<field>`` and ``record.set:<field>`` (a field read or
+written at its NumPy offset). Typed in ``kaiojit/frontend/records.py``.
+
+A field is accessed with the alignment NumPy guarantees: its own in an aligned record
+(``np.dtype(..., align=True)``), one byte in a packed one, whose fields may sit anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from .. import types as T
+from ..kir import Expr
+from ..kir.intrinsics import ANY_TARGET, Intrinsic, register
+from ..lower.llvmtypes import I8, I64, ll_mem_type
+
+
+def _field(e: Expr, rec_type: T.RecordType) -> tuple[str, T.ScalarType, int]:
+    name = e.attr.partition(":")[2]
+    ft, offset = rec_type.field(name)
+    return name, ft, offset
+
+
+def _check_ref(e: Expr) -> str | None:
+    at = e.args[0].type if e.args else None
+    if not (isinstance(at, T.ArrayType) and isinstance(at.dtype, T.RecordType)):
+        return f"operand 0 is {at}, expected an array of records"
+    if len(e.args) != 1 + at.ndim or any(
+            not (isinstance(a.type, T.ScalarType) and a.type.is_int) for a in e.args[1:]):
+        return f"takes the array and {at.ndim} integer indices"
+    return None if e.type == at.dtype else f"result is {e.type}, expected {at.dtype}"
+
+
+def _check_field(setter: bool):
+    def check(e: Expr) -> str | None:
+        rt = e.args[0].type if e.args else None
+        if not isinstance(rt, T.RecordType):
+            return f"operand 0 is {rt}, expected a record"
+        found = rt.field(e.attr.partition(":")[2])
+        if found is None:
+            return f"the record has no field {e.attr.partition(':')[2]!r}"
+        if setter:
+            ok = len(e.args) == 2 and e.args[1].type == found[0] and e.type == T.void
+            return None if ok else f"stores {e.args[-1].type} into a {found[0]} field"
+        return None if len(e.args) == 1 and e.type == found[0] else \
+            f"reads a {found[0]} field as {e.type}"
+    return check
+
+
+def _lower_ref(fl, e: Expr):
+    arr_e, idx_e = e.args[0], e.args[1:]
+    indices = [fl.expr(i) for i in idx_e]
+    return fl.element_pointer(fl.expr(arr_e), arr_e.type, indices, idx_e, e.loc)
+
+
+def _field_pointer(fl, e: Expr):
+    rt = e.args[0].type
+    _, ft, offset = _field(e, rt)
+    ptr = fl.builder.gep(fl.expr(e.args[0]), [ir.Constant(I64, offset)], source_etype=I8)
+    align = math.gcd(ft.align, offset) if offset else ft.align
+    return ptr, ft, (align if rt.aligned else 1)
+
+
+def _lower_get(fl, e: Expr):
+    b = fl.builder
+    ptr, ft, align = _field_pointer(fl, e)
+    v = b.load(ptr, typ=ll_mem_type(ft), align=align)
+    return b.icmp_unsigned("!=", v, ir.Constant(I8, 0)) if ft.is_bool else v
+
+
+def _lower_set(fl, e: Expr):
+    b = fl.builder
+    ptr, ft, align = _field_pointer(fl, e)
+    v = fl.expr(e.args[1])
+    b.store(b.zext(v, I8) if ft.is_bool else v, ptr, align=align)
+
+
+register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},
+                   pure=True, view=True))
+register(Intrinsic(name="record.get", operands=_check_field(False),
+                   lowering={ANY_TARGET: _lower_get}))
+register(Intrinsic(name="record.set", operands=_check_field(True),
+                   lowering={ANY_TARGET: _lower_set}, writes=(0,)))
