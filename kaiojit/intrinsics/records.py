@@ -75,7 +75,7 @@ def _lower_set(fl, e: Expr):
     b = fl.builder
     ptr, ft, align = _field_pointer(fl, e)
     v = fl.expr(e.args[1])
-    b.store(b.zext(v, I8) if ft.is_bool else v, ptr, align=align)
+    fl.target.store_packed(fl, ptr, b.zext(v, I8) if ft.is_bool else v, align)
 
 
 register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},

@@ -31,6 +31,28 @@ class NVPTXTarget(Target):
         self.arch = arch
         self.sites: list[dict] = []  # where a debug fault can come from (gpu_faults.py)
 
+    def store_packed(self, fl, ptr, value, align: int):
+        """ptxas reads a byte store of a register an f32 instruction wrote as a conversion to
+        u8 (F2I), not as its low byte; LLVM splits an under-aligned float store into exactly
+        such byte stores. Floats pass through a ``mov`` of their bits first, which ptxas
+        keeps as bits."""
+        b = fl.builder
+        if isinstance(value.type, ir.LiteralStructType):  # complex: {real, imag}
+            part = value.type.elements[0]
+            for k in range(len(value.type.elements)):
+                at = b.gep(ptr, [ir.Constant(I64, k * _bytes(part))], source_etype=I8)
+                self.store_packed(fl, at, b.extract_value(value, k), align)
+            return
+        if isinstance(value.type, (ir.HalfType, ir.FloatType, ir.DoubleType)) or \
+                str(value.type) == "bfloat":
+            bits = _bytes(value.type) * 8
+            it = ir.IntType(bits)
+            reg = {16: "h", 32: "r", 64: "l"}[bits]
+            asm = ir.InlineAsm(ir.FunctionType(it, [it]), f"mov.b{bits} $0, $1;",
+                               f"={reg},{reg}")
+            value = b.call(asm, [b.bitcast(value, it)])
+        b.store(value, ptr, align=align)
+
     def check_arch(self, decl, loc):
         if not arch_has(self.arch, decl.min_arch):
             need = (f"exactly {decl.min_arch}" if decl.min_arch.endswith("a")
@@ -175,3 +197,7 @@ def arch_has(arch: str, needed: str) -> bool:
     if needed.endswith("a"):
         return arch.endswith("a") and parse_arch(arch) == parse_arch(needed)
     return parse_arch(arch) >= parse_arch(needed)
+
+
+def _bytes(t: ir.Type) -> int:
+    return {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(t)]

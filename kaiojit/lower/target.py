@@ -105,6 +105,11 @@ class Target:
     def store(self, fl, ptr, value, dtype: T.ScalarType):
         fl.builder.store(value, ptr, align=dtype.align)
 
+    def store_packed(self, fl, ptr, value, align: int):
+        """Store ``value`` at ``ptr``, which is only ``align``-byte aligned (a packed record's
+        field)."""
+        fl.builder.store(value, ptr, align=align)
+
     def local_array(self, fl, llty: ir.Type, count: int):
         return fl.alloca(ir.ArrayType(llty, count), name="local")
 

@@ -3,6 +3,8 @@ name, element references, NumPy's layouts aligned and packed, on both backends."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -55,7 +57,17 @@ def test_fields_read_and_write_in_numpy_layout(backend, aligned):
     np.testing.assert_allclose(got["z"], a["z"] * 1j, rtol=1e-6)
     np.testing.assert_array_equal(got["u"], a["u"] - 1)
     np.testing.assert_array_equal(got["y"], a["y"])  # untouched bytes stay
-    compile_for_gpu(update)
+    for ptx in compile_for_gpu(update):
+        assert not bytes_of_float_results_stored(ptx), ptx
+
+
+def bytes_of_float_results_stored(ptx: str) -> list[str]:
+    """Byte stores of a register a float instruction wrote: ptxas reads those as conversions
+    to u8 (F2I), not as the value's low byte, so a packed float field must pass through a mov."""
+    float_regs = set(re.findall(r"^\s*(?:fma|add|sub|mul|neg|cvt)\.\S*f(?:16|32|64)\S*\s+(%\w+),",
+                                ptx, re.M))
+    return [r for r in re.findall(r"st\.\S*\.b8\s+\[[^]]*\],\s*(%\w+);", ptx)
+            if r in float_regs]
 
 
 def test_record_types_follow_numpy_offsets():
