@@ -15,6 +15,7 @@ from kaiojit.errors import UnsupportedError
 from kaiojit.frontend.values import convert_const
 from kaiojit.runtime import dlpack
 from tests.lib.conftest import compile_for_gpu
+from tests.promotion import result_type
 from tests.located import assert_located, compile_error
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -29,7 +30,7 @@ def test_names_and_promotion_follow_ml_dtypes():
     for t in T.SCALARS.values():
         if t == kj.bfloat16:
             continue
-        expect = T.from_dtype(np.result_type(BF16, t.np_dtype))
+        expect = T.from_dtype(result_type(BF16, t.np_dtype))
         assert T.promote(kj.bfloat16, t) == expect, t
         assert T.promote(t, kj.bfloat16) == expect, t
 

@@ -1,0 +1,21 @@
+"""NumPy's promotion of two dtypes, with ml_dtypes' bfloat16 where a NumPy release does not say.
+
+Newer NumPy releases refuse to promote ml_dtypes' bfloat16 with some integers (DTypePromotionError
+for int16, seen with NumPy 2.5 on the H200); kaiojit keeps the rule docs/semantics.md writes down,
+ml_dtypes' own table: bfloat16 promotes as float16 does, a float16 result staying bfloat16."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def result_type(a: np.dtype, b: np.dtype) -> np.dtype:
+    try:
+        return np.result_type(a, b)
+    except TypeError:  # numpy.exceptions.DTypePromotionError is a TypeError
+        pass
+    import ml_dtypes
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    half = np.dtype(np.float16)
+    r = np.result_type(half if a == bf16 else a, half if b == bf16 else b)
+    return bf16 if r == half else r
