@@ -211,7 +211,7 @@ def test_autotune_constexpr_that_is_not_a_constant_is_located():
     assert_no_internals(info.value)
 
 
-def test_autotune_all_constexpr_tiles_too_big_is_a_launch_error(kj_backend):
+def test_autotune_all_constexpr_tiles_too_big_is_a_launch_error(kj_backend, ptxas_check):
     configs = tile_configs(16384, 32768, threads=32)
     kernel = kj.autotune(configs=configs, key=["a"], cache=False)(tile_sums)
     a = kj.to_device(RNG.standard_normal(32768).astype(np.float32))
@@ -220,6 +220,13 @@ def test_autotune_all_constexpr_tiles_too_big_is_a_launch_error(kj_backend):
     lines = str(info.value).splitlines()
     assert lines[0] == "kj.autotune: no config of tile_sums could be launched:"
     assert lines[1].startswith(f"  {configs[0]}: ") and lines[2].startswith(f"  {configs[1]}: ")
+    # on the GPU both tiles were compiled before the driver refused them: ptxas refuses them too
+    from tests.ptxas import assemble, find_ptxas
+
+    for ptx, arch in ptxas_check if find_ptxas() else ():
+        with pytest.raises(AssertionError, match="uses too much shared data"):
+            assemble(ptx, arch)
+    ptxas_check.clear()
 
 
 def test_resources_of_each_constexpr_value():
