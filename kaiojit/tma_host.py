@@ -307,9 +307,13 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
         word = _WORD[size]
         nan = int.from_bytes(OOB_NAN_BITS.to_bytes(2, "little") * (size // 2), "little")
         fill = b.select(g.nan_fill, _const(nan, word), _const(0, word))
+        # the H200 stores whole 16-byte chunks: a row whose size in bytes is no multiple of 16
+        # is written on up to the next 16-byte boundary (into the row pitch's padding)
+        limit = g.dims[0] if load else b.udiv(
+            b.and_(b.add(b.mul(g.dims[0], _const(size)), _const(15)), _const(~15)), _const(size))
         with _counted_loop(b, g.counts[0], f"j{size}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
-            ok = b.and_(inside, b.icmp_unsigned("<", coord, g.dims[0]))
+            ok = b.and_(inside, b.icmp_unsigned("<", coord, limit))
             saddr = b.add(srow, b.mul(j, _const(size)))
             chunk = b.and_(b.lshr(saddr, _const(7)), g.swizzle_mask)
             sptr = b.inttoptr(b.xor(saddr, b.shl(chunk, _const(4))), PTR)

@@ -352,7 +352,8 @@ class CpuBackend:
 
     # --- memory ------------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:
-        buf = np.empty(max(nbytes, 1) + ALIGN, np.uint8)
+        # sizes round up to 16 bytes, as the driver's (a TMA store may write to the boundary)
+        buf = np.empty(-(-max(nbytes, 1) // 16) * 16 + ALIGN, np.uint8)
         ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
             self._buffers[ptr] = buf

@@ -80,6 +80,10 @@ class TensorMap:
         ``l2_promotion``: None, '64B', '128B' or '256B'; ``oob_fill``: None or 'zero' (elements
         outside the array load as zeros) or 'nan' (as NaN; floating-point arrays only);
         ``element_strides``: the traversal stride of each dimension (1 to 8, default 1).
+
+        A store through the map writes whole 16-byte chunks: where a row's size in bytes is no
+        multiple of 16, a box over its right edge also writes the row's padding up to the next
+        16-byte boundary (the H200 does; see docs/semantics.md).
         """
         info = array_info(array)
         if info is None:

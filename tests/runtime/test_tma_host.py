@@ -240,6 +240,35 @@ def test_tile_store_writes_the_box_inside_the_tensor_only(dtype, swizzle):
                                           err_msg=f"box {box} at {coords} of {a.shape}")
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32])
+def test_a_store_over_a_rows_edge_writes_on_to_its_16_byte_boundary(dtype):
+    """As the H200 does (its TMA unit stores whole 16-byte chunks): a box over the right edge of
+    rows whose bytes are no multiple of 16 also writes their padding up to the next 16-byte
+    boundary, with the box's values there, and not a byte further."""
+    itemsize = np.dtype(dtype).itemsize
+    unit = 16 // itemsize
+    rows = int(RNG.integers(3, 9))
+    cols = int(RNG.integers(1, unit)) + unit * int(RNG.integers(1, 4))  # no multiple of 16 bytes
+    a = random_tensor((rows, cols), dtype)
+    parent = a.base if a.base is not None else a
+    stride = a.strides[0] // itemsize
+    box = (rows, 2 * unit)
+    col0 = (cols // unit) * unit  # the last 16-byte chunk, partly outside
+    before = np.array(parent, copy=True).view(np.uint8)
+    smem = aligned_zeros(rows * box[1] * itemsize, 1024)
+    smem[:] = RNG.integers(0, 256, smem.size, dtype=np.uint8)
+    tmap = as_buffer(encode(a, box))
+    assert H.tile_store(tmap.ctypes.data, (col0, 0), smem.ctypes.data) == H.OK
+    values = smem.view(dtype).reshape(box)
+    got = np.frombuffer(parent.data, np.uint8, count=rows * stride * itemsize).view(dtype)
+    want = before[:rows * stride * itemsize].view(dtype).copy()
+    edge = -(-cols // unit) * unit  # the 16-byte boundary past the last column
+    for r in range(rows):
+        want[r * stride + col0:r * stride + edge] = values[r, :edge - col0]
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert edge - cols > 0  # bytes past the tensor were written: the case is the one meant
+
+
 def test_a_store_then_a_load_round_trips():
     a = random_tensor((40, 24), np.float32)
     b = random_tensor((40, 24), np.float32)
