@@ -10,8 +10,9 @@ module's fault record (``kaiojit/lower/gpu_faults.py``; the first fault of a lau
 exits; the other threads run on, and the error is raised at the next synchronization. Nothing
 traps, so the CUDA context stays usable.
 
-The frontend (``Typer.visit_Assert``) makes the node. The message, a string literal, rides in the intrinsic's name after the colon
-(``debug.assert:message``), so the node has one operand, the condition.
+The frontend (``Typer.visit_Assert``) makes the node. The message, a string literal, rides in
+the intrinsic's name after the colon (``debug.assert:message``), so the node has one operand,
+the condition.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 A debug kernel's module holds a ``kaiojit_fault`` record (``kaiojit/lower/gpu_faults.py``):
 the first out-of-bounds index or failed ``assert`` of its launches, with the site (file, line,
-and the array or the assert's message) and the block and thread. The first launch of such a kernel on a device puts its module on the
-backend's watch list; when the host next waits for the device (``kj.synchronize()``, a
-stream's ``synchronize()``, a synchronous copy to the host), every watched record is read
-back with ``cuModuleGetGlobal`` and ``cuMemcpyDtoH``; a recorded fault is cleared and raised
-as :class:`kaiojit.KernelError`, worded as the cpu backend words it.
+and the array or the assert's message) and the block and thread. The first launch of such a
+kernel on a device puts its module on the backend's watch list; when the host next waits for
+the device (``kj.synchronize()``, a stream's ``synchronize()``, a synchronous copy to the
+host), every watched record is read back (on the cuda backend with ``cuModuleGetGlobal`` and
+``cuMemcpyDtoH``); a recorded fault is cleared and raised as :class:`kaiojit.KernelError`,
+worded as the cpu backend words it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from typing import Any
 
 from kaiojit.errors import KernelError
 from kaiojit.target import (
-    ERR_ASSERT, ERR_BOUNDS, FAULT_BLOCK, FAULT_EXTENT, FAULT_GLOBAL, FAULT_INDEX, FAULT_KIND, FAULT_SITE,
-    FAULT_THREAD, FAULT_WORDS,
+    ERR_ASSERT,
+    ERR_BOUNDS,
+    FAULT_BLOCK,
+    FAULT_EXTENT,
+    FAULT_GLOBAL,
+    FAULT_INDEX,
+    FAULT_KIND,
+    FAULT_SITE,
+    FAULT_THREAD,
+    FAULT_WORDS,
 )
 
 

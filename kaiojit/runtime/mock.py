@@ -18,8 +18,8 @@ from typing import Any
 from kaiojit.errors import CudaError
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, device_token
 from kaiojit.runtime.faults import FaultWatch
-from kaiojit.runtime.launchrecord import LaunchRecord, make_record
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
+from kaiojit.runtime.launchrecord import LaunchRecord, make_record
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
 
