@@ -100,7 +100,7 @@ ERR_ASSERT = 5           # a failed assert under debug=True
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
-FAULT_KIND = 0        # 0, or ERR_BOUNDS, claimed with a cmpxchg (the first fault wins)
+FAULT_KIND = 0        # 0, ERR_BOUNDS or ERR_ASSERT, claimed with a cmpxchg (the first fault wins)
 FAULT_SITE = 1        # index into CompiledKernel.fault_sites
 FAULT_INDEX = 2
 FAULT_EXTENT = 3

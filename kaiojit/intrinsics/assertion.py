@@ -1,14 +1,18 @@
 """``assert cond`` and ``assert cond, "message"`` in kernels (numba's ``debug=True`` asserts).
 
 The condition is always typed (a typing error in it is reported), but the check is compiled
-only under ``debug=True``; without it the statement disappears, as numba removes asserts. A
-failed assert is a fault as a debug bounds check is: on the cpu backend the first one is
-recorded and the launch raises ``kj.KernelError`` naming the kernel, the Python line, the
-block, the thread and the message; on the GPU the thread prints the same words and traps
-(the launch's error, a ``kj.CudaError``, comes at the next synchronize).
+only under ``debug=True``; without it the statement disappears, condition included, as numba
+removes asserts (and as ``python -O`` does). A failed assert is a fault as a debug bounds
+check is, reported as ``kj.KernelError`` naming the kernel, the Python line, the block, the
+thread and the message (``kaiojit.runtime.faults.assert_message``). On the cpu backend the
+first one is recorded and the launch raises. On the GPU the failing thread writes the
+module's fault record (``kaiojit/lower/gpu_faults.py``; the first fault of a launch wins) and
+exits; the other threads run on, and the error is raised at the next synchronization. Nothing
+traps, so the CUDA context stays usable.
 
-The frontend (``Typer.visit_Assert``) makes the node. The message, a string literal, rides in the intrinsic's name after the colon
-(``debug.assert:message``), so the node has one operand, the condition.
+The frontend (``Typer.visit_Assert``) makes the node. The message, a string literal, rides in
+the intrinsic's name after the colon (``debug.assert:message``), so the node has one operand,
+the condition.
 """
 
 from __future__ import annotations
@@ -32,18 +36,10 @@ def _enabled(fl) -> bool:
 def _nvptx_assert(fl, e: Expr):
     if not _enabled(fl):
         return
-    b = fl.builder
-    failed = b.not_(fl.expr(e.args[0]))
-    with b.if_then(failed, likely=False):
-        loc = e.loc
-        where = f"{loc.filename}:{loc.line}" if loc else "?"
-        text = f": {_message(e)}" if _message(e) else ""
-        sreg = [b.zext(fl.target.sreg(fl, f"{r}.{a}"), I64) for r in ("ctaid", "tid")
-                for a in "xyz"]
-        fl.target.print(fl, f"kaiojit: assertion failed in kernel {fl.kfunc.qualname} at "
-                            f"{where}, block (%lld, %lld, %lld), thread (%lld, %lld, %lld)"
-                            f"{text}\n", sreg)
-        b.call(fl.mod.declare("llvm.trap", ir.VoidType(), []), [])
+    from ..lower.gpu_faults import add_site, fail_assert
+
+    site = add_site(fl.target.sites, e.loc, kind="assert", message=_message(e))
+    fail_assert(fl, fl.builder.not_(fl.expr(e.args[0])), site)
 
 
 def _host_assert(fl, e: Expr):

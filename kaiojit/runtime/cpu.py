@@ -34,7 +34,7 @@ from kaiojit.runtime import cooperative
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
-from kaiojit.runtime.faults import bounds_message
+from kaiojit.runtime.faults import assert_message, bounds_message
 from kaiojit.runtime.launch import check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -474,9 +474,7 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
-        text = f": {site['message']}" if site.get("message") else ""
-        msg = (f"kernel {kernel.name!r}: assertion failed at {where}, block {block}, thread "
-               f"{thread}{text}{source}")
+        msg = assert_message(kernel.name, site, block, thread)
     elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
                              int(launch[H.LAUNCH_EXTENT]), block, thread)

@@ -396,6 +396,36 @@ class CudaBackend:
             check(self.drv.cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, nbytes, stream),
                   context)
 
+    # --- the debug fault records (kaiojit.runtime.faults) -------------------------------------
+
+    def module_global(self, module: Any, name: str, device: int) -> int:
+        """The device address of a module's global ``name``."""
+        pushed = self._on_device(device)
+        try:
+            address, _ = check(self.drv.cuModuleGetGlobal(module, name.encode()),
+                               f"the module global {name!r}")
+        finally:
+            if pushed:
+                self._pop()
+        return int(address)
+
+    def read_device(self, dst: int, address: int, nbytes: int, device: int) -> None:
+        """A synchronous copy from ``device`` to host memory that checks no fault record."""
+        pushed = self._on_device(device)
+        try:
+            check(self.drv.cuMemcpyDtoH(dst, address, nbytes), "reading a fault record")
+        finally:
+            if pushed:
+                self._pop()
+
+    def zero_device(self, address: int, nbytes: int, device: int) -> None:
+        pushed = self._on_device(device)
+        try:
+            check(self.drv.cuMemsetD8(address, 0, nbytes), "clearing a fault record")
+        finally:
+            if pushed:
+                self._pop()
+
     def can_access_peer(self, device: int, peer: int) -> bool:
         if device == peer:
             return True

@@ -1,12 +1,13 @@
 """Faults a ``debug=True`` kernel recorded on the GPU, reported at the next synchronization.
 
 A debug kernel's module holds a ``kaiojit_fault`` record (``kaiojit/lower/gpu_faults.py``):
-the first out-of-bounds index of its launches, with the site (file, line, array) and the
-block and thread. The first launch of such a kernel on a device puts its module on the
-backend's watch list; when the host next waits for the device (``kj.synchronize()``, a
-stream's ``synchronize()``, a synchronous copy to the host), every watched record is read
-back with ``cuModuleGetGlobal`` and ``cuMemcpyDtoH``; a recorded fault is cleared and raised
-as :class:`kaiojit.KernelError`, worded as the cpu backend words it.
+the first out-of-bounds index or failed ``assert`` of its launches, with the site (file, line,
+and the array or the assert's message) and the block and thread. The first launch of such a
+kernel on a device puts its module on the backend's watch list; when the host next waits for
+the device (``kj.synchronize()``, a stream's ``synchronize()``, a synchronous copy to the
+host), every watched record is read back (on the cuda backend with ``cuModuleGetGlobal`` and
+``cuMemcpyDtoH``); a recorded fault is cleared and raised as :class:`kaiojit.KernelError`,
+worded as the cpu backend words it.
 """
 
 from __future__ import annotations
@@ -15,36 +16,64 @@ import ctypes
 from typing import Any
 
 from kaiojit.errors import KernelError
-from kaiojit.runtime.driver import check
 from kaiojit.target import (
-    ERR_BOUNDS, FAULT_BLOCK, FAULT_EXTENT, FAULT_GLOBAL, FAULT_INDEX, FAULT_KIND, FAULT_SITE,
-    FAULT_THREAD, FAULT_WORDS,
+    ERR_ASSERT,
+    ERR_BOUNDS,
+    FAULT_BLOCK,
+    FAULT_EXTENT,
+    FAULT_GLOBAL,
+    FAULT_INDEX,
+    FAULT_KIND,
+    FAULT_SITE,
+    FAULT_THREAD,
+    FAULT_WORDS,
 )
+
+
+def _where(site: dict) -> tuple[str, str]:
+    """``file:line`` of a site, and its source line as a message ends with it."""
+    where = f"{site['filename']}:{site['line']}" if site.get("filename") else "an unknown line"
+    source = f"\n    {site['source_line'].strip()}" if site.get("source_line") else ""
+    return where, source
 
 
 def bounds_message(kernel: str, site: dict, index: int, extent: int, block: tuple,
                    thread: tuple) -> str:
     """How an out-of-bounds index is reported, on every backend."""
-    where = f"{site['filename']}:{site['line']}" if site.get("filename") else "an unknown line"
-    source = f"\n    {site['source_line'].strip()}" if site.get("source_line") else ""
+    where, source = _where(site)
     return (f"kernel {kernel!r}: index {index} is out of bounds for dimension {site['dim']} of "
             f"array {site['array']!r} (size {extent}) at {where}, block {block}, thread "
             f"{thread}{source}")
 
 
+def assert_message(kernel: str, site: dict, block: tuple, thread: tuple) -> str:
+    """How a failed ``assert`` is reported, on every backend."""
+    where, source = _where(site)
+    text = f": {site['message']}" if site.get("message") else ""
+    return (f"kernel {kernel!r}: assertion failed at {where}, block {block}, thread {thread}"
+            f"{text}{source}")
+
+
 def fault_error(kernel: str, sites: tuple, record: list[int]) -> KernelError:
     """The KernelError of a filled ``kaiojit_fault`` record (signed 64-bit words)."""
-    assert record[FAULT_KIND] == ERR_BOUNDS, record
+    kind = record[FAULT_KIND]
+    assert kind in (ERR_BOUNDS, ERR_ASSERT), record
     site = sites[record[FAULT_SITE]]
     block = tuple(record[FAULT_BLOCK:FAULT_BLOCK + 3])
     thread = tuple(record[FAULT_THREAD:FAULT_THREAD + 3])
+    if kind == ERR_ASSERT:
+        return KernelError(assert_message(kernel, site, block, thread))
     return KernelError(bounds_message(kernel, site, record[FAULT_INDEX],
                                       record[FAULT_EXTENT], block, thread))
 
 
 class FaultWatch:
     """The debug kernels' records on one backend: ``(device, module) -> (address, name,
-    sites)``, filled at their first launch on each device."""
+    sites)``, filled at their first launch on each device. A backend that keeps one has
+    ``module_global(module, name, device)`` (an address), ``read_device(dst, address, nbytes,
+    device)`` and ``zero_device(address, nbytes, device)``, synchronous and not themselves
+    checking faults. A launch of a kernel without ``debug=True`` never reaches this class, and
+    a wait reads nothing while no debug kernel ran (``bool(watch)`` is False)."""
 
     def __init__(self) -> None:
         self.records: dict[tuple[int, int], tuple[int, str, tuple]] = {}
@@ -57,13 +86,7 @@ class FaultWatch:
         key = (device, id(module))  # a module lives as long as its loaded kernel
         if key in self.records:
             return
-        pushed = backend._on_device(device)
-        try:
-            address, _ = check(backend.drv.cuModuleGetGlobal(module, FAULT_GLOBAL.encode()),
-                               f"kernel {image.name!r}: its fault record")
-        finally:
-            if pushed:
-                backend._pop()
+        address = backend.module_global(module, FAULT_GLOBAL, device)
         self.records[key] = (int(address), image.py_name, tuple(image.fault_sites))
 
     def check(self, backend: Any) -> None:
@@ -72,20 +95,13 @@ class FaultWatch:
             return
         self.checking = True
         try:
-            drv = backend.drv
             words = (ctypes.c_int64 * FAULT_WORDS)()
             for (device, _), (address, name, sites) in list(self.records.items()):
-                pushed = backend._on_device(device)
-                try:
-                    check(drv.cuMemcpyDtoH(ctypes.addressof(words), address,
-                                           ctypes.sizeof(words)), "reading a fault record")
-                    if words[FAULT_KIND] == 0:
-                        continue
-                    check(drv.cuMemsetD8(address, 0, ctypes.sizeof(words)),
-                          "clearing a fault record")
-                finally:
-                    if pushed:
-                        backend._pop()
+                backend.read_device(ctypes.addressof(words), address, ctypes.sizeof(words),
+                                    device)
+                if words[FAULT_KIND] == 0:
+                    continue
+                backend.zero_device(address, ctypes.sizeof(words), device)
                 raise fault_error(name, sites, list(words))
         finally:
             self.checking = False

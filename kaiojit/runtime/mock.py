@@ -1,7 +1,9 @@
 """The mock backend: launches are recorded with their packed parameter bytes, memory is host
 memory. Tests of the launch plumbing (slots, packing, configuration checks, the builder, the
 fast launch) run on it without a GPU. It claims ``device_count`` devices of one compute
-capability; modules are PTX text that must name its entries, and nothing runs.
+capability; modules are PTX text that must name its entries, and nothing runs. A module's
+``.global`` byte arrays are host buffers (``module_global``), so a test can write a debug
+kernel's fault record as the GPU would and see the next wait report it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import ctypes
 import hashlib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kaiojit.errors import CudaError
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, device_token
-from kaiojit.runtime.launchrecord import LaunchRecord, make_record
+from kaiojit.runtime.faults import FaultWatch
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
+from kaiojit.runtime.launchrecord import LaunchRecord, make_record
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
 
@@ -40,6 +43,7 @@ class MockModule:
     ptx: str
     device: int
     unloaded: bool = False
+    globals: dict = field(default_factory=dict)  # name -> host buffer (module_global)
 
 
 @dataclass(slots=True)
@@ -73,6 +77,7 @@ class MockBackend:
         self.synchronize_calls = 0
         self.dynamic_shared_set: list[tuple[str, int]] = []
         self.fail_next_sync: CudaError | None = None
+        self.faults = FaultWatch()  # as the cuda backend's: read after waits
         self._count = device_count
         self._tls = _ThreadState()
         self._default_device = 0
@@ -124,6 +129,24 @@ class MockBackend:
             raise CudaError("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed\n"
                             "JIT log:\nptxas fatal: mock backend found no .entry in the PTX")
         return MockModule(image, device)
+
+    def module_global(self, module: MockModule, name: str, device: int) -> int:
+        """The address of a ``.global .b8 name[n]`` of the module's PTX (zeros at load)."""
+        buf = module.globals.get(name)
+        if buf is None:
+            m = re.search(rf"\.global\s+(?:\.align\s+\d+\s+)?\.b8\s+{re.escape(name)}\[(\d+)\]",
+                          module.ptx)
+            if m is None:
+                raise CudaError("CUDA_ERROR_NOT_FOUND", "named symbol not found",
+                                f"the module global {name!r}")
+            buf = module.globals[name] = ctypes.create_string_buffer(int(m.group(1)))
+        return ctypes.addressof(buf)
+
+    def read_device(self, dst: int, address: int, nbytes: int, device: int) -> None:
+        ctypes.memmove(dst, address, nbytes)
+
+    def zero_device(self, address: int, nbytes: int, device: int) -> None:
+        ctypes.memset(address, 0, nbytes)
 
     def unload_module(self, module: MockModule, device: int) -> None:
         module.unloaded = True
@@ -191,7 +214,11 @@ class MockBackend:
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         ctypes.memmove(dst, src, nbytes)
 
-    memcpy_dtoh = memcpy_htod
+    def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        ctypes.memmove(dst, src, nbytes)
+        if stream is None and self.faults:  # a synchronous copy is a wait, as on the driver
+            self.faults.check(self)
+
     memcpy_dtod = memcpy_htod
 
     def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
@@ -228,6 +255,8 @@ class MockBackend:
         if self.fail_next_sync is not None:
             err, self.fail_next_sync = self.fail_next_sync, None
             raise err
+        if self.faults:
+            self.faults.check(self)
 
     def stream_create(self) -> int:
         return self._handle()

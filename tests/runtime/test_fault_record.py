@@ -1,0 +1,84 @@
+"""The GPU's debug fault record on the mock backend: a debug kernel's launch watches its module's
+``kaiojit_fault``; the test writes the record as a failing thread on the GPU would, and the next
+wait (``kj.synchronize()``, a stream's ``synchronize()``, a synchronous copy to the host) raises
+the KernelError once. A kernel without ``debug=True`` is never watched, so waits read nothing."""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+
+import numpy as np
+import pytest
+
+import kaiojit as kj
+from kaiojit import target as H
+
+RNG = np.random.default_rng()
+
+
+def checked(x, limit):
+    i = kj.grid(1)
+    if i < x.size:
+        assert x[i] < limit, "over the limit"
+        x[i] += 1.0
+
+
+def assert_line() -> int:
+    lines, first = inspect.getsourcelines(checked)
+    return first + next(k for k, t in enumerate(lines) if "assert" in t)
+
+
+def write_record(mock, kind: int, site: int, block: tuple, thread: tuple) -> None:
+    """What the failing thread's compare-and-swap and stores leave in the record."""
+    ((address, _, _),) = mock.faults.records.values()
+    words = (ctypes.c_int64 * H.FAULT_WORDS).from_address(address)
+    assert list(words) == [0] * H.FAULT_WORDS  # zero at load, and after a report
+    words[H.FAULT_KIND], words[H.FAULT_SITE] = kind, site
+    words[H.FAULT_BLOCK:H.FAULT_BLOCK + 3] = block
+    words[H.FAULT_THREAD:H.FAULT_THREAD + 3] = thread
+
+
+def launch_checked(mock, stream=None):
+    kernel = kj.jit(debug=True)(checked)
+    x = kj.to_device(RNG.random(int(RNG.integers(50, 500))).astype(np.float32))
+    if stream is None:
+        kernel[(x.size + 127) // 128, 128](x, np.float32(2.0))
+    else:
+        kernel[(x.size + 127) // 128, 128, stream](x, np.float32(2.0))
+    ((_, name, sites),) = mock.faults.records.values()  # watched since its first launch
+    assert name == "checked"
+    return x, next(i for i, s in enumerate(sites) if s["kind"] == "assert")
+
+
+def expected(block: tuple, thread: tuple) -> str:
+    return (f"kernel 'checked': assertion failed at {__file__}:{assert_line()}, block {block}, "
+            f"thread {thread}: over the limit\n    assert x[i] < limit, \"over the limit\"")
+
+
+@pytest.mark.parametrize("wait", ["synchronize", "stream", "copy"])
+def test_a_recorded_assert_is_raised_at_the_next_wait(mock, wait):
+    stream = kj.Stream() if wait == "stream" else None
+    x, site = launch_checked(mock, stream)
+    block = (int(RNG.integers(0, 4)), 0, 0)
+    thread = (int(RNG.integers(0, 128)), 0, 0)
+    write_record(mock, H.ERR_ASSERT, site, block, thread)
+    with pytest.raises(kj.KernelError) as info:
+        if wait == "synchronize":
+            kj.synchronize()
+        elif wait == "stream":
+            stream.synchronize()
+        else:
+            x.copy_to_host()
+    assert str(info.value) == expected(block, thread)
+    kj.synchronize()  # cleared once reported
+    write_record(mock, H.ERR_ASSERT, site, block, thread)  # and still watched
+    with pytest.raises(kj.KernelError):
+        kj.synchronize()
+
+
+def test_a_kernel_without_debug_is_not_watched(mock):
+    x = kj.to_device(RNG.random(100).astype(np.float32))
+    kj.jit(checked)[1, 128](x, np.float32(2.0))
+    assert not mock.faults  # a wait reads no record
+    kj.synchronize()
