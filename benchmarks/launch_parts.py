@@ -71,7 +71,7 @@ class _TorchDtype:
         return "torch.float32"
 
 
-class FakeTensor:
+class Tensor:
     """What kaiojit reads of a ``torch.Tensor``."""
 
     dtype = _TorchDtype()
@@ -96,7 +96,7 @@ class FakeTensor:
         return (1,)
 
 
-FakeTensor.__module__ = "torch.fake"  # kaiojit's interop reads torch.Tensor by module and name
+Tensor.__module__ = "torch.fake"  # kaiojit's interop reads torch.Tensor by module and name
 
 
 class _CupyMemory:
@@ -126,7 +126,7 @@ def _foreign_arrays(kind: str, kj, out, x, y):
                 return tuple(torch.randn(N, device="cuda") for _ in range(3))
         except ImportError:
             pass
-        return FakeTensor(out), FakeTensor(x), FakeTensor(y)
+        return Tensor(out), Tensor(x), Tensor(y)
     try:
         import cupy
 

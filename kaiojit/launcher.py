@@ -42,7 +42,7 @@ class Launcher:
     """
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "config", "rebuilds",
-                 "fast", "_fast_for")
+                 "fast", "_forms")
 
     def __init__(self, dispatcher: Any, grid: Any, block: Any, stream: Any = None,
                  shared_mem: Any = 0, config: Any = None):
@@ -54,7 +54,8 @@ class Launcher:
         self.config = config  # its key in the dispatcher's cache (None: not cached)
         self.rebuilds = 0
         self.fast: Any = None  # the generated fast form now in use, if any
-        self._fast_for: Any = None  # (loaded kernel, device token) it was built for
+        # the fast forms built, by the arguments' classes: (fast form, loaded kernel, token)
+        self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
     def __call__(self, *args: Any) -> None:
         try:
@@ -68,42 +69,49 @@ class Launcher:
         loaded = d._loaded_for(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem,
                       d._runtime_args(args), None)
-        if self.rebuilds < MAX_FAST_REBUILDS:
-            self._refresh(loaded, args)
+        self._refresh(loaded, args)
 
     def relaunch(self, args: tuple, caller: Any) -> None:
-        """A call that the fast form ``caller`` did not match: the launcher's newer fast
-        form if it has one (``caller`` may be an older one a user kept), else the general
-        path."""
-        fast = self.fast
-        if fast is not None and fast is not caller:
-            return fast(*args)
+        """A call that the fast form ``caller`` did not match: the fast form built for
+        arguments of these classes, if it is another one (it tests the rest), else the
+        general path."""
+        form = self._forms.get(tuple([a.__class__ for a in args]))
+        if form is not None and form[0] is not caller:
+            return form[0](*args)
         try:
             return self.general(args)
         except CompileError as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
+        """After a general launch: build the fast form of this launch, unless the one for
+        arguments of these classes is for this specialization, thread and device already
+        (the launch came here for a value it could not pack)."""
         from .runtime.backend import device_token
         from .runtime.fastlaunch import FastPlan
 
-        built_for = (loaded, device_token(loaded.backend.current_device()))
-        if built_for == self._fast_for:
-            return  # a value the fast form could not pack, not another kind of launch
+        classes = tuple([a.__class__ for a in args])
+        token = device_token(loaded.backend.current_device())
+        form = self._forms.get(classes)
+        if form is not None and form[1] is loaded and form[2] is token:
+            return
+        if self.rebuilds >= MAX_FAST_REBUILDS:
+            return
         self.rebuilds += 1
-        self._fast_for = built_for
         plan = FastPlan.direct(args, self.dispatcher._constexpr_at, self.relaunch)
         fast = loaded.fast_path(self.grid, self.block, self.stream, self.shared_mem, plan)
-        self.fast = fast
+        if len(self._forms) >= MAX_FAST_REBUILDS:
+            self._forms.clear()
+        self._forms[classes] = (fast, loaded, token)
         if fast is None:
-            self.__class__ = Launcher
-        else:
-            self.__class__ = type("_FastLauncher", (Launcher,),
-                                  {"__slots__": (), "__call__": staticmethod(fast)})
+            return  # the launcher keeps the fast form it has for other arguments
+        self.fast = fast
+        self.__class__ = type("_FastLauncher", (Launcher,),
+                              {"__slots__": (), "__call__": staticmethod(fast)})
         if self.config is not None:
             launchers = self.dispatcher._launchers
             if launchers.get(self.config) is not None:
-                launchers[self.config] = self if fast is None else fast
+                launchers[self.config] = fast
 
 
 ConstexprLauncher = Launcher  # constexpr arguments are a part of the fast form's plan
