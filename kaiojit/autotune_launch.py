@@ -79,21 +79,27 @@ class FastCalls:
         grid_spec = config.grid if config.grid is not None else tuner.grid
         if callable(grid_spec):
             grid_of = _grid_function(grid_spec, tuner.call_params, config.constants)
-        fast = _build(tuner, full, grid, config, stream, self._fallback(stream))
+        entry = self.entries.get(fkey)
+        forms = entry[1] if entry is not None and entry[0] is not None else {}
+        if grid_of is None:
+            previous = entry[1] if entry is not None and entry[0] is None else None
+        else:
+            try:
+                previous = forms.get(grid)
+            except TypeError:  # an unhashable grid (a list): no fast form
+                return
+        # a call the new form does not match tries the form it replaces (arguments of other
+        # kinds under the same fast key), and the oldest one the general path
+        fallback = self._fallback(stream) if previous is None else _handing_to(previous)
+        fast = _build(tuner, full, grid, config, stream, fallback)
         if fast is None:
-            self.entries.pop(fkey, None)
             return
         if grid_of is None:
             self.entries[fkey] = (None, fast)
             return
-        entry = self.entries.get(fkey)
-        forms = entry[1] if entry is not None and entry[0] is not None else {}
-        try:
-            if len(forms) >= MAX_FAST_KEYS:
-                forms.clear()
-            forms[grid] = fast
-        except TypeError:  # an unhashable grid (a list): no fast form
-            return
+        if len(forms) >= MAX_FAST_KEYS:
+            forms.clear()
+        forms[grid] = fast
         self.entries[fkey] = (grid_of, forms)
 
     def _fallback(self, stream: Any) -> Callable[[tuple, Any], None]:
@@ -102,6 +108,12 @@ class FastCalls:
         def fallback(args: tuple, fast: Any) -> None:
             return tuner._call(args, stream, {})
         return fallback
+
+
+def _handing_to(previous: Callable[..., None]) -> Callable[[tuple, Any], None]:
+    def fallback(args: tuple, fast: Any) -> None:
+        return previous(*args)
+    return fallback
 
 
 def _grid_function(grid: Callable, names: tuple[str, ...], constants: dict

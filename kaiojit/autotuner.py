@@ -204,18 +204,11 @@ class Autotuner:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Launch with the config chosen for these arguments (``stream=`` by keyword)."""
+        stream = kwargs.pop("stream", None) if kwargs else None
         if not kwargs:
             try:
-                fast = self._find(args, None)
-            except (IndexError, TypeError):  # too few arguments, unhashable values
-                fast = None
-            if fast is not None:
-                return fast(*args)
-        stream = kwargs.pop("stream", None)
-        if not kwargs and stream is not None:
-            try:
                 fast = self._find(args, stream)
-            except (IndexError, TypeError):
+            except (IndexError, TypeError):  # too few arguments, unhashable values
                 fast = None
             if fast is not None:
                 return fast(*args)

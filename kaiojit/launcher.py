@@ -76,7 +76,7 @@ class Launcher:
         arguments of these classes, if it is another one (it tests the rest), else the
         general path."""
         form = self._forms.get(tuple([a.__class__ for a in args]))
-        if form is not None and form[0] is not caller:
+        if form is not None and form[0] is not None and form[0] is not caller:
             return form[0](*args)
         try:
             return self.general(args)
