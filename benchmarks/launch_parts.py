@@ -104,7 +104,7 @@ class _CupyMemory:
         self.ptr, self.device_id = ptr, device_id
 
 
-class ndarray:  # noqa: N801 - CuPy's class name, which kaiojit's interop reads
+class ndarray:  # CuPy's class name, which kaiojit's interop reads
     """What kaiojit reads of a ``cupy.ndarray``."""
 
     def __init__(self, array):

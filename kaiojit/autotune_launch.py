@@ -27,7 +27,7 @@ class FastCalls:
     generated function: the fast form for this call, or None (IndexError or TypeError for
     calls it does not cover: too few arguments, unhashable values)."""
 
-    __slots__ = ("tuner", "entries", "builds", "find", "fast_key")
+    __slots__ = ("builds", "entries", "fast_key", "find", "tuner")
 
     def __init__(self, tuner: Any):
         self.tuner = tuner

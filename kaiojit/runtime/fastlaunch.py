@@ -27,6 +27,7 @@ are written as constants, not passed).
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from collections.abc import Callable
@@ -178,7 +179,7 @@ def _constexpr(code: _Code, v: str, i: int, value: Any) -> bool:
         code.guards.append(f"{v}.__class__ is {code.const(f'C{i}', cls)} "
                            f"and {v} == {code.const(f'V{i}', value)}")
     elif cls is float:
-        if value == 0.0 or value != value:  # -0.0 and 0.0, NaN: by their printed form
+        if value == 0.0 or math.isnan(value):  # -0.0 and 0.0, NaN: by their printed form
             code.guards.append(f"{v}.__class__ is float "
                                f"and repr({v}) == {code.const(f'V{i}', repr(value))}")
         else:

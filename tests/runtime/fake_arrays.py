@@ -54,7 +54,7 @@ class Memory:
         self.ptr, self.device_id = ptr, device_id
 
 
-class ndarray:  # noqa: N801 - CuPy's class name, which kaiojit's interop reads
+class ndarray:  # CuPy's class name, which kaiojit's interop reads
     """What kaiojit reads of a ``cupy.ndarray``: dtype, shape, strides (bytes), data.ptr,
     data.device_id and _c_contiguous."""
 
