@@ -197,7 +197,8 @@ def row_kaiojit_jit() -> Callable[[], None]:
     a, n = np.float32(A), np.int32(N)
     launcher = saxpy[GRID, BLOCK]
     launcher(out, x, y, a, n)
-    return lambda: launcher(out, x, y, a, n)
+    launcher(out, x, y, a, n)
+    return lambda: saxpy[GRID, BLOCK](out, x, y, a, n)
 
 
 def row_kaiojit_torch() -> Callable[[], None]:
@@ -218,7 +219,8 @@ def row_kaiojit_torch() -> Callable[[], None]:
     a, n = np.float32(A), np.int32(N)
     launcher = saxpy[GRID, BLOCK]
     launcher(out, x, y, a, n)
-    return lambda: launcher(out, x, y, a, n)
+    launcher(out, x, y, a, n)
+    return lambda: saxpy[GRID, BLOCK](out, x, y, a, n)
 
 
 def row_kaiojit_torch_loaded() -> Callable[[], None]:
@@ -233,6 +235,63 @@ def row_kaiojit_torch_loaded() -> Callable[[], None]:
     torch.cuda.synchronize()
     args = (out, x, y, A, N)
     return lambda: loaded.launch(GRID, BLOCK, None, 0, args)
+
+
+def row_kaiojit_cupy() -> Callable[[], None]:
+    """``@kj.jit`` with CuPy arrays as the array arguments (as a CuPy user launches)."""
+    import cupy as cp
+    import kaiojit as kj
+
+    @kj.jit
+    def saxpy(out, x, y, a, n):
+        i = kj.grid(1)
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    x = cp.random.standard_normal(N, dtype=cp.float32)
+    y = cp.random.standard_normal(N, dtype=cp.float32)
+    out = cp.empty(N, dtype=cp.float32)
+    cp.cuda.Device().synchronize()
+    a, n = np.float32(A), np.int32(N)
+    launcher = saxpy[GRID, BLOCK]
+    launcher(out, x, y, a, n)
+    launcher(out, x, y, a, n)
+    return lambda: saxpy[GRID, BLOCK](out, x, y, a, n)
+
+
+def row_kaiojit_constexpr() -> Callable[[], None]:
+    """``@kj.jit`` with a ``kj.constexpr`` parameter (one specialization per value)."""
+    import kaiojit as kj
+
+    @kj.jit
+    def saxpy(out, x, y, a, n, UNROLL: kj.constexpr):
+        i = kj.grid(1) * UNROLL
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    out, x, y = _kj_arrays()
+    a, n = np.float32(A), np.int32(N)
+    saxpy[GRID, BLOCK](out, x, y, a, n, 1)
+    return lambda: saxpy[GRID, BLOCK](out, x, y, a, n, 1)
+
+
+def row_kaiojit_autotuned() -> Callable[[], None]:
+    """``kj.autotune``'d ``@kj.jit`` kernel, the chosen config launched (grid a function)."""
+    import kaiojit as kj
+
+    @kj.autotune(configs=[kj.Config(block=BLOCK, constants={"UNROLL": 1}),
+                          kj.Config(block=BLOCK // 2, constants={"UNROLL": 1})],
+                 key=["n"], grid=lambda args: (args["n"] // BLOCK,), cache=False)
+    @kj.jit
+    def saxpy(out, x, y, a, n, UNROLL: kj.constexpr):
+        i = kj.grid(1) * UNROLL
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    out, x, y = _kj_arrays()
+    a, n = np.float32(A), np.int32(N)
+    saxpy(out, x, y, a, n)
+    return lambda: saxpy(out, x, y, a, n)
 
 
 def row_cupy() -> Callable[[], None]:
@@ -295,8 +354,11 @@ ROWS: list[tuple[str, Callable[[], Callable[[], None]]]] = [
     ("kaiojit LoadedKernel, bindings call", row_kaiojit_loaded_bindings),
     ("kaiojit @kj.jit", row_kaiojit_jit),
     ("kaiojit builder (Module)", row_kaiojit_builder),
+    ("kaiojit @kj.jit, kj.constexpr", row_kaiojit_constexpr),
+    ("kaiojit kj.autotune'd @kj.jit", row_kaiojit_autotuned),
     ("kaiojit @kj.jit, PyTorch tensors", row_kaiojit_torch),
     ("kaiojit LoadedKernel, PyTorch", row_kaiojit_torch_loaded),
+    ("kaiojit @kj.jit, CuPy arrays", row_kaiojit_cupy),
     ("CuPy RawKernel", row_cupy),
     ("numba-cuda", row_numba),
     ("Triton", row_triton),
@@ -365,12 +427,15 @@ def main(argv: list[str] | None = None) -> int:
             results.append((name, None, f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"))
     paired = {}
     for key, make in (("raw", row_raw), ("@kj.jit DeviceArrays", row_kaiojit_jit),
-                      ("@kj.jit PyTorch", row_kaiojit_torch), ("CuPy RawKernel", row_cupy)):
+                      ("@kj.jit PyTorch", row_kaiojit_torch), ("@kj.jit CuPy", row_kaiojit_cupy),
+                      ("@kj.jit constexpr", row_kaiojit_constexpr),
+                      ("kj.autotune", row_kaiojit_autotuned), ("CuPy RawKernel", row_cupy)):
         try:
             paired[key] = make()
         except Exception as e:  # noqa: BLE001 - a missing peer
             print(f"(paired: {key} skipped: {type(e).__name__})")
     ratios = paired_ratios(paired, 1000, opts.paired_reps)
+    print(f"KAIOJIT_LAUNCH={getattr(rt.get_backend(), 'launch_mode', '?')}")
     print(f"ratio to raw cuLaunchKernel, each repetition 1000 launches of raw then of the row "
           f"({opts.paired_reps} repetitions)")
     for name, rs in ratios.items():

@@ -1,13 +1,16 @@
-"""Host time of each part of a ``kernel[grid, block](...)`` launch, each timed on its own.
+"""Host time of each part of a ``kernel[grid, block](...)`` launch, each timed on its own, and of
+whole fast launches of each kind (DeviceArrays, constexpr, autotuned, PyTorch- and CuPy-like).
 
     PYTHONPATH=. python3 benchmarks/launch_parts.py [--launches 20000] [--reps 7]
 
 Runs without a GPU: on the mock backend the driver is replaced by a native no-op (compiled
 with the launch trampoline), so the figures are the Python side of a launch and the foreign
-call, nothing of the driver. With a GPU (``KAIOJIT_BACKEND=cuda``) the last rows call the
-real ``cuLaunchKernelEx``. The kernel is a 5-argument saxpy over 1024 float32 DeviceArrays.
-Rows: the launcher's call with nothing in it (Python frames), the token check, the argument
-checks, the slot writes, the trampoline call, and the whole fast launch.
+call, nothing of the driver. With a GPU (``KAIOJIT_BACKEND=cuda``) the whole-launch rows call
+the real ``cuLaunchKernelEx`` (and the PyTorch/CuPy rows use real tensors where installed).
+``KAIOJIT_LAUNCH`` picks the trampoline as it does for real launches. The kernel is a
+5-argument saxpy over 1024 float32 arrays. Part rows: the call of a plain 5-argument Python
+function with nothing in it, the token check, the argument checks (one ``if``), the slot writes
+(one ``pack_into``), the trampoline call; then the whole launches.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 N = 1024
+BLOCK = 256
+GRID = N // BLOCK
 
 
 def median_ns(fn: Callable[[], None], launches: int, reps: int) -> float:
@@ -36,6 +42,101 @@ def median_ns(fn: Callable[[], None], launches: int, reps: int) -> float:
     return statistics.median(samples) * 1e9
 
 
+def _stub_driver(backend) -> None:
+    """On the mock backend: every fast launch calls a native no-op instead of recording."""
+    from kaiojit.runtime import launchrecord
+    from kaiojit.runtime.backend import FastLaunchBinding
+
+    real_binding = backend.fast_launch_binding
+    mode = getattr(backend, "launch_mode", "ex")
+
+    def native_binding(fn, grid, block, shared_mem, stream, slots):
+        b = real_binding(fn, grid, block, shared_mem, stream, slots)
+        record, pointer = launchrecord.make_record(launchrecord.stub_entry(), 0, grid,
+                                                   block, shared_mem, stream,
+                                                   slots.params_address)
+        if mode == "native":
+            call, pointer = launchrecord.native_launcher(record, slots), None
+        else:
+            call = launchrecord.trampoline()
+        return FastLaunchBinding(call, pointer, b.failed, b.thread_state, b.token,
+                                 (record, slots))
+    backend.fast_launch_binding = native_binding
+
+
+# --- stand-ins for PyTorch tensors and CuPy arrays over DeviceArrays (no GPU needed) ----------
+
+class _TorchDtype:
+    def __str__(self) -> str:
+        return "torch.float32"
+
+
+class Tensor:
+    """What kaiojit reads of a ``torch.Tensor``."""
+
+    dtype = _TorchDtype()
+
+    def __init__(self, array):
+        self.array = array
+
+    def get_device(self) -> int:
+        return self.array.device_id
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    def data_ptr(self) -> int:
+        return self.array.ptr
+
+    @property
+    def shape(self) -> tuple:
+        return self.array.shape
+
+    def stride(self) -> tuple:
+        return (1,)
+
+
+Tensor.__module__ = "torch.fake"  # kaiojit's interop reads torch.Tensor by module and name
+
+
+class _CupyMemory:
+    def __init__(self, ptr: int, device_id: int):
+        self.ptr, self.device_id = ptr, device_id
+
+
+class ndarray:  # CuPy's class name, which kaiojit's interop reads
+    """What kaiojit reads of a ``cupy.ndarray``."""
+
+    def __init__(self, array):
+        self.dtype, self.shape, self.strides = array.dtype, array.shape, array.strides
+        self.data = _CupyMemory(array.ptr, array.device_id)
+        self._c_contiguous = True
+        self.array = array
+
+
+ndarray.__module__ = "cupy.fake"
+
+
+def _foreign_arrays(kind: str, kj, out, x, y):
+    if kind == "torch":
+        try:
+            import torch
+
+            if kj.backend() == "cuda" and torch.cuda.is_available():
+                return tuple(torch.randn(N, device="cuda") for _ in range(3))
+        except ImportError:
+            pass
+        return Tensor(out), Tensor(x), Tensor(y)
+    try:
+        import cupy
+
+        if kj.backend() == "cuda":
+            return tuple(cupy.random.standard_normal(N, dtype=cupy.float32) for _ in range(3))
+    except ImportError:
+        pass
+    return ndarray(out), ndarray(x), ndarray(y)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=20000)
@@ -46,26 +147,31 @@ def main(argv: list[str] | None = None) -> int:
     import kaiojit as kj
     import kaiojit.runtime as rt
     from kaiojit.runtime import launchrecord
-    from kaiojit.runtime.backend import FastLaunchBinding
 
     backend = rt.get_backend()
     stubbed = backend.name == "mock"
     if stubbed:
-        # the driver call becomes the trampoline into a native no-op, as on the GPU
-        real_binding = backend.fast_launch_binding
-
-        def native_binding(fn, grid, block, shared_mem, stream, slots):
-            b = real_binding(fn, grid, block, shared_mem, stream, slots)
-            record, pointer = launchrecord.make_record(launchrecord.stub_entry(), 0, grid,
-                                                       block, shared_mem, stream,
-                                                       slots.params_address)
-            return FastLaunchBinding(launchrecord.trampoline(), pointer, b.failed,
-                                     b.thread_state, b.token, (record, slots))
-        backend.fast_launch_binding = native_binding
+        _stub_driver(backend)
 
     @kj.jit
     def saxpy(out, x, y, a, n):
         i = kj.grid(1)
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    @kj.jit
+    def saxpy_constexpr(out, x, y, a, n, UNROLL: kj.constexpr):
+        i = kj.grid(1) * UNROLL
+        if i < n:
+            out[i] = a * x[i] + y[i]
+
+    @kj.autotune(configs=[kj.Config(block=BLOCK, constants={"UNROLL": 1}),
+                          kj.Config(block=BLOCK // 2, constants={"UNROLL": 1})],
+                 key=["n"], grid=lambda args: (args["n"] // BLOCK,), cache=False,
+                 timer=lambda run, config, stream: float(config.block))
+    @kj.jit
+    def saxpy_tuned(out, x, y, a, n, UNROLL: kj.constexpr):
+        i = kj.grid(1) * UNROLL
         if i < n:
             out[i] = a * x[i] + y[i]
 
@@ -74,62 +180,78 @@ def main(argv: list[str] | None = None) -> int:
     y = kj.to_device(rng.standard_normal(N).astype(np.float32))
     out = kj.device_array(N, np.float32)
     a, n = np.float32(2.0), np.int32(N)
-    launcher = saxpy[N // 256, 256]
+    launcher = saxpy[GRID, BLOCK]
     launcher(out, x, y, a, n)
     launcher(out, x, y, a, n)
     loaded = next(iter(saxpy._launch_cache.values()))
     slots = loaded.slots.get()
-    raw, f32, i64 = slots.raw, slots.f32, slots.raw.cast("q")
     tls = backend._tls
     token = tls.token
     tag = x.launch_tag
-    record, pointer = launchrecord.make_record(launchrecord.stub_entry(), 0, (4, 1, 1),
-                                               (256, 1, 1), 0, 0, slots.params_address)
+    pack = struct.Struct("<16s16s16sf4xq").pack_into
+    buf = slots.raw
+    record, pointer = launchrecord.make_record(launchrecord.stub_entry(), 0, (GRID, 1, 1),
+                                               (BLOCK, 1, 1), 0, 0, slots.params_address)
     trampoline = launchrecord.trampoline()
-    from kaiojit.runtime.memory import DeviceArray as DA
+    native = getattr(launchrecord, "native_launcher", None)
+    native_call = native(record, slots) if native is not None else None
 
-    class Empty:
-        def __call__(self, *args):
-            pass
-    empty = Empty()
+    def empty(*args):
+        pass
 
     def token_check():
         if tls.token is not token:
             raise AssertionError
 
     def argument_checks():
-        for v in (out, x, y):
-            if v.__class__ is not DA or v.launch_tag is not tag:
-                raise AssertionError
-        if a.__class__ is not np.float32 or n.__class__ is not np.int32:
+        if not (out.launch_tag is tag and x.launch_tag is tag and y.launch_tag is tag
+                and a.__class__ is np.float32 and n.__class__ is np.int32):
             raise AssertionError
 
     def slot_writes():
-        raw[0:16] = out.launch_bytes
-        raw[16:32] = x.launch_bytes
-        raw[32:48] = y.launch_bytes
-        f32[12] = a
-        i64[7] = n
+        pack(buf, 0, out.launch_bytes, x.launch_bytes, y.launch_bytes, a, n)
 
-    rows = [
-        ("a Python call of the launcher, empty", lambda: empty(out, x, y, a, n)),
+    parts = [
+        ("a call of a plain Python function, empty", lambda: empty(out, x, y, a, n)),
         ("device-selection token check", token_check),
-        ("argument checks (3 arrays, 2 scalars)", argument_checks),
-        ("slot writes", slot_writes),
-        ("trampoline into a no-op (the foreign call)", lambda: trampoline(pointer)),
-        ("whole fast launch" + (" (no-op driver)" if stubbed else " (real driver)"),
-         lambda: launcher(out, x, y, a, n)),
+        ("argument checks (one if: 3 arrays, 2 scalars)", argument_checks),
+        ("slot writes (one pack_into)", slot_writes),
+        ("ctypes trampoline into a no-op", lambda: trampoline(pointer)),
     ]
-    print(f"launch parts on the {backend.name} backend, median of {opts.reps} x "
+    if native_call is not None:
+        parts.append(("native (builtin) trampoline into a no-op", native_call))
+
+    driver = "no-op driver" if stubbed else "real driver"
+    wholes: list[tuple[str, Callable[[], None]]] = [
+        (f"whole fast launch, launcher kept ({driver})", lambda: launcher(out, x, y, a, n)),
+        ("whole, saxpy[grid, block](...) each time", lambda: saxpy[GRID, BLOCK](out, x, y, a, n)),
+        ("whole, kj.constexpr kernel", lambda: saxpy_constexpr[GRID, BLOCK](out, x, y, a, n, 1)),
+        ("whole, kj.autotune'd kernel", lambda: saxpy_tuned(out, x, y, a, n)),
+    ]
+    for kind in ("torch", "cupy"):
+        fo, fx, fy = _foreign_arrays(kind, kj, out, x, y)
+        wholes.append((f"whole, {kind} arrays ({type(fo).__module__})",
+                       lambda fo=fo, fx=fx, fy=fy: saxpy[GRID, BLOCK](fo, fx, fy, a, n)))
+    wholes.append(("general path (LoadedKernel.launch)",
+                   lambda: loaded.launch(GRID, BLOCK, None, 0, (out, x, y, a, n))))
+
+    print(f"launch parts on the {backend.name} backend "
+          f"(KAIOJIT_LAUNCH={getattr(backend, 'launch_mode', '?')}), median of {opts.reps} x "
           f"{opts.launches}")
     total_parts = 0.0
-    for name, fn in rows:
+    for name, fn in parts:
         ns = median_ns(fn, opts.launches, opts.reps)
-        if not name.startswith("whole"):
+        if not name.startswith("ctypes") or native_call is None:
             total_parts += ns
-        print(f"{name:48} {ns:8.1f} ns")
-    print(f"{'sum of the parts (each with its own call frame)':48} {total_parts:8.1f} ns")
-    assert launcher.fast is not None, "the launcher took no fast form"
+        print(f"{name:52} {ns:8.1f} ns")
+    print(f"{'sum of the parts (each with its own call frame)':52} {total_parts:8.1f} ns")
+    for name, fn in wholes:
+        fn()
+        fn()
+        ns = median_ns(fn, opts.launches, opts.reps)
+        print(f"{name:52} {ns:8.1f} ns")
+    fast = getattr(launcher, "fast", None)
+    assert fast is not None, "the launcher took no fast form"
     return 0
 
 

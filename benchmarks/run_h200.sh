@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|bandwidth|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|launchparts|bandwidth|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -29,8 +29,12 @@ for step in $steps; do
         PYTHONPATH=.:$NP22 timeout 200 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch.log" | tail -20 ;;&
     launch5)
         for i in 1 2 3 4 5; do
-            PYTHONPATH=.:$NP22 timeout 100 python3 benchmarks/launch_overhead.py 2>&1 | tail -19
+            PYTHONPATH=.:$NP22 timeout 110 python3 benchmarks/launch_overhead.py 2>&1 | tail -32
         done | tee "$OUT/launch.log" ;;
+    launchparts)
+        for mode in native ex ctypes; do
+            KAIOJIT_BACKEND=cuda KAIOJIT_LAUNCH=$mode timeout 100 python3 benchmarks/launch_parts.py --launches 10000 2>&1
+        done | tee "$OUT/launch_parts.log" ;;
     bandwidth|all)
         peer timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&
     tma|all)

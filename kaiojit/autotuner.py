@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import types as kt
+from .autotune_launch import FastCalls
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
                      SourceLocation)
 
@@ -179,6 +180,8 @@ class Autotuner:
         self.chosen: dict[Any, Config] = {}
         self.history: dict[Any, list[tuple[Config, float | None, str]]] = {}
         self._lock = threading.Lock()
+        self._fast = FastCalls(self)
+        self._find = self._fast.find
         self._disk_base = _disk_base(kernel, configs, key, grid) if cache else ""
         self.__name__ = kernel.__name__
         self.__qualname__ = kernel.__qualname__
@@ -199,11 +202,27 @@ class Autotuner:
 
     # --- calling ---------------------------------------------------------------------------
 
-    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        """Launch with the config chosen for these arguments (``stream=`` by keyword)."""
+        stream = kwargs.pop("stream", None) if kwargs else None
+        if not kwargs:
+            try:
+                fast = self._find(args, stream)
+            except (IndexError, TypeError):  # too few arguments, unhashable values
+                fast = None
+            if fast is not None:
+                return fast(*args)
+        return self._call(args, stream, kwargs)
+
+    def _call(self, args: tuple, stream: Any, kwargs: dict) -> None:
+        """The general path: bind, key, choose (tuning a new key), launch; then keep the
+        launch's fast form (:mod:`kaiojit.autotune_launch`)."""
         values = self._bind(args, kwargs)
         key = self._key_of(values)
         config = self.chosen.get(key) or self._choose(key, values, stream)
         self._launch(config, values, stream)
+        if not kwargs:
+            self._fast.learn(args, stream, config)
 
     def best_config(self, *args: Any, stream: Any = None, **kwargs: Any) -> Config:
         """The config chosen for these arguments (tuning first if their key is new)."""

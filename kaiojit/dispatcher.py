@@ -19,7 +19,7 @@ from .compiler import (
 from .display import Shown
 from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
-    ConstexprLauncher, ForallLauncher, Launcher, launch_key, parse_launch_config,
+    ForallLauncher, Launcher, launch_key, parse_launch_config,
 )
 from .resources import resources_header
 from .sass import sass_of
@@ -224,12 +224,17 @@ class Dispatcher:
 
     # --- launching ------------------------------------------------------------------------------
 
-    def __getitem__(self, config) -> Launcher:
-        launcher = self._launchers.get(config)
+    def __getitem__(self, config):
+        """The launcher of ``kernel[grid, block(, stream(, shared))]``: a :class:`Launcher`,
+        or, once a launch of this configuration has a fast form, that plain function."""
+        try:
+            launcher = self._launchers.get(config)
+        except TypeError:  # an unhashable configuration (lists): a launcher of its own
+            return Launcher(self, *parse_launch_config(config))
         if launcher is None:
-            kind = ConstexprLauncher if self._constexpr_at else Launcher
-            launcher = kind(self, *parse_launch_config(config))
-            if len(self._launchers) < 64:
+            cached = len(self._launchers) < 64
+            launcher = Launcher(self, *parse_launch_config(config), config if cached else None)
+            if cached:
                 self._launchers[config] = launcher
         return launcher
 

@@ -1,10 +1,11 @@
 """Launching a ``@kj.jit`` kernel: ``kernel[grid, block, stream, shared]`` and ``.forall(n)``.
 
 ``parse_launch_config`` reads numba's configuration tuple; :class:`Launcher` is the bound
-configuration a launch calls, and :class:`ForallLauncher` the 1-D one sized by occupancy. A
-launch finds its loaded kernel by :func:`launch_key` (the backend and every argument's type)
-in its dispatcher's ``_launch_cache``; a miss goes through ``dispatcher._prepare`` (type,
-compile, load).
+configuration a launch calls until it has a fast form (then ``kernel[grid, block]`` returns the
+fast form itself), and :class:`ForallLauncher` the 1-D one sized by occupancy. A general launch
+finds its loaded kernel by :func:`launch_key` (the backend and every argument's type, plus the
+constexpr values) in its dispatcher's ``_launch_cache``; a miss goes through
+``dispatcher._prepare`` (type, compile, load).
 """
 
 from __future__ import annotations
@@ -30,65 +31,90 @@ def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
 class Launcher:
     """``kernel[grid, block, stream, shared]``: bound to a configuration, called with arguments.
 
-    After a launch through the general path, the launcher takes the runtime's fast form of
-    that launch (arguments of the same kinds, same device and thread) as its own ``__call__``,
-    in a class of its own; the fast form hands anything else back to :meth:`general`.
+    A call goes through the general path (:meth:`general`: type, compile, load, check, pack,
+    launch). After it, the launcher builds the runtime's fast form of that launch (a plain
+    function, see :mod:`kaiojit.runtime.fastlaunch`) and takes it as its ``__call__``; the
+    dispatcher caches that function itself under the configuration, so the next
+    ``kernel[grid, block]`` returns it and a launch is that one function. A call the fast form
+    does not match comes back to :meth:`relaunch`. The form is rebuilt when the arguments'
+    specialization or the calling thread's device token changed, at most
+    ``MAX_FAST_REBUILDS`` times.
     """
 
-    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "rebuilds")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "config", "rebuilds",
+                 "fast", "_forms")
 
     def __init__(self, dispatcher: Any, grid: Any, block: Any, stream: Any = None,
-                 shared_mem: Any = 0):
+                 shared_mem: Any = 0, config: Any = None):
         self.dispatcher = dispatcher
         self.grid = grid
         self.block = block
         self.stream = stream
         self.shared_mem = shared_mem
+        self.config = config  # its key in the dispatcher's cache (None: not cached)
         self.rebuilds = 0
-
-    def general(self, args: tuple) -> None:
-        """The general path (what a fast form hands back to)."""
-        return Launcher.__call__(self, *args)
-
-    def __call__(self, *args: Any) -> None:
-        # the general path: one key of the backend and the argument types, one dict lookup
-        try:
-            loaded = self.dispatcher._launch_cache.get((_get_backend(), *map(_typeof, args)))
-        except TypeError:  # first launch (runtime not bound yet) or an argument kaiojit can't type
-            loaded = None
-        if loaded is None:
-            try:
-                loaded = self.dispatcher._prepare(args)
-            except CompileError as e:  # the user's line, not kaiojit's frames
-                raise e.with_traceback(None) from None
-        loaded.launch(self.grid, self.block, self.stream, self.shared_mem, args, None)
-        if self.rebuilds < MAX_FAST_REBUILDS:
-            self.rebuilds += 1
-            fast = loaded.fast_path(self.grid, self.block, self.stream, self.shared_mem, args)
-            if fast:
-                self.__class__ = type("_FastLauncher", (Launcher,),
-                                      {"__slots__": (), "__call__": fast})
-            else:
-                self.__class__ = Launcher
-
-    @property
-    def fast(self) -> Any:
-        """The generated fast form this launcher uses, if any (for tests and inspection)."""
-        call = type(self).__call__
-        return None if call is Launcher.__call__ else call
-
-
-class ConstexprLauncher(Launcher):
-    """The launcher of a kernel with constexpr parameters: their values choose the compiled
-    kernel and are not passed to it (the general path only)."""
-
-    __slots__ = ()
+        self.fast: Any = None  # the generated fast form now in use, if any
+        # the fast forms built, by the arguments' classes: (fast form, loaded kernel, token)
+        self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
     def __call__(self, *args: Any) -> None:
         try:
-            self.dispatcher._launch(self.grid, self.block, self.stream, self.shared_mem, args)
+            return self.general(args)
         except CompileError as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
+
+    def general(self, args: tuple) -> None:
+        """The general path (what a fast form that does not match ends in)."""
+        d = self.dispatcher
+        loaded = d._loaded_for(args)
+        loaded.launch(self.grid, self.block, self.stream, self.shared_mem,
+                      d._runtime_args(args), None)
+        self._refresh(loaded, args)
+
+    def relaunch(self, args: tuple, caller: Any) -> None:
+        """A call that the fast form ``caller`` did not match: the fast form built for
+        arguments of these classes, if it is another one (it tests the rest), else the
+        general path."""
+        form = self._forms.get(tuple([a.__class__ for a in args]))
+        if form is not None and form[0] is not None and form[0] is not caller:
+            return form[0](*args)
+        try:
+            return self.general(args)
+        except CompileError as e:  # the user's line, not kaiojit's frames
+            raise e.with_traceback(None) from None
+
+    def _refresh(self, loaded: Any, args: tuple) -> None:
+        """After a general launch: build the fast form of this launch, unless the one for
+        arguments of these classes is for this specialization, thread and device already
+        (the launch came here for a value it could not pack)."""
+        from .runtime.backend import device_token
+        from .runtime.fastlaunch import FastPlan
+
+        classes = tuple([a.__class__ for a in args])
+        token = device_token(loaded.backend.current_device())
+        form = self._forms.get(classes)
+        if form is not None and form[1] is loaded and form[2] is token:
+            return
+        if self.rebuilds >= MAX_FAST_REBUILDS:
+            return
+        self.rebuilds += 1
+        plan = FastPlan.direct(args, self.dispatcher._constexpr_at, self.relaunch)
+        fast = loaded.fast_path(self.grid, self.block, self.stream, self.shared_mem, plan)
+        if len(self._forms) >= MAX_FAST_REBUILDS:
+            self._forms.clear()
+        self._forms[classes] = (fast, loaded, token)
+        if fast is None:
+            return  # the launcher keeps the fast form it has for other arguments
+        self.fast = fast
+        self.__class__ = type("_FastLauncher", (Launcher,),
+                              {"__slots__": (), "__call__": staticmethod(fast)})
+        if self.config is not None:
+            launchers = self.dispatcher._launchers
+            if launchers.get(self.config) is not None:
+                launchers[self.config] = fast
+
+
+ConstexprLauncher = Launcher  # constexpr arguments are a part of the fast form's plan
 
 
 class ForallLauncher:

@@ -32,7 +32,8 @@ _STAGES: dict[str, int] = {
     "tma_host": BASE, "tools": BASE, "linking": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
-    "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "occupancy_api": LAST,
+    "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
+    "occupancy_api": LAST,
     "occupancy_calc": BASE, "resources": 5,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})

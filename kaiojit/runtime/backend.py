@@ -55,18 +55,22 @@ class LaunchConfig:
 @dataclass(frozen=True, slots=True)
 class FastLaunchBinding:
     """What a generated fast launch (:mod:`kaiojit.runtime.fastlaunch`) calls for one kernel,
-    configuration, stream and set of slots: ``call(record)`` launches and returns the driver's
-    status (``record`` holds everything but the slots' bytes, see
-    :mod:`kaiojit.runtime.launchrecord`), ``failed(status)`` raises the error of a non-zero
+    configuration, stream and set of slots: ``call()`` launches and returns the driver's
+    status, or ``call(record)`` where ``record`` is not None (a prebuilt pointer, see
+    :mod:`kaiojit.runtime.launchrecord`); ``failed(status)`` raises the error of a non-zero
     one. ``thread_state.token`` is the calling thread's device-selection token: the launch is
     valid while it is ``token`` (the same thread, the same device)."""
 
-    call: Callable[[Any], int]
+    call: Callable[..., int]
     record: Any
     failed: Callable[[int], None]
     thread_state: Any
     token: Any
-    keep: Any = None  # what ``record`` points into, kept alive with the binding
+    keep: Any = None  # what ``call`` or ``record`` points into, kept alive with the binding
+
+    def invoke(self) -> int:
+        """One launch, as the fast form makes it."""
+        return self.call() if self.record is None else self.call(self.record)
 
 
 _TOKENS: dict[tuple[int, int], tuple[int, int]] = {}
@@ -213,9 +217,11 @@ class LoadedKernel(Protocol):
     def suggest_block_size(self, dynamic_shared: int = 0) -> int: ...
 
     def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
-                  args: Sequence[Any]) -> Callable[..., Any] | None:
-        """After a successful launch with these values: a method ``fast(launcher, *args)``
-        that repeats such launches with less work, or None where there is no fast form."""
+                  plan: Any) -> Callable[..., Any] | None:
+        """After a successful launch with this configuration: a plain function
+        ``fast(*args)`` that repeats such launches with less work, its call mapped to the
+        kernel's parameters by ``plan`` (a :class:`kaiojit.runtime.fastlaunch.FastPlan`),
+        or None where there is no fast form."""
         ...
 
 

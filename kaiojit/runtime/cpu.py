@@ -145,8 +145,7 @@ class CpuKernel:
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         return self.backend.occupancy_block_size(self, dynamic_shared)[1]
 
-    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
-                  args: Sequence[Any]) -> None:
+    def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any, plan: Any) -> None:
         """None: cpu launches have no generated fast form (see the module's docstring)."""
 
     def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Sequence[Any],

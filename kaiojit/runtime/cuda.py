@@ -22,7 +22,6 @@ from kaiojit.runtime import driver, launchrecord
 from kaiojit.runtime.backend import (
     DeviceLimits, Dim3, FastLaunchBinding, device_token, launch_context,
 )
-from kaiojit.runtime.launchrecord import LAUNCH_MODES
 from kaiojit.runtime.driver import check, error_for
 from kaiojit.runtime.faults import FaultWatch
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
@@ -72,11 +71,8 @@ class CudaBackend:
         self._default_device = 0
         self._lock = threading.Lock()
         self._launch = driver.entry_point("cuLaunchKernel", driver.LAUNCH_PROTO)
-        # KAIOJIT_LAUNCH: ex (default), ctypes or bindings (see kaiojit.runtime.launchrecord)
-        self.launch_mode = os.environ.get("KAIOJIT_LAUNCH", "") or "ex"
-        if self.launch_mode not in LAUNCH_MODES:
-            raise ValueError(f"KAIOJIT_LAUNCH={self.launch_mode!r}: use one of "
-                             f"{', '.join(LAUNCH_MODES)}")
+        # KAIOJIT_LAUNCH: native (default), ex, ctypes or bindings (kaiojit.runtime.launchrecord)
+        self.launch_mode = launchrecord.launch_mode(os.environ.get("KAIOJIT_LAUNCH"))
         self.launch_through_bindings = self.launch_mode == "bindings"
         self._launch_ex_address = 0
         self._streams: dict[int, Any] = {0: None}
@@ -280,9 +276,10 @@ class CudaBackend:
 
     def fast_launch_binding(self, fn: CudaFunction, grid: Dim3, block: Dim3, shared_mem: int,
                             stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
-        """``cuLaunchKernelEx`` through a prebuilt record (``KAIOJIT_LAUNCH=ex``, the
-        default) or ``cuLaunchKernel`` through ctypes with prebuilt pointers (``ctypes``);
-        none under ``bindings``, whose launches all go through ``launch_typed``."""
+        """``cuLaunchKernelEx`` through a prebuilt record, called by a builtin function
+        (``KAIOJIT_LAUNCH=native``, the default) or by the ctypes trampoline (``ex``), or
+        ``cuLaunchKernel`` through ctypes with prebuilt pointers (``ctypes``); none under
+        ``bindings``, whose launches all go through ``launch_typed``."""
         if self.launch_through_bindings:
             return None
 
@@ -294,15 +291,18 @@ class CudaBackend:
             stream_pointer, params = self._stream_pointer(stream), slots.params_pointer
             (gx, gy, gz), (bx, by, bz) = grid, block
 
-            def call(record: Any) -> int:
+            def call() -> int:
                 return launch(function, gx, gy, gz, bx, by, bz, shared_mem, stream_pointer,
                               params, None)
-            return FastLaunchBinding(call, None, failed, self._tls, token)
+            return FastLaunchBinding(call, None, failed, self._tls, token, slots)
         if not self._launch_ex_address:
             self._launch_ex_address = driver.entry_address("cuLaunchKernelEx")
         record, pointer = launchrecord.make_record(self._launch_ex_address, fn.handle, grid,
                                                    block, shared_mem, stream,
                                                    slots.params_address)
+        if self.launch_mode == "native":
+            return FastLaunchBinding(launchrecord.native_launcher(record, slots, fn), None,
+                                     failed, self._tls, token, (record, slots))
         return FastLaunchBinding(launchrecord.trampoline(), pointer, failed, self._tls, token,
                                  (record, slots))
 

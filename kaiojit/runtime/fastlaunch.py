@@ -3,27 +3,35 @@ kinds), used by ``kernel[grid, block](...)`` once a launch of that shape has suc
 
 A launch through :meth:`ModuleKernel.launch <kaiojit.runtime.launch.ModuleKernel.launch>`
 types the arguments, looks up the configuration, and calls one writer per argument. Once that
-has worked, the same launch is specialized: the generated function checks, argument by
-argument, that each value is of the kind it saw, writes the slots inline and calls the
-backend's launch entry with a prebuilt record (``cuLaunchKernelEx`` on cuda, see
-:mod:`kaiojit.runtime.launchrecord` and :class:`~kaiojit.runtime.backend.FastLaunchBinding`).
-Any check that fails hands the arguments to the launcher's general path, which types,
-validates and reports errors as before. The function is bound to the thread that built it
-and the device selected then, checked as one token (its slots are that thread's).
+has worked, the same launch is specialized into a plain function ``fast(*args)``:
 
-Per argument kind: a DeviceArray is checked by class and one interned launch tag (type with
-alignment, device) and its parameter bytes are copied in one slice; a PyTorch tensor (or an
-object the interop layer reads as one) by class, dtype, ``get_device()`` and
-``is_contiguous()``, its pointer read with ``data_ptr()``; a CuPy array by class, dtype,
-``_c_contiguous`` and ``data.device_id``; for both the pointer and row stride must keep the
-alignment the kernel was specialized on. Scalars are checked by class.
+- one ``if``: a chain of identity and value tests, the thread's device-selection token first
+  (same thread, same selected device), then per argument a DeviceArray's interned launch tag
+  (type with alignment, device, backend), a foreign array's class, dtype, device, contiguity,
+  rank and alignment, a scalar's class, a constexpr's value;
+- one ``struct.Struct.pack_into`` writing every parameter into the fast form's own parameter
+  buffer (a DeviceArray's pointer and shape as its ready-made ``launch_bytes``);
+- one call of the backend's launch entry with a prebuilt record (a builtin function around
+  ``cuLaunchKernelEx`` on cuda, see :mod:`kaiojit.runtime.launchrecord` and
+  :class:`~kaiojit.runtime.backend.FastLaunchBinding`).
+
+Anything else (another kind, another thread or device, a value the format cannot pack, such
+as a float32 beyond its range) goes to the plan's ``fallback``, which launches through the
+general path: it types, validates and reports errors as before.
+
+A :class:`FastPlan` says how the call a fast form takes maps to the kernel's parameters, so the
+same generator serves a plain kernel, a kernel with ``kj.constexpr`` parameters (their values
+are tested, not passed) and ``kj.autotune``'s chosen configuration (the config's constants
+are written as constants, not passed).
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
@@ -32,165 +40,246 @@ from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
 from kaiojit.runtime.slots import ArgSlots
 
-_FLOAT_KINDS = {32: "f32", 64: "f64"}
+# what a guard or the packing raises for a value of another kind: the general path's to handle
+GUARD_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, struct.error)
+
+_FLOAT_FORMATS = {16: "e6x", 32: "f4x", 64: "d"}
 
 
-class _Miss(Exception):
-    """An argument of another kind than the fast form was built for (never escapes)."""
+@dataclass(frozen=True)
+class FastPlan:
+    """How a fast form's call maps to the kernel's Python parameters.
+
+    ``values``: this launch's value of every parameter of the Python function, in order.
+    ``bind[j]``: the index of the call argument that gives parameter ``j``, or None where the
+    plan fixes it (``values[j]`` every launch). ``folded``: the parameters folded into the
+    kernel (``kj.constexpr``); a bound one is tested against its value. ``ncall``: how many
+    arguments the call takes. ``fallback(args, fast)``: what a call that does not match
+    returns (``fast`` is the fast form that missed)."""
+
+    values: tuple
+    bind: tuple
+    folded: frozenset
+    ncall: int
+    fallback: Callable[[tuple, Any], Any]
+
+    @classmethod
+    def direct(cls, args: tuple, folded: tuple, fallback: Callable[[tuple, Any], Any]
+               ) -> FastPlan:
+        """The call's arguments are the Python function's, in order."""
+        return cls(tuple(args), tuple(range(len(args))), frozenset(folded), len(args), fallback)
 
 
-_MISS = _Miss()
+class _Code:
+    """The generated function's pieces: the guard terms, the packing format and values."""
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.guards: list[str] = []
+        self.fmt: list[str] = []
+        self.values: list[str] = []
+        self.has_device_array = False
+
+    def const(self, name: str, value: Any) -> str:
+        self.env[name] = value
+        return name
 
 
-def build(loaded: LoadedKernel, slots: ArgSlots, config: LaunchConfig, stream: int,
-          args: tuple, device: int) -> Callable[..., Any] | None:
-    """A fast launcher for this launch's shape, or None where only the general path applies.
-
-    It is a method ``fast(launcher, *args)``: it launches, or hands ``args`` to
-    ``launcher.general`` when any of them differs in kind from what it was built for.
-    ``slots`` are the calling thread's slots of ``loaded``."""
+def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
+          plan: FastPlan) -> Callable[..., Any] | None:
+    """A fast launcher ``fast(*args)`` for this launch's shape, or None where only the
+    general path applies."""
     backend = loaded.backend
     if backend.debug_sync or config.cluster is not None:
         return None
     packer = loaded.packer
+    slots = ArgSlots(packer.layout)  # the fast form's own parameter buffer
     fn = loaded.on_device(device).fn
     binding = backend.fast_launch_binding(fn, config.grid, config.block, config.shared_mem,
                                           stream, slots)
     if binding is None:
         return None
     env: dict[str, Any] = {
-        "DA": DeviceArray, "MISS": _MISS, "Miss": _Miss, "tls": binding.thread_state,
-        "TOKEN": binding.token, "DEV": device, "raw": slots.raw, "u64": slots.u64,
-        "f32": slots.f32, "f64": slots.f64, "i64": slots.raw.cast("q"), "launch": binding.call,
-        "REC": binding.record, "failed": binding.failed, "BINDING": binding,
-        "RT": sys.modules[LoadedKernel.__module__], "BK": backend,
+        "__builtins__": __builtins__, "TLS": binding.thread_state, "TOKEN": binding.token,
+        "DEV": device, "LAUNCH": binding.call, "REC": binding.record, "FAILED": binding.failed,
+        "FALLBACK": plan.fallback, "GUARD_ERRORS": GUARD_ERRORS, "BINDING": binding,
+        "RT": sys.modules[LoadedKernel.__module__], "BK": backend, "SLOTS": slots,
     }
-    n = len(args)
-    names = [f"a{i}" for i in range(n)]
-    # a method: the launcher's class gets it as __call__, so a launch is this one frame
-    lines = [
-        "def fast(self, *args):",
-        "    if tls.token is not TOKEN:  # another thread, or another device selected",
-        "        return self.general(args)",
-        "    try:",
-    ]
-    lines.append(f"        {', '.join(names)}{',' if n == 1 else ''} = args" if n else
-                 "        if args: raise MISS")
+    code = _Code(env)
     param = 0
-    for i, (t, value) in enumerate(zip(packer.arg_types, args)):
-        first = packer.layout.first_slot[param]
-        param += len(kt.param_parts(t))
-        code = _argument(f"a{i}", i, t, value, first, env)
-        if code is None:
+    for j, value in enumerate(plan.values):
+        i = plan.bind[j]
+        v = f"a{i}" if i is not None else f"K{j}"
+        if j in plan.folded:
+            if i is not None and not _constexpr(code, v, i, value):
+                return None
+            continue
+        if param >= len(packer.arg_types):
             return None
-        lines.extend("        " + line for line in code)
-    if not any(a.__class__ is DeviceArray for a in args):
-        # a DeviceArray's launch tag names its backend; without one, check the active backend
-        lines[1] = "    if tls.token is not TOKEN or RT._active is not BK:"
-    lines += [
-        "    except (Miss, TypeError, ValueError, OverflowError, AttributeError):",
-        "        pass  # another kind, or a value the fast form cannot write",
-        "    else:",
-        "        rc = launch(REC)",
-        "        if rc:",
-        "            failed(rc)",
-        "        return",
-        "    return self.general(args)  # outside the handler: its errors chain to nothing",
+        t = packer.arg_types[param]
+        param += 1
+        if i is None:
+            env[v] = value
+        if not _argument(code, v, i, t, value, device):
+            return None
+    if param != len(packer.arg_types):
+        return None
+    return _generate(loaded.name, code, plan.ncall, binding.record is not None)
+
+
+def _generate(name: str, code: _Code, ncall: int, with_record: bool) -> Callable[..., Any]:
+    guards = ["TLS.token is TOKEN"]
+    if not code.has_device_array:
+        # a DeviceArray's launch tag names its backend; without one, test the active backend
+        guards.append("RT._active is BK")
+    guards += code.guards
+    names = [f"a{i}" for i in range(ncall)]
+    if ncall == 0:
+        unpack = "if args: raise ValueError"
+    else:
+        unpack = f"{', '.join(names)}{',' if ncall == 1 else ''} = args"
+    condition = ("\n            and ").join(guards)
+    lines = [
+        "def fast(*args):",
+        "    try:",
+        f"        {unpack}",
+        f"        if ({condition}):",
     ]
-    namespace: dict[str, Any] = {}
-    exec(compile("\n".join(lines), f"<kaiojit fast launch of {loaded.name}>", "exec"), env,
-         namespace)
-    return namespace["fast"]
+    if code.fmt:
+        code.env["PACK"] = struct.Struct("<" + "".join(code.fmt)).pack_into
+        code.env["BUF"] = code.env["SLOTS"].raw
+        lines.append(f"            PACK(BUF, 0, {', '.join(code.values)})")
+    lines += [
+        f"            rc = LAUNCH({'REC' if with_record else ''})",
+        "            if rc:",
+        "                FAILED(rc)",
+        "            return",
+        "    except GUARD_ERRORS:",
+        "        pass  # another kind, or a value the format cannot pack",
+        "    return FALLBACK(args, fast)",
+    ]
+    text = "\n".join(lines)
+    code.env["__source__"] = text
+    exec(compile(text, f"<kaiojit fast launch of {name}>", "exec"), code.env)
+    fast = code.env["fast"]
+    fast.__qualname__ = fast.__name__ = f"{name}_fast_launch"
+    return fast
 
 
-def _argument(v: str, i: int, t: kt.Type, value: Any, first: int, env: dict) -> list | None:
-    """Guard and slot writes for one argument, or None when it has no fast form."""
+def source_of(fast: Callable[..., Any]) -> str:
+    """The generated text of a fast form (for tests and inspection)."""
+    return fast.__globals__.get("__source__", "")
+
+
+def _constexpr(code: _Code, v: str, i: int, value: Any) -> bool:
+    """The test that a constexpr argument has the value the kernel was compiled for: its class
+    and its value (specializations differ by both, as their printed forms do)."""
+    cls = value.__class__
+    if cls in (int, bool):
+        code.guards.append(f"{v}.__class__ is {code.const(f'C{i}', cls)} "
+                           f"and {v} == {code.const(f'V{i}', value)}")
+    elif cls is float:
+        if value == 0.0 or math.isnan(value):  # -0.0 and 0.0, NaN: by their printed form
+            code.guards.append(f"{v}.__class__ is float "
+                               f"and repr({v}) == {code.const(f'V{i}', repr(value))}")
+        else:
+            code.guards.append(f"{v}.__class__ is float and {v} == {code.const(f'V{i}', value)}")
+    else:
+        code.guards.append(f"{v} is {code.const(f'V{i}', value)}")
+    return True
+
+
+def _argument(code: _Code, v: str, i: int | None, t: kt.Type, value: Any, device: int) -> bool:
+    """Guards and packing of one parameter; False when it has no fast form."""
     if isinstance(t, kt.ArrayType):
-        return _array(v, i, t, value, first, env)
+        return _array(code, v, i, t, value, device)
     if isinstance(t, kt.ScalarType):
-        return _scalar(v, i, t, value, first, env)
-    return None  # tensor maps: 128 bytes through the general path
+        return _scalar(code, v, i, t, value)
+    return False  # tensor maps: 128 bytes through the general path
 
 
-def _array(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list | None:
+def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
+           device: int) -> bool:
     cls = value.__class__
     if cls is DeviceArray:
-        if value.kaiojit_type != t or value.device_id != env["DEV"]:
-            return None  # an eager signature that converts: the general path's work
-        env[f"G{i}"] = value.launch_tag
-        words = len(value.launch_bytes) // 8
-        return [f"if {v}.__class__ is not DA or {v}.launch_tag is not G{i}: raise MISS",
-                f"raw[{8 * first}:{8 * (first + words)}] = {v}.launch_bytes"]
-    if t.layout != "C" or t.passes_strides:
-        return None
+        if value.kaiojit_type != t or value.device_id != device:
+            return False  # an eager signature that converts: the general path's work
+        if i is not None:
+            tag = code.const(f"G{i}", value.launch_tag)
+            code.guards.append(f"{v}.launch_tag is {tag}")
+            code.has_device_array = True
+            code.values.append(f"{v}.launch_bytes")
+        else:
+            code.values.append(code.const(f"B{v}", value.launch_bytes))
+        code.fmt.append(f"{len(value.launch_bytes)}s")
+        return True
+    if i is None or t.layout != "C" or t.passes_strides:
+        return False
     extractor = array_extractor(cls)
     if extractor is _torch_info:
-        return _torch(v, i, t, value, first, env)
-    if extractor is _cupy_info:
-        return _cupy(v, i, t, value, first, env)
-    return None
+        _torch(code, v, i, t, value)
+        return True
+    if extractor is _cupy_info and hasattr(value, "_c_contiguous"):
+        _cupy(code, v, i, t, value)
+        return True
+    return False
 
 
-def _shape_and_alignment(v: str, i: int, t: kt.ArrayType, first: int, ptr: str) -> list:
-    """Unpacking the shape (a wrong rank raises ValueError: the general path) and the check
-    that the array's alignment is the one the kernel was specialized on."""
-    dims = [f"{v}_n{d}" for d in range(t.ndim)]
-    code = [f"{', '.join(dims)}{',' if t.ndim == 1 else ''} = {v}.shape"]
-    row = f" | {dims[-1]} * {t.dtype.itemsize}" if t.ndim > 1 else ""
-    aligned = f"({ptr}{row}) & {kt.ALIGN_BYTES - 1}"
-    code.append(f"if {aligned}: raise MISS" if t.align else f"if not {aligned}: raise MISS")
-    code.append(f"u64[{first}] = {ptr}")
-    code += [f"u64[{first + 1 + d}] = {dims[d]}" for d in range(t.ndim)]
-    return code
+def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str) -> None:
+    """The rank test, the test that the array's alignment is the one the kernel was
+    specialized on, and the packing of the pointer and the shape."""
+    code.guards.append(f"len({v}_s := {v}.shape) == {t.ndim}")
+    row = f" | {v}_s[-1] * {t.dtype.itemsize}" if t.ndim > 1 else ""
+    misaligned = f"(({ptr}){row}) & {kt.ALIGN_BYTES - 1}"
+    code.guards.append(f"not {misaligned}" if t.align else misaligned)
+    code.fmt.append("Q" + "q" * t.ndim)
+    code.values.append(f"{v}_p")
+    code.values += [f"{v}_s[{d}]" for d in range(t.ndim)]
 
 
-def _torch(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list:
+def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
     """A PyTorch tensor (or an object of the same interface): class, dtype, device and
-    contiguity checked, the pointer read with ``data_ptr()``."""
-    env[f"C{i}"] = value.__class__
-    env[f"DT{i}"] = value.dtype
-    return [(f"if ({v}.__class__ is not C{i} or {v}.dtype is not DT{i} or "
-             f"{v}.get_device() != DEV or not {v}.is_contiguous()): raise MISS"),
-            f"{v}_p = {v}.data_ptr()",
-            *_shape_and_alignment(v, i, t, first, f"{v}_p")]
+    contiguity tested, the pointer read with ``data_ptr()``."""
+    code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
+                    f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",
+                    f"{v}.get_device() == DEV", f"{v}.is_contiguous()"]
+    _shape_and_alignment(code, v, t, f"{v}_p := {v}.data_ptr()")
 
 
-def _cupy(v: str, i: int, t: kt.ArrayType, value: Any, first: int, env: dict) -> list | None:
-    """A CuPy array: class, dtype, device and C-contiguity checked, the pointer read from
+def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
+    """A CuPy array: class, dtype, C-contiguity and device tested, the pointer read from
     ``a.data.ptr``."""
-    if not hasattr(value, "_c_contiguous"):
-        return None
-    env[f"C{i}"] = value.__class__
-    env[f"DT{i}"] = value.dtype
-    return [(f"if {v}.__class__ is not C{i} or {v}.dtype != DT{i} or not {v}._c_contiguous:"
-             " raise MISS"),
-            f"{v}_m = {v}.data",
-            f"if {v}_m.device_id != DEV: raise MISS",
-            *_shape_and_alignment(v, i, t, first, f"{v}_m.ptr")]
+    code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
+                    f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",
+                    f"{v}._c_contiguous", f"({v}_m := {v}.data).device_id == DEV"]
+    _shape_and_alignment(code, v, t, f"{v}_p := {v}_m.ptr")
 
 
-def _scalar(v: str, i: int, t: kt.ScalarType, value: Any, first: int, env: dict) -> list | None:
+def _scalar(code: _Code, v: str, i: int | None, t: kt.ScalarType, value: Any) -> bool:
     cls = value.__class__
-    if cls not in (int, float, bool) and cls.__module__ != "numpy":
-        return None
-    env[f"C{i}"] = cls
-    guard = [f"if {v}.__class__ is not C{i}: raise MISS"]
+    if cls not in (int, float, bool, complex) and cls.__module__ != "numpy":
+        return False
+    if i is not None:
+        code.guards.append(f"{v}.__class__ is {code.const(f'C{i}', cls)}")
+    if t.is_complex:
+        fmt = _FLOAT_FORMATS.get(t.component.bits)
+        if fmt is None:
+            return False
+        code.fmt.append(fmt * 2)
+        code.values += [f"{v}.real", f"{v}.imag"]
+        return True
     if t.is_float:
-        kind = _FLOAT_KINDS.get(t.bits)
-        if kind is None:
-            return None  # float16: packed through struct by the general path
-        index = 2 * first if kind == "f32" else first
-        if t.bits == 32 and cls is float and not _fits_f32(value):
-            return None  # an overflow to inf is the general path's to handle
-        return guard + [f"{kind}[{index}] = {v}"]
-    if t.is_bool:
-        return guard + [f"u64[{first}] = 1 if {v} else 0"]
-    if cls is float:
-        return None  # a float where an integer is declared: the general path reports it
-    # little-endian: the low bytes of the signed 64-bit slot are the parameter's bytes, so a
-    # value of the parameter's range (or one that wraps into it) needs no mask
-    return guard + [f"i64[{first}] = {v}"]
-
-
-def _fits_f32(value: float) -> bool:
-    return abs(value) < 3.4e38 or math.isnan(value)
+        fmt = _FLOAT_FORMATS.get(t.bits)
+        if fmt is None:
+            return False
+    elif t.is_bool:
+        fmt = "?7x"
+    elif cls is float or cls is complex:
+        return False  # a float where an integer is declared: the general path reports it
+    else:
+        # little-endian: the low bytes of the 64-bit slot are the parameter's bytes, so a
+        # value of the parameter's range (or one that wraps into it) packs as int64
+        fmt = "Q" if t.bits == 64 and not t.is_signed else "q"
+    code.fmt.append(fmt)
+    code.values.append(v)
+    return True

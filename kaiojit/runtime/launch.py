@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import traceback
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from kaiojit.errors import CudaError, LaunchError
@@ -267,11 +267,11 @@ class ModuleKernel:
             debug_sync(backend, handle, self.name, config)
 
     def fast_path(self, grid: Any, block: Any, stream: Any, shared_mem: Any,
-                  args: Sequence[Any]) -> Callable[..., Any] | None:
-        """After a successful :meth:`launch` with these values: a method
-        ``fast(launcher, *args)`` that repeats such launches with less work and hands
-        ``args`` of other kinds to ``launcher.general`` (see :mod:`kaiojit.runtime.fastlaunch`);
-        None where there is no fast form."""
+                  plan: fastlaunch.FastPlan) -> Callable[..., Any] | None:
+        """After a successful :meth:`launch` with this configuration: a plain function
+        ``fast(*args)`` that repeats such launches with less work, for calls mapped to the
+        kernel's parameters by ``plan``, and hands other calls to ``plan.fallback`` (see
+        :mod:`kaiojit.runtime.fastlaunch`); None where there is no fast form."""
         device = self.backend.current_device()
         if self.cooperative:
             return None  # each launch checks its grid and zeroes the barrier
@@ -280,7 +280,7 @@ class ModuleKernel:
         except (KeyError, TypeError):
             return None
         handle = 0 if stream is None else stream_handle(stream)
-        return fastlaunch.build(self, self.slots.get(), config, handle, tuple(args), device)
+        return fastlaunch.build(self, config, handle, device, plan)
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         """The block size of highest occupancy on the current device."""

@@ -18,10 +18,18 @@ from typing import Any
 from kaiojit.errors import CudaError
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, device_token
 from kaiojit.runtime.faults import FaultWatch
+from kaiojit.runtime.launchrecord import (
+    LaunchConfigStruct, make_record, native_launcher, trampoline,
+)
+from kaiojit.runtime.launchrecord import launch_mode as parse_launch_mode
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
-from kaiojit.runtime.launchrecord import LaunchRecord, make_record
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
+
+
+# int entry(const CUlaunchConfig*, CUfunction, void** params, void** extra): cuLaunchKernelEx
+DRIVER_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_void_p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +75,12 @@ class MockBackend:
     closing = False
 
     def __init__(self, device_count: int = 1, limits: DeviceLimits | None = None,
-                 debug_sync: bool = False, compute_capability: tuple[int, int] = (9, 0)):
+                 debug_sync: bool = False, compute_capability: tuple[int, int] = (9, 0),
+                 launch_mode: str = "native"):
         self.launches: list[MockLaunch] = []
         self.fast_launches = 0
+        self.fail_next_launch = 0  # the status the next fast launch's driver stand-in returns
+        self.launch_mode = parse_launch_mode(launch_mode)  # as KAIOJIT_LAUNCH says
         self.debug_sync = debug_sync
         self.closing = False
         self.limits = limits or DeviceLimits()
@@ -175,25 +186,45 @@ class MockBackend:
             self.launches.append(launch)
 
     def fast_launch_binding(self, fn: MockFunction, grid: Dim3, block: Dim3, shared_mem: int,
-                            stream: int, slots: ArgSlots) -> FastLaunchBinding:
-        """A stand-in for the driver that reads the launch record back (configuration,
-        stream, parameter array), records the launch as ``launch_typed`` does and counts it
-        in ``fast_launches``."""
-        record, pointer = make_record(0, 0, grid, block, shared_mem, stream,
-                                      slots.params_address)
+                            stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
+        """The cuda backend's binding of ``launch_mode`` with the driver replaced by a C
+        callback into this backend: the callback reads the launch record back (configuration,
+        stream, function, parameter array), records the launch as ``launch_typed`` does,
+        counts it in ``fast_launches`` and returns ``fail_next_launch`` (once) as the driver's
+        status. Under ``ctypes`` the stand-in is a Python function reading the record."""
+        if self.launch_mode == "bindings":
+            return None
+        handle = id(fn)
 
-        def call(record_pointer: Any) -> int:
-            r = LaunchRecord.from_address(record_pointer.value)
-            assert r.params == slots.params_address, "the record's parameter array"
-            self.launch_typed(fn, r.grid, r.block, r.config.sharedMemBytes,
-                              r.config.hStream or 0, slots)
+        def entry(config: int, function: int, params: int, extra: int) -> int:
+            c = LaunchConfigStruct.from_address(config)
+            if function != handle or params != slots.params_address or extra:
+                return 1  # CUDA_ERROR_INVALID_VALUE: the record is not the one built
+            self.launch_typed(fn, (c.gridDimX, c.gridDimY, c.gridDimZ),
+                              (c.blockDimX, c.blockDimY, c.blockDimZ), c.sharedMemBytes,
+                              c.hStream or 0, slots)
             self.fast_launches += 1
-            return 0
+            status, self.fail_next_launch = self.fail_next_launch, 0
+            return status
 
         def failed(rc: int) -> None:
             raise CudaError("CUDA_ERROR_LAUNCH_FAILED", f"mock launch failed ({rc})")
-        return FastLaunchBinding(call, pointer, failed, self._tls,
-                                 device_token(self.current_device()), (record, slots))
+        token = device_token(self.current_device())
+        if self.launch_mode == "ctypes":
+            record, _ = make_record(0, handle, grid, block, shared_mem, stream,
+                                    slots.params_address)
+
+            def call() -> int:
+                return entry(ctypes.addressof(record.config), record.function, record.params, 0)
+            return FastLaunchBinding(call, None, failed, self._tls, token, (record, slots))
+        callback = DRIVER_ENTRY(entry)
+        record, pointer = make_record(ctypes.cast(callback, ctypes.c_void_p).value, handle,
+                                      grid, block, shared_mem, stream, slots.params_address)
+        if self.launch_mode == "native":
+            return FastLaunchBinding(native_launcher(record, slots, callback), None, failed,
+                                     self._tls, token, (record, slots, callback))
+        return FastLaunchBinding(trampoline(), pointer, failed, self._tls, token,
+                                 (record, slots, callback))
 
     # memory: real host buffers, so copies and DLPack views hold real data
     def alloc(self, nbytes: int) -> int:

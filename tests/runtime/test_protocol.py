@@ -224,8 +224,9 @@ def test_cpu_runs_a_host_module_through_the_protocol():
         set_backend(previous)
 
 
-def test_mock_fast_launch_binding_records_like_launch_typed():
-    mock = MockBackend()
+@pytest.mark.parametrize("mode", ["native", "ex", "ctypes"])
+def test_mock_fast_launch_binding_records_like_launch_typed(mode):
+    mock = MockBackend(launch_mode=mode)
     module = mock.load_module(".entry k(\n.param .u64 p\n)\n{\n}\n", 0)
     fn = mock.get_function(module, "k", 0)
     slots = ArgSlots(SlotLayout.for_kinds(["uint64"]))
@@ -233,11 +234,16 @@ def test_mock_fast_launch_binding_records_like_launch_typed():
     slots.write_int(0, value, 2**64 - 1)
     binding = mock.fast_launch_binding(fn, (2, 1, 1), (64, 1, 1), 0, 0, slots)
     assert isinstance(binding, FastLaunchBinding)
-    assert binding.call(binding.record) == 0
+    assert (binding.record is None) == (mode != "ex")
+    assert binding.invoke() == 0
     assert mock.fast_launches == 1
     assert mock.launches[-1].params == (value.to_bytes(8, "little"),)
     assert mock.launches[-1].grid == (2, 1, 1) and mock.launches[-1].block == (64, 1, 1)
     assert binding.thread_state.token is binding.token
+    mock.fail_next_launch = 719  # the driver's status comes back through the trampoline
+    assert binding.invoke() == 719 and binding.invoke() == 0
     with pytest.raises(CudaError, match=r"^CUDA_ERROR_LAUNCH_FAILED: mock launch failed \(1\)$"):
         binding.failed(1)
+    assert MockBackend(launch_mode="bindings").fast_launch_binding(
+        fn, (1, 1, 1), (1, 1, 1), 0, 0, slots) is None
     assert CpuBackend(workers=1).fast_launch_binding(fn, (1, 1, 1), (1, 1, 1), 0, 0, slots) is None

@@ -1,0 +1,87 @@
+"""The fast launch on a GPU with real PyTorch tensors and CuPy arrays (where installed), kj.constexpr
+kernels and kj.autotune: results against NumPy, fast forms taken, and the fallbacks when a tensor's
+dtype, contiguity or alignment changes between launches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kaiojit as kj
+
+pytestmark = pytest.mark.gpu
+RNG = np.random.default_rng()
+
+
+def make_saxpy():
+    @kj.jit
+    def saxpy(out, x, a, n):
+        i = kj.grid(1)
+        if i < n:
+            out[i] = a * x[i] + out[i]
+    return saxpy
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_foreign_arrays_launch_fast_and_fall_back(cuda, library):
+    lib = pytest.importorskip(library)
+    if library == "torch" and not lib.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+
+    def on_device(host):
+        return lib.tensor(host, device="cuda") if library == "torch" else lib.asarray(host)
+
+    def to_host(a):
+        return a.cpu().numpy() if library == "torch" else lib.asnumpy(a)
+    saxpy = make_saxpy()
+    n = int(RNG.integers(1000, 4000))
+    grid = (n + 255) // 256
+    for dtype in (np.float32, np.float32, np.float64, np.float32):
+        x, y = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+        a = dtype(RNG.uniform(-3, 3))
+        out = on_device(y)
+        saxpy[grid, 256](out, on_device(x), a, np.int32(n))
+        kj.synchronize()
+        np.testing.assert_allclose(to_host(out), a * x + y, rtol=1e-5, atol=1e-5)
+    assert callable(saxpy[grid, 256]) and saxpy[grid, 256].__class__.__name__ == "function"
+    # unaligned (off by one element) and strided: other specializations, still right
+    x = RNG.standard_normal(2 * n + 1).astype(np.float32)
+    y = RNG.standard_normal(n).astype(np.float32)
+    for view, expected in ((on_device(x)[1:n + 1], x[1:n + 1]), (on_device(x)[::2][:n], x[::2][:n])):
+        out = on_device(y)
+        saxpy[grid, 256](out, view, np.float32(2.0), np.int32(n))
+        kj.synchronize()
+        np.testing.assert_allclose(to_host(out), 2.0 * expected + y, rtol=1e-5, atol=1e-5)
+
+
+def test_constexpr_and_autotuned_kernels_launch_fast(cuda):
+    def covering(a):  # 128 elements a block under either config
+        return ((a["n"] + 127) // 128,)
+
+    @kj.autotune(configs=[kj.Config(block=128, grid=covering, constants={"STEP": 1}),
+                          kj.Config(block=64, grid=covering, constants={"STEP": 2})],
+                 key=["n"], cache=False)
+    @kj.jit
+    def scaled(out, x, n, STEP: kj.constexpr):
+        base = kj.grid(1) * STEP
+        for k in range(STEP):
+            if base + k < n:
+                out[base + k] = 3 * x[base + k]
+    n = int(RNG.integers(1000, 4000))
+    for _ in range(3):
+        x = RNG.standard_normal(n).astype(np.float32)
+        out = kj.to_device(np.full(n, np.nan, np.float32))
+        scaled(out, kj.to_device(x), n)
+        kj.synchronize()
+        np.testing.assert_allclose(out.copy_to_host(), 3 * x, rtol=1e-6)
+    assert scaled._fast.entries  # the chosen config's fast form was kept
+    for step in (1, 2):
+        x = RNG.standard_normal(n).astype(np.float32)
+        out = kj.to_device(np.full(n, np.nan, np.float32))
+        grid = (n + 127) // 128
+        launcher = scaled.kernel[grid, 128 // step]
+        for _ in range(2):
+            launcher(out, kj.to_device(x), n, step)
+        kj.synchronize()
+        np.testing.assert_allclose(out.copy_to_host(), 3 * x, rtol=1e-6)
+        assert scaled.kernel[grid, 128 // step].__class__.__name__ == "function"
