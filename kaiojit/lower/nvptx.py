@@ -104,6 +104,16 @@ class NVPTXTarget(Target):
         gv = fl.mod.globals_by_name[name if shape else "$dynamic_shared"]
         gv.align = max(gv.align or 1, alignment)
 
+    def shared_base(self, fl, name):
+        # the addrspace(3) global itself: LLVM cannot see an alignment through the cast to a
+        # generic pointer, so only accesses addressed from it become ld/st.shared.v2/v4
+        gv = fl.mod.globals_by_name.get(name)
+        if gv is None:
+            return None
+        # the global itself as an opaque `ptr addrspace(3)` (llvmlite types it as a pointer
+        # to its array, which a store of one element would refuse)
+        return ir.FormattedConstant(ir.PointerType(addrspace=SHARED), gv.get_reference())
+
     def const_array(self, fl, name, array):
         mod = fl.mod
         gv = mod.globals_by_name.get(name)
