@@ -69,6 +69,13 @@ class NVPTXTarget(Target):
         fn = fl.mod.declare(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
         return fl.builder.call(fn, [])
 
+    def local_array(self, fl, llty, count):
+        slot = fl.alloca(ir.ArrayType(llty, count), name="local")
+        # 16-byte aligned, so that neighbouring elements of an array left in local memory
+        # may be accessed as ld/st.local.v2/v4 (one promoted to registers has no address)
+        slot.align = 16
+        return slot
+
     def dynamic_shared_bytes(self, fl):
         ty = ir.FunctionType(I32, [])
         v = fl.builder.asm(ty, "mov.u32 $0, %dynamic_smem_size;", "=r", [], False)
