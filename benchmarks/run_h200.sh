@@ -38,7 +38,7 @@ for step in $steps; do
     lib|all)
         { peer timeout 150 python3 benchmarks/random_rate.py; peer timeout 150 python3 benchmarks/vectorize_bw.py; timeout 150 python3 benchmarks/coop_reduce.py; } 2>&1 | tee "$OUT/lib.log" | tail -20 ;;&
     autotune|all)
-        timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -30 ;;&
+        timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
     gemm|all)
         peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
     wgmma|all)
