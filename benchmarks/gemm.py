@@ -47,7 +47,8 @@ TC_CONFIGS = [tc.CONFIG,
               tc.GemmConfig(128, 128, 32, 64, 32, 4, max_registers=128),  # 2 blocks an SM
               tc.GemmConfig(128, 128, 32, 64, 64, 4),  # 4 warps, 64 x 64 each
               tc.GemmConfig(128, 256, 32, 64, 64, 3),
-              tc.GemmConfig(256, 128, 32, 64, 64, 3)]
+              tc.GemmConfig(256, 128, 32, 64, 64, 3),
+              tc.GemmConfig(128, 128, 64, 64, 32, 3)]  # half the barriers a K (126 regs)
 TC_KERNELS = [tc.gemm_bf16] + [tc.make_gemm(cfg) for cfg in TC_CONFIGS[1:]]
 
 
