@@ -44,7 +44,7 @@ for step in $steps; do
     autotune|all)
         timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
     gemm|all)
-        peer timeout 240 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -15 ;;&
+        peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     fuzz)

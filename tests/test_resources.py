@@ -82,7 +82,9 @@ def test_a_tiny_register_limit_spills():
     assert free.registers > 24
     assert tight.registers <= 24
     assert tight.spill_store_bytes > 0 and tight.spill_load_bytes > 0
-    assert tight.local_bytes >= tight.spill_store_bytes
+    # spilled values live in the stack frame (ptxas counts spill bytes per instruction, so a
+    # slot stored to twice counts twice: the frame may be smaller than the spill stores)
+    assert tight.local_bytes > 0
     assert "spill stores" in str(tight) and "spill loads" in str(tight)
 
 

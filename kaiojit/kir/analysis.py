@@ -201,6 +201,23 @@ def shared_layout(kfunc: KFunction) -> SharedLayout:
     return SharedLayout(offsets, -(-total // dynamic_align) * dynamic_align)
 
 
+def shared_array_vars(kfunc: KFunction) -> dict[str, str]:
+    """Local variables that only ever hold one shared array (assigned once, from
+    ``kj.shared.array``): variable name -> the shared array's name. An access through such a
+    variable may address shared memory directly, where its alignment is known."""
+    params = {n for n, _ in kfunc.params}
+    found: dict[str, str] = {}
+    other: set[str] = set(params)
+    for s in walk_stmts(kfunc.body):
+        if not isinstance(s, Assign) or not isinstance(s.value.type, T.ArrayType):
+            continue
+        if s.value.op == "shared" and s.target not in found and s.target not in other:
+            found[s.target] = s.value.attr[2] if s.value.attr[0] else "$dynamic_shared"
+        else:
+            other.add(s.target)
+    return {v: name for v, name in found.items() if v not in other}
+
+
 def static_shared_bytes(kfunc: KFunction) -> int:
     """Bytes of static shared memory a block of this kernel uses (see ``SharedLayout``)."""
     return shared_layout(kfunc).size
@@ -208,5 +225,5 @@ def static_shared_bytes(kfunc: KFunction) -> int:
 
 __all__ = [
     "SharedLayout", "arch_specific", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
-    "shared_layout", "static_shared_bytes", "uses_sync", "written_params",
+    "shared_array_vars", "shared_layout", "static_shared_bytes", "uses_sync", "written_params",
 ]

@@ -51,9 +51,11 @@ def byte_strides(b: ir.IRBuilder, arr, at: T.ArrayType, shape: list) -> list:
     return [b.extract_value(arr, [2, d]) for d in range(at.ndim)]
 
 
-def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
+def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc, base=None):
     """The address of ``arr[indices]``: a signed index below zero counts from the end (unless
-    the analysis proved it never negative), and under ``debug`` the target checks bounds."""
+    the analysis proved it never negative), and under ``debug`` the target checks bounds.
+    ``base``, if given, is the array's data pointer to address from (in place of the value's
+    generic one: a shared array's own ``addrspace(3)`` address)."""
     b = fl.builder
     ndim = at.ndim
     shape = [b.extract_value(arr, [1, d]) for d in range(ndim)]
@@ -70,7 +72,8 @@ def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
             if checked is not None:  # a target that reports instead of trapping: a safe index
                 v = checked
         idx.append(v)
-    base = b.extract_value(arr, 0)
+    if base is None:
+        base = b.extract_value(arr, 0)
     if at.layout in ("C", "F"):
         strides = contiguous_strides(b, shape, 1, at.layout)
         offset = None

@@ -16,7 +16,8 @@ from .. import kir
 from .. import types as T
 from ..errors import CompileError, UnsupportedError
 from ..kir import Expr
-from ..kir.analysis import is_nonnegative, is_pure, nonnegative_vars, written_params
+from ..kir.analysis import (is_nonnegative, is_pure, nonnegative_vars, shared_array_vars,
+                            written_params)
 from ..kir.intrinsics import lookup
 from . import arrays, ops
 from .debuginfo import DebugInfo
@@ -108,6 +109,7 @@ class FunctionLowering:
         self.exit_block: ir.Block | None = None
         self.subprogram = None  # set by lower() under lineinfo
         self.nonneg_vars = nonnegative_vars(kfunc)
+        self.shared_vars = shared_array_vars(kfunc)
         self.ret_slot = None
         self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
         self.reused: dict[int, ir.Value] = {}
@@ -173,7 +175,8 @@ class FunctionLowering:
         arr = self.expr(s.array)
         indices = [self.expr(i) for i in s.indices]
         self.array_name = str(s.array)  # what a debug bounds check names
-        ptr = self.element_pointer(arr, s.array.type, indices, s.indices, s.loc)
+        ptr = self.element_pointer(arr, s.array.type, indices, s.indices, s.loc,
+                                   self.direct_base(s.array))
         value = self.expr(s.value)
         if s.array.type.dtype.is_bool:
             value = self.builder.zext(value, I8)
@@ -384,7 +387,7 @@ class FunctionLowering:
         arr = self.expr(arr_e)
         indices = [self.expr(i) for i in idx_e]
         self.array_name = str(arr_e)
-        ptr = self.element_pointer(arr, arr_e.type, indices, idx_e, e.loc)
+        ptr = self.element_pointer(arr, arr_e.type, indices, idx_e, e.loc, self.direct_base(arr_e))
         v = self.target.load(self, ptr, arr_e.type.dtype)
         if arr_e.type.dtype.is_bool:
             v = self.builder.icmp_unsigned("!=", v, ir.Constant(I8, 0))
@@ -459,9 +462,18 @@ class FunctionLowering:
     def nonnegative(self, e: Expr) -> bool:
         return is_nonnegative(e, self.nonneg_vars)
 
-    def element_pointer(self, arr, at: T.ArrayType, indices: list, idx_exprs, loc):
+    def element_pointer(self, arr, at: T.ArrayType, indices: list, idx_exprs, loc, base=None):
         """The address of an element (see ``arrays.element_pointer``)."""
-        return arrays.element_pointer(self, arr, at, indices, idx_exprs, loc)
+        return arrays.element_pointer(self, arr, at, indices, idx_exprs, loc, base)
+
+    def direct_base(self, arr_e: Expr):
+        """For a plain load or store through a variable that only holds one shared array: the
+        array's own address in its address space (``Target.shared_base``), from which LLVM
+        knows the alignment and so may merge neighbouring accesses into vector ones; else
+        None (the generic pointer of the array value)."""
+        if arr_e.op != "var" or arr_e.attr not in self.shared_vars:
+            return None
+        return self.target.shared_base(self, self.shared_vars[arr_e.attr])
 
 
 def _speculatable(e: Expr, checked: bool) -> bool:

@@ -91,6 +91,13 @@ class NVPTXTarget(Target):
         fn = fl.mod.declare(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
         return fl.builder.call(fn, [])
 
+    def local_array(self, fl, llty, count):
+        slot = fl.alloca(ir.ArrayType(llty, count), name="local")
+        # 16-byte aligned, so that neighbouring elements of an array left in local memory
+        # may be accessed as ld/st.local.v2/v4 (one promoted to registers has no address)
+        slot.align = 16
+        return slot
+
     def dynamic_shared_bytes(self, fl):
         ty = ir.FunctionType(I32, [])
         v = fl.builder.asm(ty, "mov.u32 $0, %dynamic_smem_size;", "=r", [], False)
@@ -125,6 +132,16 @@ class NVPTXTarget(Target):
     def align_shared(self, fl, name, shape, alignment):
         gv = fl.mod.globals_by_name[name if shape else "$dynamic_shared"]
         gv.align = max(gv.align or 1, alignment)
+
+    def shared_base(self, fl, name):
+        # the addrspace(3) global itself: LLVM cannot see an alignment through the cast to a
+        # generic pointer, so only accesses addressed from it become ld/st.shared.v2/v4
+        gv = fl.mod.globals_by_name.get(name)
+        if gv is None:
+            return None
+        # the global itself as an opaque `ptr addrspace(3)` (llvmlite types it as a pointer
+        # to its array, which a store of one element would refuse)
+        return ir.FormattedConstant(ir.PointerType(addrspace=SHARED), gv.get_reference())
 
     def const_array(self, fl, name, array):
         mod = fl.mod

@@ -123,6 +123,12 @@ class Target:
         """Align the shared array ``name`` (just made by ``shared_array``) to ``alignment``
         bytes; a target whose layout already does so (the host's) needs nothing."""
 
+    def shared_base(self, fl, name: str):
+        """The shared array ``name``'s address in the target's shared address space, for
+        loads and stores that address it directly; None where shared memory has no address
+        space of its own (the host)."""
+        return None
+
     def const_array(self, fl, name, array):
         raise UnsupportedError(f"constant memory on {self.name}")
 
