@@ -279,9 +279,9 @@ def row_kaiojit_autotuned() -> Callable[[], None]:
     """``kj.autotune``'d ``@kj.jit`` kernel, the chosen config launched (grid a function)."""
     import kaiojit as kj
 
-    @kj.autotune(configs=[kj.Config(block=BLOCK, constants={"UNROLL": 1}),
-                          kj.Config(block=BLOCK // 2, constants={"UNROLL": 1})],
-                 key=["n"], grid=lambda args: (args["n"] // BLOCK,), cache=False)
+    @kj.autotune(configs=[kj.Config(block=b, grid=lambda args, b=b: (args["n"] // b,),
+                                    constants={"UNROLL": 1}) for b in (BLOCK, BLOCK // 2)],
+                 key=["n"], cache=False)
     @kj.jit
     def saxpy(out, x, y, a, n, UNROLL: kj.constexpr):
         i = kj.grid(1) * UNROLL
