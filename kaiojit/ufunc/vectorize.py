@@ -186,8 +186,9 @@ class UFunc:
         if order is not None:
             args = [v if s else flat_view(v) for v, s in zip(values, scalars)]
             kernel = self._kernel(sig, 0, scalars)
-            kernel.forall(result.size, stream=stream)(flat_view(result), *args,
-                                                      np.int64(result.size))
+            threads = -(-result.size // PER_THREAD)
+            kernel.forall(threads, stream=stream)(flat_view(result), *args,
+                                                  np.int64(result.size))
             return
         # not flat: shape is not () (0-d operands are all C-contiguous alike)
         args = [v if s else broadcast_view(v, shape) for v, s in zip(values, scalars)]
@@ -205,27 +206,56 @@ class UFunc:
         return kernel
 
 
+# Elements a thread of the flat kernel computes: four consecutive ones, all loaded before any
+# is stored, so that 16-byte aligned arrays (the usual allocation) move as 128-bit loads and
+# stores; one element a thread keeps too few bytes in flight to reach the copy bandwidth.
+PER_THREAD = 4
+
+
+def flat_source(name: str, sig: kt.Signature, scalars: tuple[bool, ...]) -> str:
+    """The kernel over ``n`` contiguous elements, ``PER_THREAD`` consecutive ones a thread."""
+    params = [f"x{k}" for k in range(len(scalars))]
+
+    def operands(at: str) -> str:
+        return ", ".join(f"kj.{formal}({p if is_scalar else f'{p}[{at}]'})"
+                         for p, is_scalar, formal in zip(params, scalars, sig.args))
+    ret = f"kj.{sig.return_type}"
+    lines = [f"def {name}(out, {', '.join(params)}, n):",
+             f"    i = kj.grid(1) * {PER_THREAD}",
+             f"    if i + {PER_THREAD - 1} < n:"]
+    for k in range(PER_THREAD):
+        args = [f"kj.{formal}({p if is_scalar else f'{p}[i + {k}]'})"
+                for p, is_scalar, formal in zip(params, scalars, sig.args)]
+        lines += [f"        a{k}_{j} = {a}" for j, a in enumerate(args)]
+    for k in range(PER_THREAD):
+        call = ", ".join(f"a{k}_{j}" for j in range(len(params)))
+        lines.append(f"        r{k} = {ret}(scalar_function({call}))")
+    lines += [f"        out[i + {k}] = r{k}" for k in range(PER_THREAD)]
+    lines += ["    else:",
+              f"        for k in range({PER_THREAD}):",
+              "            if i + k < n:",
+              f"                out[i + k] = {ret}(scalar_function({operands('i + k')}))"]
+    return "\n".join(lines) + "\n"
+
+
 def elementwise_source(name: str, sig: kt.Signature, ndim: int,
                        scalars: tuple[bool, ...]) -> str:
     """The kernel applying ``scalar_function`` to every element: a flat one over ``n``
-    elements (``ndim == 0``), or one whose thread index is split into ``ndim`` indices."""
-    params = [f"x{k}" for k in range(len(scalars))]
+    elements (``ndim == 0``, see ``flat_source``), or one whose thread index is split into
+    ``ndim`` indices."""
     if ndim == 0:
-        index = "i"
-        head = [f"def {name}(out, {', '.join(params)}, n):",
-                "    i = kj.grid(1)",
-                "    if i < n:"]
-    else:
-        idx = [f"i{d}" for d in range(ndim)]
-        index = ", ".join(idx)
-        head = [f"def {name}(out, {', '.join(params)}):",
-                "    i = kj.grid(1)",
-                "    if i < out.size:",
-                "        rest = i"]
-        for d in range(ndim - 1, 0, -1):
-            head += [f"        i{d} = rest % out.shape[{d}]",
-                     f"        rest = rest // out.shape[{d}]"]
-        head.append("        i0 = rest")
+        return flat_source(name, sig, scalars)
+    params = [f"x{k}" for k in range(len(scalars))]
+    idx = [f"i{d}" for d in range(ndim)]
+    index = ", ".join(idx)
+    head = [f"def {name}(out, {', '.join(params)}):",
+            "    i = kj.grid(1)",
+            "    if i < out.size:",
+            "        rest = i"]
+    for d in range(ndim - 1, 0, -1):
+        head += [f"        i{d} = rest % out.shape[{d}]",
+                 f"        rest = rest // out.shape[{d}]"]
+    head.append("        i0 = rest")
     operands = []
     for p, is_scalar, formal in zip(params, scalars, sig.args):
         operands.append(f"kj.{formal}({p if is_scalar else f'{p}[{index}]'})")

@@ -49,6 +49,24 @@ def test_numpy_in_numpy_out(backend, dtype):
     compile_for_gpu(*add.kernels)
 
 
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 4 * int(rng.integers(100, 1000)) + 1])
+def test_every_size_of_the_flat_kernel(backend, n):
+    """Four elements a thread, and the last thread's one to three, as 128-bit accesses where
+    the arrays are 16-byte aligned (the PTX of the float32 kernel)."""
+    x, y = normal(n), normal(n)
+    out = poisoned(n)
+    add(kj.to_device(x), kj.to_device(y), out=out)
+    np.testing.assert_array_equal(out.copy_to_host(), x + y)
+    compile_for_gpu(*add.kernels)
+    aligned = [(k, sig) for k in add.kernels for sig in k.signatures
+               if str(sig).startswith("void(float32[::1, align=16], float32[::1, align=16], "
+                                      "float32[::1, align=16]")]
+    assert aligned, [k.signatures for k in add.kernels]
+    kernel, sig = aligned[0]
+    ptx = kernel.compile(sig).ptx
+    assert ptx.count("ld.global.nc.v4.b32") == 2 and ptx.count("st.global.v4.b32") == 1, ptx
+
+
 def test_device_arrays_give_a_device_array(backend):
     x, y = normal((37, 41)), normal((37, 41))
     got = add(kj.to_device(x), y)  # one device operand is enough
