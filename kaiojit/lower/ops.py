@@ -55,6 +55,8 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     if src.is_bool:
         return b.uitofp(v, lt) if dst.is_float else b.zext(v, lt)
     if src.is_float and dst.is_float:
+        if dst == T.float16 and src == T.float64 and fl.target.name != "nvptx":
+            return b.fptrunc(_round_to_odd_f32(fl, v), lt)
         return b.fpext(v, lt) if dst.bits > src.bits else b.fptrunc(v, lt)
     if src.is_float:
         name = "llvm.fptosi.sat" if dst.kind == "i" else "llvm.fptoui.sat"
@@ -82,6 +84,24 @@ def float_to_bf16(fl, v):
     is_nan = b.fcmp_unordered("uno", v, v)
     out = b.select(is_nan, ir.Constant(I32, 0x7FFF), rounded)
     return b.bitcast(b.trunc(out, I16), BFLOAT)
+
+
+def _round_to_odd_f32(fl, v):
+    """A float64 narrowed to float32 rounding to odd: rounding that on to float16 then rounds
+    once, as a direct conversion does. The host has no float64-to-float16 instruction, and
+    LLVM's call for it (``__truncdfhf2``) is not in the process to link."""
+    b = fl.builder
+    f32 = ir.FloatType()
+    y = b.fptrunc(v, f32)
+    inexact = b.fcmp_ordered("!=", b.fpext(y, v.type), v)  # NaN: unordered, kept as it is
+    bits = b.bitcast(y, I32)
+    even = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 1)), ir.Constant(I32, 0))
+    # the odd neighbour is one unit further from zero when |y| < |v|, nearer when |y| > |v|
+    too_big = b.fcmp_ordered(">", b.fpext(math_call(fl, "fabs", T.float32, [y]), v.type),
+                             math_call(fl, "fabs", T.float64, [v]))
+    step = b.select(too_big, ir.Constant(I32, -1), ir.Constant(I32, 1))
+    odd = b.bitcast(b.add(bits, step), f32)
+    return b.select(b.and_(inexact, even), odd, y)
 
 
 def _suffix(t: ir.Type) -> str:
