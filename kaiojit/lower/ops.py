@@ -129,10 +129,8 @@ def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
             return b.fmul(a, b_, flags=fm)
         if op == "/":
             return b.fdiv(a, b_, flags=fm)
-        if op == "//":
-            return math_call(fl, "floor", t, [b.fdiv(a, b_, flags=fm)])
-        if op == "%":
-            return _float_mod(fl, a, b_)
+        if op in ("//", "%"):
+            return float_divmod(fl, t, a, b_)[0 if op == "//" else 1]
         if op == "**":
             return _float_pow(fl, t, a, b_)
     else:
@@ -182,14 +180,36 @@ def _int_divmod(fl, op: str, signed: bool, a, b_):
     return b.select(b.or_(is_zero, is_m1), zero, r)
 
 
-def _float_mod(fl, a, b_):
+def float_divmod(fl, t: T.ScalarType, a, b_):
+    """Python's (and NumPy's) ``(a // b, a % b)`` of floats, NumPy's ``npy_divmod`` step by
+    step: from the exact ``fmod``, the quotient ``(a - mod) / b`` stepped down when the
+    remainder's sign differs from the divisor's, then rounded to the nearest integer (not
+    ``floor(a / b)``, whose rounded quotient can be one too large: ``1 // 0.1`` is 9.0); a zero
+    remainder takes the divisor's sign; ``x // 0`` is ``x / 0`` and ``x % 0`` NaN; an infinite
+    ``a`` gives NaN. float16 computes in float32, as NumPy's half loops do."""
     b = fl.builder
-    r = b.frem(a, b_)
-    zero = ir.Constant(a.type, 0.0)
-    # Python: the result takes the divisor's sign
-    differ = b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", b_, zero))
-    adjust = b.and_(b.fcmp_ordered("!=", r, zero), differ)
-    return b.select(adjust, b.fadd(r, b_), r)
+    if t == T.float16:
+        f32 = ir.FloatType()
+        div, mod = float_divmod(fl, T.float32, b.fpext(a, f32), b.fpext(b_, f32))
+        return b.fptrunc(div, a.type), b.fptrunc(mod, a.type)
+    fm = fl.fastmath
+    zero, one, half = (ir.Constant(a.type, v) for v in (0.0, 1.0, 0.5))
+    mod = raw_mod = math_call(fl, "fmod", t, [a, b_])
+    quotient = b.fdiv(a, b_, flags=fm)
+    div = b.fdiv(b.fsub(a, mod, flags=fm), b_, flags=fm)
+    mod_nonzero = b.fcmp_unordered("!=", mod, zero)  # C's `if (mod)`: NaN is true
+    signs_differ = b.xor(b.fcmp_ordered("<", b_, zero), b.fcmp_ordered("<", mod, zero))
+    adjust = b.and_(mod_nonzero, signs_differ)
+    signed_zero = math_call(fl, "copysign", t, [zero, b_])
+    mod = b.select(adjust, b.fadd(mod, b_, flags=fm), b.select(mod_nonzero, mod, signed_zero))
+    div = b.select(adjust, b.fsub(div, one, flags=fm), div)
+    floor = math_call(fl, "floor", t, [div])
+    up = b.fcmp_ordered(">", b.fsub(div, floor, flags=fm), half)
+    floor = b.select(up, b.fadd(floor, one, flags=fm), floor)
+    floordiv = b.select(b.fcmp_unordered("!=", div, zero), floor,
+                        math_call(fl, "copysign", t, [zero, quotient]))
+    b_zero = b.fcmp_ordered("==", b_, zero)
+    return b.select(b_zero, quotient, floordiv), b.select(b_zero, raw_mod, mod)
 
 
 def _shift(fl, op: str, signed: bool, a, b_):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import kaiojit as kj
 
@@ -35,3 +36,35 @@ def test_float64_to_float16_rounds_once(kj_backend):
     np.testing.assert_array_equal(o, a.astype(np.float16))
     f64_to_f16[len(a) // 64, 64](o, a, math.inf)
     assert (o == -1).all()
+
+
+# seeds 21, 26, 32: float // was floor(a / b) (inf // 1 gave inf, 1 // 0.1 gave 10) and a zero
+# float % kept the dividend's sign; both now follow NumPy's npy_divmod (Python's rule)
+@kj.jit(contract=False)
+def float_divmod(q, r, a, b):
+    i = kj.grid(1)
+    q[i] = a[i] // b[i]
+    r[i] = a[i] % b[i]
+
+
+DIVMOD_VALUES = [0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 3.0, -4.0, 2.0, np.inf, -np.inf, np.nan, 1e308,
+                 5e-324, 7.5, -7.5, 1e16, 3.3, 65504.0]
+
+
+def _same_bits(x, y):
+    return (x.view(f"u{x.itemsize}") == y.view(f"u{y.itemsize}")) | (np.isnan(x) & np.isnan(y))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16], ids=lambda d: d.__name__)
+def test_float_floor_division_and_remainder_follow_numpy(kj_backend, dtype):
+    extra = list(rng.standard_normal(20) * 50)
+    values = DIVMOD_VALUES + extra
+    a = np.array([x for x in values for _ in values]).astype(dtype)
+    b = np.array([y for _ in values for y in values]).astype(dtype)
+    pad = -len(a) % 64
+    a, b = np.concatenate([a, np.ones(pad, dtype)]), np.concatenate([b, np.ones(pad, dtype)])
+    q, r = np.full_like(a, 9), np.full_like(a, 9)
+    float_divmod[len(a) // 64, 64](q, r, a, b)
+    with np.errstate(all="ignore"):
+        assert _same_bits(q, np.floor_divide(a, b)).all()
+        assert _same_bits(r, np.remainder(a, b)).all()
