@@ -54,6 +54,7 @@ class ExprGenerator:
         self.in_function = False
         self.block = 32
         self.in_index = 0
+        self.max_depth = 3
 
     # --- names and helpers ------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class ExprGenerator:
     # --- expressions -------------------------------------------------------------------------------
 
     def expr(self, t: str, depth: int) -> Expr:
+        depth = min(depth, self.max_depth)
         if depth <= 0 or self.chance(0.25):
             return self.leaf(t)
         forms = ["arith", "arith", "unary", "cast", "minmax", "ifexp", "leaf"]

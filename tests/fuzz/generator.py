@@ -478,20 +478,28 @@ class Generator(ExprGenerator):
         return DeviceFunction(name, params, body, returns)
 
 
-def generate(seed: int) -> Program:
-    """The random kernel of ``seed`` (the same seed, the same program)."""
+SIZES = {  # top-level statements, device functions, deepest expression
+    "small": ((3, 8), (0, 1), 2),
+    "normal": ((5, 13), (0, 3), 3),
+}
+
+
+def generate(seed: int, size: str = "normal") -> Program:
+    """The random kernel of ``seed`` (the same seed and size, the same program)."""
+    statements, functions, g_depth = SIZES[size]
     g = Generator(seed)
+    g.max_depth = g_depth
     r = g.r
     g.block = r.choice([32, 64, 64, 96])
     grid = r.choice([1, 2])
     for name, t in (("tid", "int64"), ("tx", "int32"), ("lane", "int32")):
         g.declare(name, t)
         g.scope.readonly.add(name)
-    for _ in range(r.choice([0, 1, 1, 2, 3])):
+    for _ in range(r.randint(*functions)):
         g.functions.append(g.function())
     top = Context(uniform=True, mask=FULL_MASK, top=True)
     body: list = []
-    for _ in range(r.randint(6, 16)):
+    for _ in range(r.randint(*statements)):
         body += g.statement(top)
     if not g.slots:
         body += g.s_store(top)
