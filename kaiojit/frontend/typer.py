@@ -112,6 +112,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             self._block(fdef.body)
             if not self.changed:
                 break
+        # every return converts to the type all of them unify to, the later ones included
+        self.final_return = self._return_type() if self.return_types else T.void
         self._reset_pass()
         self.final = True
         body = self._block(fdef.body)
@@ -563,8 +565,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             self.error(f"cannot return {type_words(value.type)}", node.value)
         self.return_types.append((value.type, value.weak))
         if self.final:
-            ret = self._return_type()
-            if ret == T.void:
+            ret = self.final_return
+            if ret == T.void or any(t == T.void for t, _ in self.return_types):
                 self.error("this function returns both a value and nothing", node)
             value = self.coerce(value, ret, node)
         return kir.Return(value, self.loc(node))

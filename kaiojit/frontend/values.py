@@ -84,17 +84,36 @@ def convert_const(v, t: T.ScalarType):
     if isinstance(v, complex):
         v = v.real  # NumPy's cast keeps the real part (the typer allows it only explicitly)
     if t.is_float:
+        if isinstance(v, int) and abs(v) >= 1 << 53:  # float(v) would round twice
+            return _int_to_float(v, t.bits)
         return round_to_float(float(v), t.bits)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return 0
-        v = int(v)
-    v = int(v)
     bits = t.bits
+    if isinstance(v, float):  # as the conversion in a kernel: toward zero, saturating, NaN is 0
+        if math.isnan(v):
+            return 0
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t.kind == "i" else \
+            (0, (1 << bits) - 1)
+        return lo if v <= lo else hi if v >= hi else int(v)
+    v = int(v)
     v &= (1 << bits) - 1
     if t.kind == "i" and v >= 1 << (bits - 1):
         v -= 1 << bits
     return v
+
+
+def _int_to_float(v: int, bits: int) -> float:
+    """The integer ``v`` rounded once to a float of ``bits`` bits (to nearest, ties to even)."""
+    mant = {16: 11, 32: 24, 64: 53}[bits]
+    shift = abs(v).bit_length() - mant
+    q, r = divmod(abs(v), 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    sign = -1.0 if v < 0 else 1.0
+    try:
+        return round_to_float(sign * float(q << shift), bits)  # exact, or too large
+    except OverflowError:
+        return sign * math.inf
 
 
 def round_to_float(v: float, bits: int) -> float:

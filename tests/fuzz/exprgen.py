@@ -191,10 +191,10 @@ class ExprGenerator:
     def form_bitwise(self, t: str, depth: int) -> Expr:
         op = self.r.choice(BITWISE)
         a, b = self.operands(t, depth, ints_only=True)
-        if op in ("<<", ">>") and self.chance(0.7):  # mostly shift amounts in range
-            b = self.weak(t) if self.chance(0.5) else b
-            if b.weak:
-                b = Expr("const", "int64", attr=self.r.randint(0, 70), weak=True)
+        if op in ("<<", ">>") and self.chance(0.5):  # a literal amount, mostly in range
+            if a.weak or a.type != t:
+                a = self.expr(t, depth)
+            b = Expr("const", "int64", attr=self.r.randint(0, 70), weak=True)
         return Expr("bin", t, (a, b), attr=op)
 
     def form_unary(self, t: str, depth: int) -> Expr:

@@ -144,7 +144,12 @@ class Shrinker:
                         break
                     q = p.copy()
                     target = list(statement_lists(q))[li]
-                    del target[start:start + chunk]
+                    # barriers and shared arrays stay: without them a program has races
+                    target[start:start + chunk] = [s for s in target[start:start + chunk]
+                                                   if s.kind in ("sync", "shared")]
+                    if len(target) == len(list(statement_lists(p))[li]):
+                        start += chunk
+                        continue
                     if self.attempt(q):
                         p = progress = q
                     else:

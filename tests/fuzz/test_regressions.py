@@ -68,3 +68,58 @@ def test_float_floor_division_and_remainder_follow_numpy(kj_backend, dtype):
     with np.errstate(all="ignore"):
         assert _same_bits(q, np.floor_divide(a, b)).all()
         assert _same_bits(r, np.remainder(a, b)).all()
+
+
+# seeds 112, 145, 154: a constant float converted to an unsigned (or out-of-range) integer was
+# folded by wrapping; conversions saturate (NaN is 0), folded or not
+@kj.jit(contract=False)
+def folded_casts(o):
+    tid = kj.grid(1)
+    o[tid, 0] = kj.uint64(kj.float64(-65504.0))
+    o[tid, 1] = np.uint64(kj.float16(-1.5))
+    o[tid, 2] = kj.uint32(np.float64(-1.5))
+    o[tid, 3] = kj.int32(kj.float64(1e30))
+    o[tid, 4] = kj.int64(kj.float32(-1e30))
+    o[tid, 5] = kj.uint64(kj.float32(1e30))
+
+
+def test_folded_float_to_int_casts_saturate(kj_backend):
+    o = np.full((32, 6), 5, np.int64)
+    folded_casts[1, 32](o)
+    expected = [0, 0, 0, 2**31 - 1, -(2**63), -1]  # the last: 2**64 - 1 read as int64
+    assert (o == expected).all(), o[0]
+
+
+# seed 130: a device function whose returns have different types returned the first one's
+# type from the earlier return statements (an internal IR error); they all take the unified type
+@kj.jit(device=True)
+def two_return_types(x):
+    if x > 0:
+        return kj.uint32(7)
+    return kj.int64(-3)
+
+
+@kj.jit
+def call_two_return_types(o, a):
+    i = kj.grid(1)
+    o[i] = two_return_types(a[i])
+
+
+def test_returns_of_several_types_unify(kj_backend):
+    a = rng.standard_normal(64)
+    o = np.zeros(64, np.int64)
+    call_two_return_types[2, 32](o, a)
+    np.testing.assert_array_equal(o, np.where(a > 0, 7, -3))
+
+
+@kj.jit(contract=False)
+def int_to_float32(o, a):
+    tid = kj.grid(1)
+    o[tid, 0] = kj.float32(kj.int64(1152921573326323713))  # 2**60 + 2**36 + 1, folded
+    o[tid, 1] = kj.float32(a[tid])  # the same, converted at run time
+
+
+def test_folded_int_to_float_rounds_once(kj_backend):
+    o = np.zeros((32, 2), np.float32)
+    int_to_float32[1, 32](o, np.full(32, 2**60 + 2**36 + 1, np.int64))
+    assert (o == np.float32(2**60 + 2**37)).all()  # one rounding (float(int) would round twice)
