@@ -205,8 +205,8 @@ class ExprGenerator:
         src = self.r.choice(NUMERIC)
         inner = self.expr(src, depth)
         spelling = CAST_SPELLING[t] if self.chance(0.7) else f"np.{t}"
-        if t == "int64" and self.chance(0.3):
-            spelling = "int"
+        if t == "int64" and src in ("int64",) + FLOATS and self.chance(0.3):
+            spelling = "int"  # int() of another integer type keeps that type (numba's rule)
         if t == "float64" and self.chance(0.3):
             spelling = "float"
         return Expr("cast", t, (inner,), attr=spelling)

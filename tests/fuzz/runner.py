@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import selectors
 import subprocess
 import sys
@@ -152,8 +153,11 @@ def campaign(backend: str, n: int, seed: int = 0, jobs: int | None = None, out: 
         if out:
             os.makedirs(out, exist_ok=True)
             path = os.path.join(out, f"seed_{s}.{status}.py")
+            program = generate(s, size)
             with open(path, "w") as f:
-                f.write(f"# seed {s}: {status}\n\n" + render(generate(s, size)))
+                f.write(f"# seed {s}: {status}\n\n" + render(program))
+            with open(path[:-3] + ".pkl", "wb") as f:
+                pickle.dump(program, f)
         record({"seed": s, "status": status, "detail": detail, "file": path})
         sel.unregister(w.proc.stdout)
         w.proc.kill()

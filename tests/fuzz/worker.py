@@ -32,15 +32,22 @@ def failure_slots(detail: str) -> set[tuple[str, int]]:
     return slots
 
 
+def error_kind(detail: str) -> tuple[str, str]:
+    """An internal error's class and message without its location (a shrunk program must
+    fail with the same message, not any error of the class)."""
+    parts = detail.splitlines()[0].split(": ", 2) if detail else [""]
+    return parts[0], parts[-1] if len(parts) == 3 else ""
+
+
 def shrink_failure(p: Program, outcome, backends, seconds: float) -> Program:
     """The smallest program found within ``seconds`` that fails as ``outcome`` did."""
-    kind = outcome.detail.split(":")[0]
+    kind = error_kind(outcome.detail)
 
     def still_fails(q: Program) -> bool:
         r = check(q, backends, seed_inputs=p.seed)
         if r.status != outcome.status or r.pair != outcome.pair:
             return False
-        return outcome.status != "internal" or r.detail.split(":")[0] == kind
+        return outcome.status != "internal" or error_kind(r.detail) == kind
 
     slots = failure_slots(outcome.detail)
     if slots:
