@@ -29,6 +29,7 @@ class Scope:
         self.parent = parent
         self.vars: dict[str, object] = {}
         self.readonly: set[str] = set()
+        self.weak: set[str] = set()
 
     def all(self) -> dict:
         out = dict(self.parent.all()) if self.parent else {}
@@ -37,6 +38,9 @@ class Scope:
 
     def readonly_names(self) -> set:
         return (self.parent.readonly_names() if self.parent else set()) | self.readonly
+
+    def weak_names(self) -> set:
+        return (self.parent.weak_names() if self.parent else set()) | self.weak
 
 
 class ExprGenerator:
@@ -82,6 +86,9 @@ class ExprGenerator:
     def weak(self, partner: str) -> Expr:
         """A Python literal meeting ``partner`` (it fits an integer partner, NumPy 2 rule)."""
         r = self.r
+        weak_vars = sorted(self.scope.weak_names() & set(self.scope.all()))
+        if weak_vars and r.random() < 0.3:  # a counter: a small non-negative Python int
+            return Expr("var", "int64", attr=r.choice(weak_vars), weak=True)
         if is_int(partner) or r.random() < 0.5:
             lo, hi = int_range(partner) if is_int(partner) else (-1000, 1000)
             v = r.choice([r.randint(0, 9), r.randint(-9, 9), r.randint(-200, 200), 3, 7, 31])
@@ -102,7 +109,10 @@ class ExprGenerator:
         return i
 
     def vars_of(self, t: str) -> list[str]:
-        return [n for n, vt in self.scope.all().items() if vt == t]
+        """Variables of type ``t`` holding typed values (not the weak ones: counters of
+        ``range`` over literals and ``w = 0; w += 1`` counters, which act as Python ints)."""
+        weak = self.scope.weak_names()
+        return [n for n, vt in self.scope.all().items() if vt == t and n not in weak]
 
     # --- expressions -------------------------------------------------------------------------------
 
@@ -162,8 +172,6 @@ class ExprGenerator:
         r = self.r
         if r.random() < 0.35:
             a, b = self.expr(t, depth), self.weak(t)
-            if is_int(t) and b.type != "int64":
-                b = Expr("const", "int64", attr=int(b.attr), weak=True)
             return (a, b) if r.random() < 0.6 else (b, a)
         pairs = [p for p in PAIRS[t] if not ints_only or (is_int(p[0]) and is_int(p[1]))]
         ta, tb = r.choice(pairs)
@@ -220,8 +228,6 @@ class ExprGenerator:
         if fn == "abs":
             return Expr("call", t, (self.expr(t, depth),), attr="abs")
         args = [self.expr(t, depth), self.expr(t, depth) if self.chance(0.7) else self.weak(t)]
-        if args[1].weak and is_int(t):
-            args[1] = Expr("const", "int64", attr=int(args[1].attr), weak=True)
         if self.chance(0.2):
             args.append(self.expr(t, depth))
         return Expr("call", t, tuple(args), attr=fn)
@@ -277,8 +283,6 @@ class ExprGenerator:
             ta = r.choice(NUMERIC)
             a = self.expr(ta, depth - 1)
             b = self.weak(ta) if r.random() < 0.4 else self.expr(r.choice(NUMERIC), depth - 1)
-            if b.weak and is_int(ta):
-                b = Expr("const", "int64", attr=int(b.attr), weak=True)
             return Expr("cmp", "bool", (a, b), attr=r.choice(CMP))
         if form == "chain":
             t = r.choice(NUMERIC)

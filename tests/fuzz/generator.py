@@ -117,8 +117,6 @@ class Generator(ExprGenerator):
             return [Stmt("assign", name, (self.expr(t, 3),))]
         op = self.r.choice(AUG_OPS + (INT_AUG_OPS if is_int(t) else ()))
         value = self.weak(t) if self.chance(0.5) else self.expr(t, 2)
-        if is_int(t) and value.weak:
-            value = Expr("const", "int64", attr=int(value.attr), weak=True)
         return [Stmt("augassign", (name, op, t), (value,))]
 
     def slot(self, t: str) -> tuple[str, int]:
@@ -171,6 +169,8 @@ class Generator(ExprGenerator):
         self.scope = Scope(self.scope)
         self.declare(var, "int64")
         self.scope.readonly.add(var)
+        if all(a.weak for a in args):  # over literals the counter is a Python int (weak)
+            self.scope.weak.add(var)
         body = self.block_of(r.randint(1, 4), ctx.inner(loop=True))
         self.scope = self.scope.parent
         return [Stmt("for", var, args, body)]
@@ -180,6 +180,7 @@ class Generator(ExprGenerator):
         self.scope = Scope(self.scope)
         self.declare(var, "int64")
         self.scope.readonly.add(var)
+        self.scope.weak.add(var)  # w = 0; w += 1: a Python int
         limit = self.int64_bound(7)
         body = self.block_of(self.r.randint(1, 4), ctx.inner(loop=True))
         self.scope = self.scope.parent
@@ -240,7 +241,9 @@ class Generator(ExprGenerator):
         self.scope = Scope(self.scope)
         self.declare(var, "int64")
         self.scope.readonly.add(var)
-        init = Stmt("setitem", name, (Expr("var", "int64", attr=var), self.expr(t, 2)))
+        self.scope.weak.add(var)
+        init = Stmt("setitem", name, (Expr("var", "int64", attr=var, weak=True),
+                                      self.expr(t, 2)))
         self.scope = self.scope.parent
         loop = Stmt("for", var, (Expr("const", "int64", attr=n, weak=True),), [init])
         self.arrays.append((name, t, n, "local"))
@@ -349,6 +352,7 @@ class Generator(ExprGenerator):
         self.scope = Scope(self.scope)
         self.declare(var, "int64")
         self.scope.readonly.add(var)
+        self.scope.weak.add(var)
         inner = ctx.inner(uniform=True, mask=ctx.mask, family=ctx.family, loop=False)
         body = self.block_of(self.r.randint(1, 4), inner)
         self.scope = self.scope.parent
@@ -361,9 +365,6 @@ class Generator(ExprGenerator):
         self.inputs.add(t)
         cond = Expr("cmp", "bool", (Expr("var", t, attr=f"s_{t}"), self.weak(t)),
                     attr=self.r.choice(("<", ">", "==", "!=")))
-        if is_int(t):
-            cond.args[1].type = "int64"
-            cond.args[1].attr = int(cond.args[1].attr)
         inner = ctx.inner(uniform=True, mask=ctx.mask, family=ctx.family, loop=False)
         stmt = Stmt("if", None, (cond,), self.block_of(self.r.randint(1, 3), inner))
         if self.chance(0.5):

@@ -205,10 +205,14 @@ class Shrinker:
 
 def _body_of(s: Stmt, which: int) -> list:
     if which == 0:
-        if s.kind == "while":  # keep the counter defined
+        # keep the counter defined, weak (a Python int) where the loop's was
+        if s.kind == "while":
             return [Stmt("assign", s.attr, (Expr("const", "int64", attr=1, weak=True),)), *s.body]
         if s.kind == "for":
+            weak = all(e.weak for e in s.exprs)
             first = s.exprs[0] if len(s.exprs) > 1 else Expr("const", "int64", attr=0, weak=True)
+            if not weak and first.weak:
+                first = Expr("cast", "int64", (first,), attr="kj.int64")
             return [Stmt("assign", s.attr, (first,)), *s.body]
         return list(s.body)
     return list(s.orelse)
