@@ -62,6 +62,12 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
         name = "llvm.fptosi.sat" if dst.kind == "i" else "llvm.fptoui.sat"
         fn = fl.mod.declare(f"{name}.{_suffix(lt)}.{_suffix(v.type)}", lt, [v.type])
         return b.call(fn, [v])
+    if dst == T.float16:
+        # through float32: exact below 2**24, and every larger integer overflows float16 to
+        # inf either way, as NumPy's conversion does (nothing relies on how the GPU's direct
+        # integer-to-f16 cvt treats values past 65504)
+        wide = b.sitofp(v, ir.FloatType()) if src.kind == "i" else b.uitofp(v, ir.FloatType())
+        return b.fptrunc(wide, lt)
     if dst.is_float:
         return b.sitofp(v, lt) if src.kind == "i" else b.uitofp(v, lt)
     if dst.bits < src.bits:
@@ -232,7 +238,7 @@ def _float_pow(fl, t: T.ScalarType, a, b_):
             return fl.builder.fmul(a, a, flags=fl.fastmath)
         if c == 1.0:
             return a
-        if c == 0.5:
+        if c == 0.5:  # NumPy's power does the same: (-0.0) ** 0.5 is -0.0, (-inf) ** 0.5 NaN
             return math_call(fl, "sqrt", t, [a])
     return math_call(fl, "pow", t, [a, b_])
 

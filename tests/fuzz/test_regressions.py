@@ -123,3 +123,22 @@ def test_folded_int_to_float_rounds_once(kj_backend):
     o = np.zeros((32, 2), np.float32)
     int_to_float32[1, 32](o, np.full(32, 2**60 + 2**36 + 1, np.int64))
     assert (o == np.float32(2**60 + 2**37)).all()  # one rounding (float(int) would round twice)
+
+
+# integers past float16's range convert to inf (through float32, one rounding), as NumPy
+@kj.jit(contract=False)
+def int_to_half(o, a, b):
+    i = kj.grid(1)
+    o[i, 0] = kj.float16(a[i])
+    o[i, 1] = kj.float16(b[i])
+
+
+def test_integer_to_float16_overflows_to_inf(kj_backend):
+    a = np.array([65504, 65519, 65520, 70000, -65520, 2**31 - 1, -(2**31), 2049, 2051] * 4
+                 + [7] * 28, np.int32)
+    b = np.array([65504, 65520, 2**64 - 1, 2**40, 3, 0, 2**63, 4097] * 8, np.uint64)
+    o = np.zeros((64, 2), np.float16)
+    int_to_half[2, 32](o, a, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(o[:, 0], a.astype(np.float16))
+        np.testing.assert_array_equal(o[:, 1], b.astype(np.float16))
