@@ -300,6 +300,13 @@ class Reference:
             return int(v) if S.is_int(t) else S.NP[t](v)
         if k == "bin":
             t = e.type
+            if e.attr == "**" and S.is_float(t) and a[1].kind == "const" and \
+                    float(a[1].attr) in (0.5, 1.0, 2.0):
+                # a constant exponent: x ** 0.5 is sqrt (so (-0.0) ** 0.5 is -0.0, as NumPy's
+                # power of a scalar), x ** 1.0 is x, x ** 2.0 is x * x
+                x = self.conv(a[0], self.ev(a[0], th), t)
+                c = float(a[1].attr)
+                return S.math_fn("sqrt", [x], t) if c == 0.5 else x if c == 1.0 else x * x
             return S.binop(e.attr, self.conv(a[0], self.ev(a[0], th), t),
                            self.conv(a[1], self.ev(a[1], th), t), t)
         if k == "cmp":

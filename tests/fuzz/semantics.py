@@ -161,8 +161,8 @@ def float_binop(op: str, a, b, t: str):
             return np.floor_divide(a, b)
         if op == "%":
             return np.remainder(a, b)
-        if op == "**":
-            return NP[t](np.power(np.float64(a), np.float64(b)))
+        if op == "**":  # C's pow (NumPy's power of arrays; its scalars take shortcuts)
+            return NP[t](np.power(np.array([a], np.float64), np.array([b], np.float64))[0])
     raise AssertionError(op)
 
 
