@@ -276,18 +276,14 @@ class ExpressionTyping:
         return call_builtin(self, fn.value, node)
 
 
-_ASSIGNED_CACHE: dict[int, frozenset] = {}
-
-
 def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
-    key = id(fdef)
-    names = _ASSIGNED_CACHE.get(key)
+    """The names ``fdef`` assigns, kept on the node (an id-keyed table would hand a new tree
+    at a freed tree's address the old tree's names)."""
+    names = getattr(fdef, "_kaiojit_assigned", None)
     if names is None:
-        found = set()
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                found.add(n.id)
-        names = _ASSIGNED_CACHE[key] = frozenset(found)
+        names = frozenset(n.id for n in ast.walk(fdef)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        fdef._kaiojit_assigned = names
     return names
 
 

@@ -142,3 +142,21 @@ def test_integer_to_float16_overflows_to_inf(kj_backend):
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(o[:, 0], a.astype(np.float16))
         np.testing.assert_array_equal(o[:, 1], b.astype(np.float16))
+
+
+# bad-input fuzzing: two device functions of the same code in two files shared one parse (code
+# objects compare equal across files), so an error in the second was located in the first file
+def test_same_code_in_two_files_is_located_in_its_own(tmp_path):
+    import linecache
+
+    source = ("import kaiojit as kj\n\n\n@kj.jit(device=True)\ndef helper(q):\n"
+              "    v = kj.float32(1.0, 2.0)\n    return q\n\n\n"
+              "def kern(o):\n    o[0] = helper(o[0])\n")
+    for name in ("<first-file>", "<second-file>"):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        namespace: dict = {}
+        exec(compile(source, name, "exec"), namespace)
+        with pytest.raises(kj.CompileError) as info:
+            kj.compile_ptx(namespace["kern"], "void(float32[::1])")
+        assert str(info.value).startswith(f"{name}:6:9: "), str(info.value)
+        linecache.cache.pop(name)
