@@ -480,6 +480,7 @@ class Generator(ExprGenerator):
 
 
 SIZES = {  # top-level statements, device functions, deepest expression
+    "tiny": ((2, 5), (0, 1), 2),
     "small": ((3, 8), (0, 1), 2),
     "normal": ((5, 13), (0, 3), 3),
 }
