@@ -170,6 +170,11 @@ class ExpressionTyping:
                 if not isinstance(e.type, T.ScalarType):
                     self.error(f"cannot compare {type_words(e.type)}", n)
             t = result_scalar(left.type, left.weak, right.type, right.weak)
+            if _mixed_sign_64(left, right):
+                cmp = self.exact_mixed_compare(op, left, right, node)
+                out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
+                left = right
+                continue
             if t.is_complex and op not in ("==", "!="):
                 self.error(f"complex numbers have no order: {op} of {left.type} and "
                            f"{right.type}", node)
@@ -178,6 +183,30 @@ class ExpressionTyping:
             out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
             left = right
         return out
+
+    def exact_mixed_compare(self, op: str, left: Expr, right: Expr, node) -> Expr:
+        """uint64 against a signed integer, by value as NumPy 2 compares them (their common
+        type, float64, would round both): a negative signed side is the smaller, otherwise
+        both compare as uint64."""
+        loc = self.loc(node)
+        signed_left = left.type.kind == "i"
+        if signed_left:
+            left = Expr("reuse", left.type, (left,), loc=left.loc)
+        else:
+            right = Expr("reuse", right.type, (right,), loc=right.loc)
+        signed = left if signed_left else right
+        negative = Expr("cmp", T.bool_, (self.coerce(signed, T.int64, node),
+                                         Expr("const", T.int64, attr=0, loc=loc)), attr="<",
+                        loc=loc)
+        unsigned = Expr("cmp", T.bool_, (self.coerce(left, T.uint64, node),
+                                         self.coerce(right, T.uint64, node)), attr=op, loc=loc)
+        less = {"<": True, "<=": True, ">": False, ">=": False}
+        if op in less:
+            when_negative = less[op] if signed_left else not less[op]
+        else:
+            when_negative = op == "!="
+        return Expr("select", T.bool_, (negative, Expr("const", T.bool_, attr=when_negative,
+                                                       loc=loc), unsigned), loc=loc)
 
     def visit_IfExp(self, node):
         cond = self.truth(self.expr(node.test), node.test)
@@ -290,3 +319,12 @@ def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
 def _has_slice(node) -> bool:
     return isinstance(node, ast.Slice) or (
         isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.elts))
+
+
+def _mixed_sign_64(a: Expr, b: Expr) -> bool:
+    """uint64 meeting a signed integer (both typed): NumPy 2 compares those exactly."""
+    if a.weak or b.weak or not all(isinstance(e.type, T.ScalarType) and e.type.is_int
+                                   for e in (a, b)):
+        return False
+    kinds = {a.type.kind, b.type.kind}
+    return kinds == {"i", "u"} and T.uint64 in (a.type, b.type)

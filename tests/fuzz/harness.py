@@ -51,6 +51,8 @@ def input_array(t: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if S.is_int(t):
         lo, hi = S.int_range(t)
         edge = [lo, hi, 0, 1, -1, 2, 31, 32, 63, 64, lo + 1, hi - 1]
+        if S.BITS[t] == 64:  # where float64 rounds (a comparison in float64 would be wrong)
+            edge += [2**53, 2**53 + 1, 2**63 - 1, 2**63, -(2**53) - 1]
         small = rng.integers(-40, 40, n)
         wide = rng.integers(lo, hi, n, dtype=np.dtype(t), endpoint=True).astype(object)
         pick = rng.integers(0, 4, n)

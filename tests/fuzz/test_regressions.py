@@ -160,3 +160,29 @@ def test_same_code_in_two_files_is_located_in_its_own(tmp_path):
             kj.compile_ptx(namespace["kern"], "void(float32[::1])")
         assert str(info.value).startswith(f"{name}:6:9: "), str(info.value)
         linecache.cache.pop(name)
+
+
+# found by reading the reference against kaiojit (NumPy 2 rule): uint64 against a signed integer
+# compared in float64, so 2**53 + 1 == 2**53 and 2**63 > 2**63 - 1 was False
+@kj.jit
+def mixed_sign_compare(o, u, s, t):
+    i = kj.grid(1)
+    o[i, 0] = u[i] > s[i]
+    o[i, 1] = u[i] == s[i]
+    o[i, 2] = s[i] < u[i]
+    o[i, 3] = t[i] >= u[i]
+    o[i, 4] = s[i] < u[i] <= t[i]
+    o[i, 5] = u[i] != t[i]
+
+
+def test_uint64_and_signed_integers_compare_exactly(kj_backend):
+    edge_u = [2**53 + 1, 2**64 - 1, 5, 2**63, 0, 2**63 - 1, 2**53, 7]
+    edge_s = [2**53, -1, 5, 2**63 - 1, -(2**63), 2**63 - 1, 2**53 + 1, -7]
+    u = np.array(edge_u * 4, np.uint64)
+    s = np.array(edge_s * 4, np.int64)
+    t = np.array(list(rng.integers(-(2**31), 2**31, 32)), np.int32)
+    t[:8] = [-1, 5, 2**31 - 1, 0, -5, 7, 1, 6]
+    o = np.zeros((32, 6), np.bool_)
+    mixed_sign_compare[1, 32](o, u, s, t)
+    want = np.stack([u > s, u == s, s < u, t >= u, (s < u) & (u <= t), u != t], axis=1)
+    np.testing.assert_array_equal(o, want)
