@@ -205,8 +205,12 @@ class ExpressionTyping:
             when_negative = less[op] if signed_left else not less[op]
         else:
             when_negative = op == "!="
-        return Expr("select", T.bool_, (negative, Expr("const", T.bool_, attr=when_negative,
-                                                       loc=loc), unsigned), loc=loc)
+        # straight-line (no select or and/or: a branch would leave a reused operand computed
+        # where a later comparison of a chain cannot see it)
+        if when_negative:
+            return Expr("binop", T.bool_, (negative, unsigned), attr="|", loc=loc)
+        return Expr("binop", T.bool_, (Expr("not", T.bool_, (negative,), loc=loc), unsigned),
+                    attr="&", loc=loc)
 
     def visit_IfExp(self, node):
         cond = self.truth(self.expr(node.test), node.test)
