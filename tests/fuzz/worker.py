@@ -103,7 +103,8 @@ def main() -> None:
                 outcome.status, outcome.detail = "internal", f"ptxas rejected the PTX: {complaint}"
         reply = {"seed": seed, "status": outcome.status, "pair": outcome.pair,
                  "detail": outcome.detail[:4000], "times": times}
-        if outcome.status in ("disagree", "internal") and args.out:
+        context_lost = outcome.status == "internal" and "CUDA_ERROR" in outcome.detail
+        if outcome.status in ("disagree", "internal") and args.out and not context_lost:
             t1 = time.perf_counter()
             budget = min(args.shrink_seconds, job.get("shrink_seconds", args.shrink_seconds))
             shrunk = shrink_failure(p, outcome, backends, budget) if budget > 0 else p
@@ -111,6 +112,8 @@ def main() -> None:
             times["shrink"] = time.perf_counter() - t1
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+        if context_lost:  # a fault poisons the CUDA context: a fresh process takes over
+            return
 
 
 if __name__ == "__main__":
