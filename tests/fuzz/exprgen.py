@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import random
 
-from .program import (
-    CAST_SPELLING, FULL_MASK, N_COUNTERS, N_INPUT, DeviceFunction, Expr, Program, Stmt,
-)
+from .program import CAST_SPELLING, N_INPUT, DeviceFunction, Expr
 from .semantics import (
-    EXACT_MATH, FLOATS, INEXACT_MATH, INTS, NUMERIC, int_range, is_float, is_int, result_type,
+    EXACT_MATH, FLOATS, INEXACT_MATH, INTS, NUMERIC, int_range, is_int, result_type,
 )
 
 SHUFFLE_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
@@ -114,7 +112,7 @@ class ExprGenerator:
         weak = self.scope.weak_names()
         return [n for n, vt in self.scope.all().items() if vt == t and n not in weak]
 
-    # --- expressions -------------------------------------------------------------------------------
+    # --- expressions -----------------------------------------------------------------------------
 
     def expr(self, t: str, depth: int) -> Expr:
         depth = min(depth, self.max_depth)
@@ -268,7 +266,7 @@ class ExprGenerator:
         spelling = f"math.{name}"
         return Expr("call", t, args, attr=spelling, exact=False)
 
-    # --- conditions ----------------------------------------------------------------------------------
+    # --- conditions ------------------------------------------------------------------------------
 
     def cond(self, depth: int) -> Expr:
         r = self.r

@@ -43,7 +43,8 @@ class Context:
     def __init__(self, uniform=False, mask=None, loop=False, top=False, depth=0, family=None):
         self.uniform, self.mask, self.loop, self.top = uniform, mask, loop, top
         self.depth = depth
-        self.family = family  # lane family of a partial mask: ('prefix', K), ('even',), ('suffix', K)
+        # the lanes of a partial mask: ('prefix', K), ('even',) or ('suffix', K)
+        self.family = family
 
     def inner(self, **changes) -> Context:
         c = Context(False, None, self.loop, False, self.depth + 1)
@@ -57,7 +58,7 @@ class Generator(ExprGenerator):
         super().__init__(seed)
         self.counter_use: dict[tuple[str, int], tuple] = {}  # (dtype, element) -> op family
 
-    # --- blocks ------------------------------------------------------------------------------------
+    # --- blocks ----------------------------------------------------------------------------------
 
     def block_of(self, n: int, ctx: Context) -> list:
         self.scope = Scope(self.scope)
@@ -95,7 +96,7 @@ class Generator(ExprGenerator):
     def declare(self, name: str, t) -> None:
         self.scope.vars[name] = t
 
-    # --- plain statements ----------------------------------------------------------------------------
+    # --- plain statements ------------------------------------------------------------------------
 
     def s_newvar(self, ctx) -> list:
         t = self.r.choice(NUMERIC)
@@ -231,7 +232,7 @@ class Generator(ExprGenerator):
             self.declare(n, t)
         return [stmt]
 
-    # --- arrays ------------------------------------------------------------------------------------------
+    # --- arrays ----------------------------------------------------------------------------------
 
     def s_local(self, ctx) -> list:
         t = self.r.choice(NUMERIC)
@@ -261,7 +262,7 @@ class Generator(ExprGenerator):
         return [Stmt("shared", (name, self.block, t)),
                 Stmt("setitem", name, (Expr("var", "int32", attr="tx"), value)), Stmt("sync")]
 
-    # --- atomics ------------------------------------------------------------------------------------------
+    # --- atomics ---------------------------------------------------------------------------------
 
     def atomic_value(self, t: str) -> Expr:
         """A value for an atomic on a ``t`` array: any integer; for floats a small integer
@@ -335,7 +336,7 @@ class Generator(ExprGenerator):
                     (Expr("load", t, (Expr("bin", "int32", (tx, four), attr="%"),), attr=name),))
         return [Stmt("shared", (name, 4, t)), init, Stmt("sync"), *body, Stmt("sync"), read]
 
-    # --- collectives --------------------------------------------------------------------------------
+    # --- collectives -----------------------------------------------------------------------------
 
     def s_barrier(self, ctx) -> list:
         kind = self.r.choice(["sync", "count", "and", "or"])
@@ -456,7 +457,7 @@ class Generator(ExprGenerator):
     def s_syncwarp(self, ctx) -> list:
         return [Stmt("syncwarp", ctx.mask)]
 
-    # --- device functions --------------------------------------------------------------------------------
+    # --- device functions ------------------------------------------------------------------------
 
     def function(self) -> DeviceFunction:
         r = self.r

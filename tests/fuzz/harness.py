@@ -38,7 +38,7 @@ class Outcome:
     ptx: Future | None = None  # ptxas's verdict, when it runs in the background
 
 
-# --- inputs -------------------------------------------------------------------------------------------
+# --- inputs --------------------------------------------------------------------------------------
 
 def special_floats(t: str) -> list:
     f = np.finfo(S.NP[t])
@@ -89,7 +89,7 @@ def make_arguments(p: Program, rng: np.random.Generator) -> dict:
     return args
 
 
-# --- loading and running ----------------------------------------------------------------------------
+# --- loading and running -------------------------------------------------------------------------
 
 def load(p: Program):
     """The program's source executed as a module (its text registered with linecache, so
@@ -141,7 +141,7 @@ def ptxas_check(ptx: str, ptxas: str) -> str | None:
     return None if r.returncode == 0 else r.stderr[-2000:]
 
 
-# --- comparing ------------------------------------------------------------------------------------------
+# --- comparing -----------------------------------------------------------------------------------
 
 def differences(p: Program, want: dict, got: dict, limit: int = 6) -> list[str]:
     out = []

@@ -58,7 +58,7 @@ class Reference:
             s = self.arrays[f"s_{t}"]
             self.arrays[f"s_{t}"] = int(s) if S.is_int(t) else S.NP[t](s)
 
-    # --- running -----------------------------------------------------------------------------------
+    # --- running ---------------------------------------------------------------------------------
 
     def run(self) -> dict:
         p = self.p
@@ -147,7 +147,7 @@ class Reference:
             del pending[i]
             replies[i] = value
 
-    # --- statements -----------------------------------------------------------------------------------
+    # --- statements ------------------------------------------------------------------------------
 
     def exec_block(self, stmts: list, th: Thread):
         for s in stmts:

@@ -59,7 +59,8 @@ class Report:
         ]
         for seed, status, pair, detail, path in self.failures[:20]:
             first = detail.splitlines()[0][:160] if detail else ""
-            lines.append(f"  seed {seed}: {status} {pair} {first}" + (f" -> {path}" if path else ""))
+            where = f" -> {path}" if path else ""
+            lines.append(f"  seed {seed}: {status} {pair} {first}{where}")
         return "\n".join(lines)
 
 
