@@ -77,7 +77,7 @@ class Generator(ExprGenerator):
                 kinds.append("jump")
             return getattr(self, f"s_{r.choice(kinds)}")(ctx)
         kinds = ["newvar", "newvar", "reassign", "store", "store", "store", "if", "tuple",
-                 "atomic", "inexact"]
+                 "atomic", "inexact", "augstore"]
         if ctx.depth < 3:
             kinds += ["if", "for", "while"]
         if ctx.loop:
@@ -128,6 +128,15 @@ class Generator(ExprGenerator):
     def s_store(self, ctx) -> list:
         t = self.r.choice(NUMERIC)
         return [Stmt("store", self.slot(t), (self.expr(t, 3),))]
+
+    def s_augstore(self, ctx) -> list:
+        """``o[tid, k] op= value`` on a slot this thread stored before (same type: no cast)."""
+        t = self.r.choice(NUMERIC)
+        array, k = self.slot(t)
+        op = self.r.choice(AUG_OPS + (INT_AUG_OPS if is_int(t) else ()))
+        value = self.weak(t) if self.chance(0.4) else self.expr(t, 2)
+        return [Stmt("store", (array, k), (self.expr(t, 2),)),
+                Stmt("augstore", (array, k, op), (value,))]
 
     def s_inexact(self, ctx) -> list:
         t = self.r.choice(FLOATS)

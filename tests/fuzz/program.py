@@ -166,6 +166,8 @@ def stmt_source(s: Stmt, indent: int, out: list[str]) -> None:
         out.append(f"{pad}{s.attr[0]} {s.attr[1]}= {x[0]}")
     elif k == "store":  # attr: (array, slot) ; o_t[tid, slot] = value
         out.append(f"{pad}{s.attr[0]}[tid, {s.attr[1]}] = {x[0]}")
+    elif k == "augstore":  # attr: (array, slot, op) ; o_t[tid, slot] op= value
+        out.append(f"{pad}{s.attr[0]}[tid, {s.attr[1]}] {s.attr[2]}= {x[0]}")
     elif k == "setitem":  # attr: array name; exprs: index, value
         out.append(f"{pad}{s.attr}[{x[0]}] = {x[1]}")
     elif k == "local":  # attr: (name, n, dtype)

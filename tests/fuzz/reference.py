@@ -152,7 +152,8 @@ class Reference:
     def exec_block(self, stmts: list, th: Thread):
         for s in stmts:
             k = s.kind
-            if k in ("assign", "augassign", "store", "setitem", "local", "shared", "atomic"):
+            if k in ("assign", "augassign", "store", "augstore", "setitem", "local", "shared",
+                     "atomic"):
                 self.exec_simple(s, th)
             elif k == "if":
                 if self.ev(s.exprs[0], th):
@@ -225,6 +226,13 @@ class Reference:
             e = s.exprs[0]
             t = array[2:]
             self.arrays[array][th.tid, slot] = self.conv(e, self.ev(e, th), t)
+        elif k == "augstore":
+            array, slot, op = s.attr
+            e = s.exprs[0]
+            t = array[2:]
+            old = self.arrays[array][th.tid, slot]
+            old = int(old) if S.is_int(t) else S.NP[t](old)
+            self.arrays[array][th.tid, slot] = S.binop(op, old, self.conv(e, self.ev(e, th), t), t)
         elif k == "setitem":
             store, t, size = self.array_of(s.attr, th)
             i = self.ev(s.exprs[0], th)

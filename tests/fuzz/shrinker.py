@@ -222,7 +222,7 @@ def keep_slots(p: Program, slots: set[tuple[str, int]]) -> Program:
     """``p`` without the stores to output slots outside ``slots`` (those that differ)."""
     q = p.copy()
     for stmts in statement_lists(q):
-        stmts[:] = [s for s in stmts if not (s.kind == "store"
+        stmts[:] = [s for s in stmts if not (s.kind in ("store", "augstore")
                                             and (s.attr[0][2:], s.attr[1]) not in slots)]
     return q
 
