@@ -24,7 +24,7 @@ def test_random_programs_agree_with_the_reference(tmp_path):
         pytest.fail(f"CI=true and {NOT_FOUND}")
     jobs = min(2, os.cpu_count() or 1)
     report = campaign("cpu", PROGRAMS, seed=FIRST_SEED, jobs=jobs, out=str(tmp_path),
-                      size="small", ptxas=ptxas, shrink_seconds=20)
+                      size="tiny", ptxas=ptxas, shrink_seconds=20)
     print(report.summary())
     assert report.generated == PROGRAMS, report.summary()
     assert report.counts["agree"] == PROGRAMS, report.summary()
