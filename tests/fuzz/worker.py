@@ -39,9 +39,16 @@ def error_kind(detail: str) -> tuple[str, str]:
     return parts[0], parts[-1] if len(parts) == 3 else ""
 
 
-def shrink_failure(p: Program, outcome, backends, seconds: float) -> Program:
+def shrink_failure(p: Program, outcome, backends, seconds: float,
+                   ptxas: str | None = None) -> Program:
     """The smallest program found within ``seconds`` that fails as ``outcome`` did."""
     kind = error_kind(outcome.detail)
+    if outcome.detail.startswith("ptxas rejected") and ptxas:
+        def still_fails(q: Program) -> bool:
+            r = check(q, backends, ptxas=ptxas, seed_inputs=p.seed)
+            return r.ptx is not None and r.ptx.result() is not None
+
+        return Shrinker(still_fails, seconds).shrink(p)
 
     def still_fails(q: Program) -> bool:
         r = check(q, backends, seed_inputs=p.seed)
@@ -107,7 +114,8 @@ def main() -> None:
         if outcome.status in ("disagree", "internal") and args.out and not context_lost:
             t1 = time.perf_counter()
             budget = min(args.shrink_seconds, job.get("shrink_seconds", args.shrink_seconds))
-            shrunk = shrink_failure(p, outcome, backends, budget) if budget > 0 else p
+            shrunk = (shrink_failure(p, outcome, backends, budget, args.ptxas or None)
+                      if budget > 0 else p)
             reply["file"] = write_failure(args.out, p, shrunk, outcome, backends)
             times["shrink"] = time.perf_counter() - t1
         sys.stdout.write(json.dumps(reply) + "\n")
