@@ -296,6 +296,11 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     an LLVM intrinsic where every target has one, else the target's math library; float16
     computes in float32."""
     b = fl.builder
+    if t == T.float16 and name == "fma":
+        # in float64, where a product of float16s and its sum with one are exact for every
+        # finite float16 result: one rounding (float32 would round twice)
+        wide = [b.fpext(a, ir.DoubleType()) for a in args]
+        return convert(fl, math_call(fl, name, T.float64, wide), T.float64, T.float16)
     if t == T.float16 and name not in ("fabs", "copysign"):
         wide = [b.fpext(a, ir.FloatType()) for a in args]
         return b.fptrunc(math_call(fl, name, T.float32, wide), ir.HalfType())

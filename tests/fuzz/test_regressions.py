@@ -186,3 +186,24 @@ def test_uint64_and_signed_integers_compare_exactly(kj_backend):
     mixed_sign_compare[1, 32](o, u, s, t)
     want = np.stack([u > s, u == s, s < u, t >= u, (s < u) & (u <= t), u != t], axis=1)
     np.testing.assert_array_equal(o, want)
+
+
+# kj.fma of float16 computed in float32 rounded twice (once to float32, once to float16); in
+# float64 the sum is exact wherever the float16 result is finite, so it rounds once
+@kj.jit
+def fma16(o, a, b, c):
+    i = kj.grid(1)
+    o[i] = kj.fma(a[i], b[i], c[i])
+
+
+def test_float16_fma_rounds_once(kj_backend):
+    from tests.fuzz.semantics import fma
+
+    a = np.array([-3.805, 3.707, -2.35] + list(rng.uniform(-4, 4, 61)), np.float16)
+    b = np.array([1.25, 3.21, 1.5] + list(rng.uniform(-4, 4, 61)), np.float16)
+    c = np.array([2e-07, -0.0007024, -6e-08] + list(rng.uniform(-1, 1, 61) * 2.0**-12),
+                 np.float16)
+    o = np.zeros(64, np.float16)
+    fma16[2, 32](o, a, b, c)
+    want = np.array([fma(x, y, z, "float16") for x, y, z in zip(a, b, c)], np.float16)
+    np.testing.assert_array_equal(o, want)
