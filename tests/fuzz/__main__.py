@@ -34,9 +34,13 @@ def main(argv=None) -> int:
     ap.add_argument("--shrink-seconds", type=float, default=60.0)
     ap.add_argument("--no-ptxas", action="store_true", help="skip assembling the PTX")
     ap.add_argument("--replay", default=None, help="a saved program (.pkl) to run again")
+    ap.add_argument("--bad", action="store_true",
+                    help="programs with one mistake each, which must be rejected at its line")
     args = ap.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.backend)
+    if args.bad:
+        return bad_programs(args.n, args.seed or 0)
     ptxas = None if args.no_ptxas else find_tool("ptxas")
     if ptxas is None and not args.no_ptxas:
         print("ptxas not found: the PTX is not assembled", file=sys.stderr)
@@ -55,6 +59,21 @@ def main(argv=None) -> int:
                       shrink_seconds=args.shrink_seconds, progress=progress)
     print(report.summary(), flush=True)
     return 0 if report.run and report.counts["agree"] == report.generated else 1
+
+
+def bad_programs(n: int, seed: int) -> int:
+    import warnings
+
+    from .badinput import check_bad
+
+    warnings.simplefilter("ignore")
+    t0 = time.monotonic()
+    problems = [p for p in (check_bad(s) for s in range(seed, seed + n)) if p]
+    print(f"bad programs: {n} generated, {n - len(problems)} rejected at their line, "
+          f"{len(problems)} not, in {time.monotonic() - t0:.1f} s")
+    for p in problems[:10]:
+        print("  " + p.split("\n")[0])
+    return 1 if problems else 0
 
 
 def replay(path: str, backend: str) -> int:
