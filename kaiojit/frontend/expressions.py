@@ -12,10 +12,12 @@ from ..kir import Expr
 from ..kir.analysis import is_pure
 from . import records
 from .values import (
+    INT_LITERAL_RANGE,
     PyObj,
     const_expr,
     convert_const,
     describe,
+    exact_int_result,
     fold_binop,
     result_scalar,
     type_words,
@@ -41,6 +43,9 @@ class ExpressionTyping:
             self.error("None is not a value in kernels", node, UnsupportedError)
         if not isinstance(v, (bool, int, float, complex)):
             self.error(f"{v!r} is not a value in kernels", node, UnsupportedError)
+        if type(v) is int and not INT_LITERAL_RANGE[0] <= v < INT_LITERAL_RANGE[1]:
+            self.error("integer literal out of range: kernels hold integers of 64 bits (int64, "
+                       "or uint64 for those past int64)", node)
         return const_expr(v, self.loc(node))
 
     def visit_Name(self, node):
@@ -109,6 +114,12 @@ class ExpressionTyping:
             self.error("an integer to a negative integer power is not an integer", node)
         if op in ("<<", ">>"):
             operand_t = rt
+        if weak and rt.is_int and a.op == b.op == "const" and isinstance(a.attr, int) \
+                and isinstance(b.attr, int):
+            exact = exact_int_result(op, a.attr, b.attr)
+            if exact is not None and not INT_LITERAL_RANGE[0] <= exact < INT_LITERAL_RANGE[1]:
+                self.error(f"the integer constant {op} gives a value out of range: kernels hold "
+                           "integers of 64 bits (int64, or uint64 for those past int64)", node)
         a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
         folded = fold_binop(op, a2, b2, rt)
         if folded is not None:

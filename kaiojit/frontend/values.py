@@ -26,6 +26,28 @@ def numpy_if_imported():
     return sys.modules.get("numpy")
 
 
+INT_LITERAL_RANGE = (-(1 << 63), 1 << 64)  # a Python int a kernel holds (int64 or uint64)
+
+
+def exact_int_result(op: str, x: int, y: int) -> int | None:
+    """``x op y`` of Python ints where it is cheap to know exactly; a value outside
+    ``INT_LITERAL_RANGE`` stands for any too large to compute (None: not an integer result)."""
+    big = INT_LITERAL_RANGE[1] * 2
+    if op in ("+", "-", "*", "&", "|", "^"):
+        return {"+": x + y, "-": x - y, "*": x * y, "&": x & y, "|": x | y, "^": x ^ y}[op]
+    if op in ("//", "%"):
+        return None if y == 0 else (x // y if op == "//" else x % y)
+    if op == "**":
+        if y < 0:
+            return None
+        return x ** y if abs(x) < 2 or y < 130 else big
+    if op == "<<":
+        return None if y < 0 else (x << y if y < 130 or x == 0 else big)
+    if op == ">>":
+        return None if y < 0 else x >> min(y, 130)
+    return None
+
+
 def const_expr(value, loc=None) -> Expr:
     """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
     if isinstance(value, bool):
@@ -157,7 +179,11 @@ def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
         elif op == "%":
             r = x % y
         elif op == "**":
-            r = x ** y
+            if isinstance(x, int) and isinstance(y, int) and rt.is_int:
+                # the wrapped result without the exact one, which can take hours to compute
+                r = pow(x, y, 1 << rt.bits) if y >= 0 else None
+            else:
+                r = x ** y
         elif op == "<<":
             r = x << y if 0 <= y < rt.bits else None
         elif op == ">>":

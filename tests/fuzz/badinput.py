@@ -69,6 +69,10 @@ KINDS: dict[str, str] = {
     "attribute assignment": "a_int32.shape = 3",
     "starred assignment": "v_bad, *rest_bad = (1, 2, 3)",
     "comparison of an array": "v_bad = s_int32 < a_int32",
+    "range with a zero step": "for i_zero in range(0, 4, 0): pass",
+    "integer constant past 64 bits": "v_bad = s_int64 + 2 ** 100000",
+    "integer literal past 64 bits": "v_bad = 36893488147419103232",
+    "integer power taking hours": "v_bad = 3 ** 10 ** 10",
 }
 
 WRAPPERS = ("top", "if", "for", "device")

@@ -207,3 +207,38 @@ def test_float16_fma_rounds_once(kj_backend):
     fma16[2, 32](o, a, b, c)
     want = np.array([fma(x, y, z, "float16") for x, y, z in zip(a, b, c)], np.float16)
     np.testing.assert_array_equal(o, want)
+
+
+# bad-input fuzzing: a constant zero range() step compiled to an empty loop (Python raises),
+# integer constants past 64 bits wrapped silently (NumPy 2 raises), and folding 3 ** 10 ** 10
+# computed the exact power (hours); a typed one wraps through a modular power
+def zero_step(o):
+    for i in range(0, 4, 0):
+        o[0] = i
+
+
+def huge_power(o):
+    o[0] = 3 ** 10 ** 10
+
+
+def huge_literal(o):
+    o[0] = 36893488147419103232
+
+
+def typed_power(o):
+    o[0] = kj.int64(3) ** 10 ** 10
+
+
+@pytest.mark.parametrize("pyfunc, snippet", [(zero_step, "0):"), (huge_power, "3 ** 10 ** 10"),
+                                             (huge_literal, "36893488147419103232")],
+                         ids=["zero step", "huge power", "huge literal"])
+def test_constants_python_rejects_are_located_errors(pyfunc, snippet):
+    from tests.located import assert_located, compile_error
+
+    assert_located(compile_error(pyfunc, "void(int64[::1])"), pyfunc, snippet)
+
+
+def test_typed_integer_power_folds_by_wrapping(kj_backend):
+    o = np.zeros(1, np.int64)
+    kj.jit(typed_power)[1, 1](o)
+    assert o[0] == np.int64(pow(3, 10**10, 2**64) - 2**64 * (pow(3, 10**10, 2**64) >= 2**63))
