@@ -73,6 +73,7 @@ KINDS: dict[str, str] = {
     "integer constant past 64 bits": "v_bad = s_int64 + 2 ** 100000",
     "integer literal past 64 bits": "v_bad = 36893488147419103232",
     "integer power taking hours": "v_bad = 3 ** 10 ** 10",
+    "local array past 512 KB": "v_bad = kj.local.array(4000000, kj.float32)",
 }
 
 WRAPPERS = ("top", "if", "for", "device")

@@ -242,3 +242,18 @@ def test_typed_integer_power_folds_by_wrapping(kj_backend):
     o = np.zeros(1, np.int64)
     kj.jit(typed_power)[1, 1](o)
     assert o[0] == np.int64(pow(3, 10**10, 2**64) - 2**64 * (pow(3, 10**10, 2**64) >= 2**63))
+
+
+# bad-input fuzzing: a 16 MB local array crashed the cpu backend (the stack of the thread that
+# ran it); a thread has at most 512 KB of local memory in CUDA, so more is a located error
+def big_local(o, s):
+    v = kj.local.array(4000000, kj.float32)
+    v[s] = 1.0
+    o[0] = v[s]
+
+
+def test_local_array_past_512_kb_is_a_located_error():
+    from tests.located import assert_located, compile_error
+
+    err = compile_error(big_local, "void(float32[::1], int64)")
+    assert_located(err, big_local, "kj.local.array(4000000, kj.float32)")
