@@ -230,6 +230,8 @@ def math_fn(name: str, args: list, t: str):
         if name in ("erf", "erfc"):
             x = float(args[0])
             return NP[t](getattr(math, name)(x))
+        if name == "pow":  # C's pow, as math.pow (NumPy's power of scalars takes shortcuts)
+            return float_binop("**", args[0], args[1], t)
         fn = getattr(np, _NP_NAME.get(name, name))
         if name in ("fmod", "copysign", "fabs", "floor", "ceil", "trunc", "rint"):
             return NP[t](fn(*args))
