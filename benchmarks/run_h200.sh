@@ -47,8 +47,10 @@ for step in $steps; do
         peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
-    fuzz)
-        timeout ${FUZZ_TIMEOUT:-240} python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} 2>&1 | tee "$OUT/fuzz.log" | tail -15 ;;
+    fuzz)  # one device call of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
+        ft=${FUZZ_TIMEOUT:-540}
+        timeout $ft python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} --size ${FUZZ_SIZE:-small} --budget $((ft - 90)) \
+            --out "$OUT/fuzz-failures" 2>&1 | tee "$OUT/fuzz.log" | tail -25 ;;
     multi|all)
         timeout 120 python3 benchmarks/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -6 ;;
     esac

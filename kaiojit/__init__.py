@@ -129,8 +129,8 @@ bf16 = bfloat16
 intp, uintp = int64, uint64
 
 
-def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug: bool = False,
-        lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
+def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
+        debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
@@ -143,7 +143,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, debug
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
     if not 0 <= opt <= 3:
         raise ValueError(f"opt must be 0 to 3, got {opt}")
-    options = _CompileOptions(fastmath=bool(fastmath), debug=bool(debug), lineinfo=bool(lineinfo),
+    options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
                               link=_link_files(link))
 

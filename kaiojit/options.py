@@ -17,6 +17,7 @@ VERSION = "0.1.0"  # kaiojit's version: part of every cache key
 @dataclass(frozen=True, slots=True)
 class CompileOptions:
     fastmath: bool = False
+    contract: bool = True  # False: no multiply-add is fused into an fma (bit-exact IEEE steps)
     debug: bool = False
     lineinfo: bool = False
     opt: int = 3

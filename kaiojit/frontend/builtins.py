@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import sys
 
 from .. import language as L
@@ -215,10 +216,17 @@ def _alignment(typer, node) -> int:
     return max(value, 16)
 
 
+LOCAL_MEMORY_LIMIT = 512 * 1024  # CUDA's local memory a thread (every compute capability)
+
+
 def _local_array(typer, node):
     shape, dtype = _array_args(typer, node, "kj.local.array")
     if not shape or 0 in shape:
         typer.error("kj.local.array needs a shape with no zero dimension", node.args[0])
+    nbytes = math.prod(shape) * max(dtype.itemsize, 1)
+    if nbytes > LOCAL_MEMORY_LIMIT:
+        typer.error(f"kj.local.array of {nbytes} bytes: a thread has at most "
+                    f"{LOCAL_MEMORY_LIMIT // 1024} KB of local memory", node)
     return Expr("local", T.ArrayType(dtype, len(shape), "C"), attr=(shape, dtype),
                 loc=typer.loc(node))
 

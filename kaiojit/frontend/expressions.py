@@ -12,10 +12,12 @@ from ..kir import Expr
 from ..kir.analysis import is_pure
 from . import records
 from .values import (
+    INT_LITERAL_RANGE,
     PyObj,
     const_expr,
     convert_const,
     describe,
+    exact_int_result,
     fold_binop,
     result_scalar,
     type_words,
@@ -41,6 +43,9 @@ class ExpressionTyping:
             self.error("None is not a value in kernels", node, UnsupportedError)
         if not isinstance(v, (bool, int, float, complex)):
             self.error(f"{v!r} is not a value in kernels", node, UnsupportedError)
+        if type(v) is int and not INT_LITERAL_RANGE[0] <= v < INT_LITERAL_RANGE[1]:
+            self.error("integer literal out of range: kernels hold integers of 64 bits (int64, "
+                       "or uint64 for those past int64)", node)
         return const_expr(v, self.loc(node))
 
     def visit_Name(self, node):
@@ -109,6 +114,12 @@ class ExpressionTyping:
             self.error("an integer to a negative integer power is not an integer", node)
         if op in ("<<", ">>"):
             operand_t = rt
+        if weak and rt.is_int and a.op == b.op == "const" and isinstance(a.attr, int) \
+                and isinstance(b.attr, int):
+            exact = exact_int_result(op, a.attr, b.attr)
+            if exact is not None and not INT_LITERAL_RANGE[0] <= exact < INT_LITERAL_RANGE[1]:
+                self.error(f"the integer constant {op} gives a value out of range: kernels hold "
+                           "integers of 64 bits (int64, or uint64 for those past int64)", node)
         a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
         folded = fold_binop(op, a2, b2, rt)
         if folded is not None:
@@ -170,6 +181,11 @@ class ExpressionTyping:
                 if not isinstance(e.type, T.ScalarType):
                     self.error(f"cannot compare {type_words(e.type)}", n)
             t = result_scalar(left.type, left.weak, right.type, right.weak)
+            if _mixed_sign_64(left, right):
+                cmp = self.exact_mixed_compare(op, left, right, node)
+                out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
+                left = right
+                continue
             if t.is_complex and op not in ("==", "!="):
                 self.error(f"complex numbers have no order: {op} of {left.type} and "
                            f"{right.type}", node)
@@ -178,6 +194,34 @@ class ExpressionTyping:
             out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
             left = right
         return out
+
+    def exact_mixed_compare(self, op: str, left: Expr, right: Expr, node) -> Expr:
+        """uint64 against a signed integer, by value as NumPy 2 compares them (their common
+        type, float64, would round both): a negative signed side is the smaller, otherwise
+        both compare as uint64."""
+        loc = self.loc(node)
+        signed_left = left.type.kind == "i"
+        if signed_left:
+            left = Expr("reuse", left.type, (left,), loc=left.loc)
+        else:
+            right = Expr("reuse", right.type, (right,), loc=right.loc)
+        signed = left if signed_left else right
+        negative = Expr("cmp", T.bool_, (self.coerce(signed, T.int64, node),
+                                         Expr("const", T.int64, attr=0, loc=loc)), attr="<",
+                        loc=loc)
+        unsigned = Expr("cmp", T.bool_, (self.coerce(left, T.uint64, node),
+                                         self.coerce(right, T.uint64, node)), attr=op, loc=loc)
+        less = {"<": True, "<=": True, ">": False, ">=": False}
+        if op in less:
+            when_negative = less[op] if signed_left else not less[op]
+        else:
+            when_negative = op == "!="
+        # straight-line (no select or and/or: a branch would leave a reused operand computed
+        # where a later comparison of a chain cannot see it)
+        if when_negative:
+            return Expr("binop", T.bool_, (negative, unsigned), attr="|", loc=loc)
+        return Expr("binop", T.bool_, (Expr("not", T.bool_, (negative,), loc=loc), unsigned),
+                    attr="&", loc=loc)
 
     def visit_IfExp(self, node):
         cond = self.truth(self.expr(node.test), node.test)
@@ -276,21 +320,26 @@ class ExpressionTyping:
         return call_builtin(self, fn.value, node)
 
 
-_ASSIGNED_CACHE: dict[int, frozenset] = {}
-
-
 def _assigned_names(fdef: ast.FunctionDef) -> frozenset:
-    key = id(fdef)
-    names = _ASSIGNED_CACHE.get(key)
+    """The names ``fdef`` assigns, kept on the node (an id-keyed table would hand a new tree
+    at a freed tree's address the old tree's names)."""
+    names = getattr(fdef, "_kaiojit_assigned", None)
     if names is None:
-        found = set()
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                found.add(n.id)
-        names = _ASSIGNED_CACHE[key] = frozenset(found)
+        names = frozenset(n.id for n in ast.walk(fdef)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        fdef._kaiojit_assigned = names
     return names
 
 
 def _has_slice(node) -> bool:
     return isinstance(node, ast.Slice) or (
         isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.elts))
+
+
+def _mixed_sign_64(a: Expr, b: Expr) -> bool:
+    """uint64 meeting a signed integer (both typed): NumPy 2 compares those exactly."""
+    if a.weak or b.weak or not all(isinstance(e.type, T.ScalarType) and e.type.is_int
+                                   for e in (a, b)):
+        return False
+    kinds = {a.type.kind, b.type.kind}
+    return kinds == {"i", "u"} and T.uint64 in (a.type, b.type)

@@ -31,15 +31,19 @@ class FunctionSource:
         return SourceLocation(self.filename, line, col, text, end_col)
 
 
-_SOURCE_CACHE: dict[object, FunctionSource] = {}
+_SOURCE_ATTR = "__kaiojit_source__"
 
 
 def function_source(pyfunc) -> FunctionSource:
-    """Parse ``pyfunc``'s source; works for modules and for notebook cells linecache knows."""
+    """Parse ``pyfunc``'s source; works for modules and for notebook cells linecache knows.
+
+    The parse is kept on the function itself, so it lives as long as the function: code
+    objects compare equal across files (their filename is not compared), so a table keyed by
+    them handed one function another's source and locations."""
     code = pyfunc.__code__
-    cached = _SOURCE_CACHE.get(code)
-    if cached is not None:
-        return cached
+    cached = getattr(pyfunc, _SOURCE_ATTR, None)
+    if cached is not None and cached[0] is code:
+        return cached[1]
     filename = code.co_filename
     try:
         src_lines, first = inspect.getsourcelines(pyfunc)
@@ -62,5 +66,8 @@ def function_source(pyfunc) -> FunctionSource:
     if not linecache.getlines(filename):
         all_lines = [""] * (first - 1) + src_lines
     result = FunctionSource(fdef, filename, all_lines, indent)
-    _SOURCE_CACHE[code] = result
+    try:
+        setattr(pyfunc, _SOURCE_ATTR, (code, result))
+    except (AttributeError, TypeError):
+        pass
     return result

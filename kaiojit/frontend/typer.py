@@ -22,6 +22,7 @@ from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .unroll import static_for
 from .values import (
+    INT_LITERAL_RANGE,
     STRING_ONLY_IN_PRINT,
     PyObj,
     const_expr,
@@ -112,6 +113,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             self._block(fdef.body)
             if not self.changed:
                 break
+        # every return converts to the type all of them unify to, the later ones included
+        self.final_return = self._return_type() if self.return_types else T.void
         self._reset_pass()
         self.final = True
         body = self._block(fdef.body)
@@ -202,6 +205,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if isinstance(v, tuple):
             elts = tuple(self.constant(x, node) for x in v)
             return Expr("tuple", T.TupleType(tuple(e.type for e in elts)), elts, loc=self.loc(node))
+        if type(v) is int and not INT_LITERAL_RANGE[0] <= v < INT_LITERAL_RANGE[1]:
+            self.error(f"the integer {v if abs(v) < 10**30 else 'constant'} is out of range: "
+                       "kernels hold integers of 64 bits (int64, or uint64 past int64)", node)
         return const_expr(v, self.loc(node))
 
     def coerce(self, e: Expr, t: T.Type, node=None) -> Expr:
@@ -472,6 +478,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         for a, n in zip(args, it.args):
             if not (isinstance(a.type, T.ScalarType) and (a.type.is_int or a.type.is_bool)):
                 self.error(f"range() needs integers, got {type_words(a.type)}", n)
+        if len(args) == 3 and args[2].op == "const" and args[2].attr == 0:
+            self.error("range() step must not be zero", it.args[2])  # Python's ValueError
         if len(args) == 1:
             args = [const_expr(0, self.loc(it)), args[0], const_expr(1, self.loc(it))]
         elif len(args) == 2:
@@ -563,8 +571,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             self.error(f"cannot return {type_words(value.type)}", node.value)
         self.return_types.append((value.type, value.weak))
         if self.final:
-            ret = self._return_type()
-            if ret == T.void:
+            ret = self.final_return
+            if ret == T.void or any(t == T.void for t, _ in self.return_types):
                 self.error("this function returns both a value and nothing", node)
             value = self.coerce(value, ret, node)
         return kir.Return(value, self.loc(node))

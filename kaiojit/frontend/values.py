@@ -26,6 +26,28 @@ def numpy_if_imported():
     return sys.modules.get("numpy")
 
 
+INT_LITERAL_RANGE = (-(1 << 63), 1 << 64)  # a Python int a kernel holds (int64 or uint64)
+
+
+def exact_int_result(op: str, x: int, y: int) -> int | None:
+    """``x op y`` of Python ints where it is cheap to know exactly; a value outside
+    ``INT_LITERAL_RANGE`` stands for any too large to compute (None: not an integer result)."""
+    big = INT_LITERAL_RANGE[1] * 2
+    if op in ("+", "-", "*", "&", "|", "^"):
+        return {"+": x + y, "-": x - y, "*": x * y, "&": x & y, "|": x | y, "^": x ^ y}[op]
+    if op in ("//", "%"):
+        return None if y == 0 else (x // y if op == "//" else x % y)
+    if op == "**":
+        if y < 0:
+            return None
+        return x ** y if abs(x) < 2 or y < 130 else big
+    if op == "<<":
+        return None if y < 0 else (x << y if y < 130 or x == 0 else big)
+    if op == ">>":
+        return None if y < 0 else x >> min(y, 130)
+    return None
+
+
 def const_expr(value, loc=None) -> Expr:
     """A weak constant for a Python scalar, or a typed one for a NumPy scalar."""
     if isinstance(value, bool):
@@ -84,17 +106,36 @@ def convert_const(v, t: T.ScalarType):
     if isinstance(v, complex):
         v = v.real  # NumPy's cast keeps the real part (the typer allows it only explicitly)
     if t.is_float:
+        if isinstance(v, int) and abs(v) >= 1 << 53:  # float(v) would round twice
+            return _int_to_float(v, t.bits)
         return round_to_float(float(v), t.bits)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return 0
-        v = int(v)
-    v = int(v)
     bits = t.bits
+    if isinstance(v, float):  # as the conversion in a kernel: toward zero, saturating, NaN is 0
+        if math.isnan(v):
+            return 0
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t.kind == "i" else \
+            (0, (1 << bits) - 1)
+        return lo if v <= lo else hi if v >= hi else int(v)
+    v = int(v)
     v &= (1 << bits) - 1
     if t.kind == "i" and v >= 1 << (bits - 1):
         v -= 1 << bits
     return v
+
+
+def _int_to_float(v: int, bits: int) -> float:
+    """The integer ``v`` rounded once to a float of ``bits`` bits (to nearest, ties to even)."""
+    mant = {16: 11, 32: 24, 64: 53}[bits]
+    shift = abs(v).bit_length() - mant
+    q, r = divmod(abs(v), 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    sign = -1.0 if v < 0 else 1.0
+    try:
+        return round_to_float(sign * float(q << shift), bits)  # exact, or too large
+    except OverflowError:
+        return sign * math.inf
 
 
 def round_to_float(v: float, bits: int) -> float:
@@ -138,7 +179,11 @@ def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
         elif op == "%":
             r = x % y
         elif op == "**":
-            r = x ** y
+            if isinstance(x, int) and isinstance(y, int) and rt.is_int:
+                # the wrapped result without the exact one, which can take hours to compute
+                r = pow(x, y, 1 << rt.bits) if y >= 0 else None
+            else:
+                r = x ** y
         elif op == "<<":
             r = x << y if 0 <= y < rt.bits else None
         elif op == ">>":

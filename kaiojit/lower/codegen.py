@@ -24,6 +24,15 @@ from .debuginfo import DebugInfo
 from .llvmtypes import I1, I8, I64, const, ll_mem_type, ll_type
 
 
+def fp_flags(options) -> tuple[str, ...]:
+    """LLVM's fast-math flags for floating-point operations: ``fast`` under ``fastmath=True``;
+    else ``contract`` (a multiply and an add may fuse into an fma, as nvcc's ``--fmad=true``)
+    unless ``contract=False`` asks for every operation rounded on its own."""
+    if getattr(options, "fastmath", False):
+        return ("fast",)
+    return ("contract",) if getattr(options, "contract", True) else ()
+
+
 class ModuleLowering:
     """One LLVM module: a kernel and the device functions it calls."""
 
@@ -111,7 +120,7 @@ class FunctionLowering:
         self.nonneg_vars = nonnegative_vars(kfunc)
         self.shared_vars = shared_array_vars(kfunc)
         self.ret_slot = None
-        self.fastmath = ("fast",) if getattr(self.options, "fastmath", False) else ("contract",)
+        self.fastmath = fp_flags(self.options)
         self.reused: dict[int, ir.Value] = {}
         self.array_name = "?"  # the array being indexed, for a debug bounds check
 

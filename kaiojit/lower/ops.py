@@ -55,11 +55,19 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     if src.is_bool:
         return b.uitofp(v, lt) if dst.is_float else b.zext(v, lt)
     if src.is_float and dst.is_float:
+        if dst == T.float16 and src == T.float64 and fl.target.name != "nvptx":
+            return b.fptrunc(_round_to_odd_f32(fl, v), lt)
         return b.fpext(v, lt) if dst.bits > src.bits else b.fptrunc(v, lt)
     if src.is_float:
         name = "llvm.fptosi.sat" if dst.kind == "i" else "llvm.fptoui.sat"
         fn = fl.mod.declare(f"{name}.{_suffix(lt)}.{_suffix(v.type)}", lt, [v.type])
         return b.call(fn, [v])
+    if dst == T.float16:
+        # through float32: exact below 2**24, and every larger integer overflows float16 to
+        # inf either way, as NumPy's conversion does (nothing relies on how the GPU's direct
+        # integer-to-f16 cvt treats values past 65504)
+        wide = b.sitofp(v, ir.FloatType()) if src.kind == "i" else b.uitofp(v, ir.FloatType())
+        return b.fptrunc(wide, lt)
     if dst.is_float:
         return b.sitofp(v, lt) if src.kind == "i" else b.uitofp(v, lt)
     if dst.bits < src.bits:
@@ -82,6 +90,24 @@ def float_to_bf16(fl, v):
     is_nan = b.fcmp_unordered("uno", v, v)
     out = b.select(is_nan, ir.Constant(I32, 0x7FFF), rounded)
     return b.bitcast(b.trunc(out, I16), BFLOAT)
+
+
+def _round_to_odd_f32(fl, v):
+    """A float64 narrowed to float32 rounding to odd: rounding that on to float16 then rounds
+    once, as a direct conversion does. The host has no float64-to-float16 instruction, and
+    LLVM's call for it (``__truncdfhf2``) is not in the process to link."""
+    b = fl.builder
+    f32 = ir.FloatType()
+    y = b.fptrunc(v, f32)
+    inexact = b.fcmp_ordered("!=", b.fpext(y, v.type), v)  # NaN: unordered, kept as it is
+    bits = b.bitcast(y, I32)
+    even = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 1)), ir.Constant(I32, 0))
+    # the odd neighbour is one unit further from zero when |y| < |v|, nearer when |y| > |v|
+    too_big = b.fcmp_ordered(">", b.fpext(math_call(fl, "fabs", T.float32, [y]), v.type),
+                             math_call(fl, "fabs", T.float64, [v]))
+    step = b.select(too_big, ir.Constant(I32, -1), ir.Constant(I32, 1))
+    odd = b.bitcast(b.add(bits, step), f32)
+    return b.select(b.and_(inexact, even), odd, y)
 
 
 def _suffix(t: ir.Type) -> str:
@@ -109,10 +135,8 @@ def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
             return b.fmul(a, b_, flags=fm)
         if op == "/":
             return b.fdiv(a, b_, flags=fm)
-        if op == "//":
-            return math_call(fl, "floor", t, [b.fdiv(a, b_, flags=fm)])
-        if op == "%":
-            return _float_mod(fl, a, b_)
+        if op in ("//", "%"):
+            return float_divmod(fl, t, a, b_)[0 if op == "//" else 1]
         if op == "**":
             return _float_pow(fl, t, a, b_)
     else:
@@ -162,14 +186,36 @@ def _int_divmod(fl, op: str, signed: bool, a, b_):
     return b.select(b.or_(is_zero, is_m1), zero, r)
 
 
-def _float_mod(fl, a, b_):
+def float_divmod(fl, t: T.ScalarType, a, b_):
+    """Python's (and NumPy's) ``(a // b, a % b)`` of floats, NumPy's ``npy_divmod`` step by
+    step: from the exact ``fmod``, the quotient ``(a - mod) / b`` stepped down when the
+    remainder's sign differs from the divisor's, then rounded to the nearest integer (not
+    ``floor(a / b)``, whose rounded quotient can be one too large: ``1 // 0.1`` is 9.0); a zero
+    remainder takes the divisor's sign; ``x // 0`` is ``x / 0`` and ``x % 0`` NaN; an infinite
+    ``a`` gives NaN. float16 computes in float32, as NumPy's half loops do."""
     b = fl.builder
-    r = b.frem(a, b_)
-    zero = ir.Constant(a.type, 0.0)
-    # Python: the result takes the divisor's sign
-    differ = b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", b_, zero))
-    adjust = b.and_(b.fcmp_ordered("!=", r, zero), differ)
-    return b.select(adjust, b.fadd(r, b_), r)
+    if t == T.float16:
+        f32 = ir.FloatType()
+        div, mod = float_divmod(fl, T.float32, b.fpext(a, f32), b.fpext(b_, f32))
+        return b.fptrunc(div, a.type), b.fptrunc(mod, a.type)
+    fm = fl.fastmath
+    zero, one, half = (ir.Constant(a.type, v) for v in (0.0, 1.0, 0.5))
+    mod = raw_mod = math_call(fl, "fmod", t, [a, b_])
+    quotient = b.fdiv(a, b_, flags=fm)
+    div = b.fdiv(b.fsub(a, mod, flags=fm), b_, flags=fm)
+    mod_nonzero = b.fcmp_unordered("!=", mod, zero)  # C's `if (mod)`: NaN is true
+    signs_differ = b.xor(b.fcmp_ordered("<", b_, zero), b.fcmp_ordered("<", mod, zero))
+    adjust = b.and_(mod_nonzero, signs_differ)
+    signed_zero = math_call(fl, "copysign", t, [zero, b_])
+    mod = b.select(adjust, b.fadd(mod, b_, flags=fm), b.select(mod_nonzero, mod, signed_zero))
+    div = b.select(adjust, b.fsub(div, one, flags=fm), div)
+    floor = math_call(fl, "floor", t, [div])
+    up = b.fcmp_ordered(">", b.fsub(div, floor, flags=fm), half)
+    floor = b.select(up, b.fadd(floor, one, flags=fm), floor)
+    floordiv = b.select(b.fcmp_unordered("!=", div, zero), floor,
+                        math_call(fl, "copysign", t, [zero, quotient]))
+    b_zero = b.fcmp_ordered("==", b_, zero)
+    return b.select(b_zero, quotient, floordiv), b.select(b_zero, raw_mod, mod)
 
 
 def _shift(fl, op: str, signed: bool, a, b_):
@@ -192,7 +238,7 @@ def _float_pow(fl, t: T.ScalarType, a, b_):
             return fl.builder.fmul(a, a, flags=fl.fastmath)
         if c == 1.0:
             return a
-        if c == 0.5:
+        if c == 0.5:  # NumPy's power does the same: (-0.0) ** 0.5 is -0.0, (-inf) ** 0.5 NaN
             return math_call(fl, "sqrt", t, [a])
     return math_call(fl, "pow", t, [a, b_])
 
@@ -250,6 +296,11 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     an LLVM intrinsic where every target has one, else the target's math library; float16
     computes in float32."""
     b = fl.builder
+    if t == T.float16 and name == "fma":
+        # in float64, where a product of float16s and its sum with one are exact for every
+        # finite float16 result: one rounding (float32 would round twice)
+        wide = [b.fpext(a, ir.DoubleType()) for a in args]
+        return convert(fl, math_call(fl, name, T.float64, wide), T.float64, T.float16)
     if t == T.float16 and name not in ("fabs", "copysign"):
         wide = [b.fpext(a, ir.FloatType()) for a in args]
         return b.fptrunc(math_call(fl, name, T.float32, wide), ir.HalfType())

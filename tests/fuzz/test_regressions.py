@@ -1,0 +1,259 @@
+"""Regression tests from the differential fuzzer (``python -m tests.fuzz``): each is a shrunk
+program that once disagreed with the reference (or crashed), with the seed that found it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import kaiojit as kj
+
+rng = np.random.default_rng()
+
+
+# seed 18: float64 -> float16 on the host called __truncdfhf2, which MCJIT could not resolve
+# (a jump to address 0). Now it rounds to odd in float32, then to float16: one rounding.
+@kj.jit(contract=False)
+def f64_to_f16(o, a, s):
+    tid = kj.grid(1)
+    if math.isinf(kj.float16(s)):
+        o[tid] = kj.float16(-1.0)
+    else:
+        o[tid] = kj.float16(a[tid])
+
+
+def test_float64_to_float16_rounds_once(kj_backend):
+    h = rng.integers(0, 0x7C00, 256).astype(np.uint16).view(np.float16)
+    up = np.nextafter(h, np.float16(np.inf))
+    mid = (h.astype(np.float64) + up.astype(np.float64)) / 2  # ties, and one float64 off them
+    a = np.concatenate([mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), -mid,
+                        [np.nan, np.inf, -1e300, 1e-300, 65520.0, 65519.99, 0.0, -0.0]])
+    a = np.concatenate([a, np.zeros(-len(a) % 64)])
+    o = np.full(len(a), 7, np.float16)
+    f64_to_f16[len(a) // 64, 64](o, a, 1.0)
+    np.testing.assert_array_equal(o, a.astype(np.float16))
+    f64_to_f16[len(a) // 64, 64](o, a, math.inf)
+    assert (o == -1).all()
+
+
+# seeds 21, 26, 32: float // was floor(a / b) (inf // 1 gave inf, 1 // 0.1 gave 10) and a zero
+# float % kept the dividend's sign; both now follow NumPy's npy_divmod (Python's rule)
+@kj.jit(contract=False)
+def float_divmod(q, r, a, b):
+    i = kj.grid(1)
+    q[i] = a[i] // b[i]
+    r[i] = a[i] % b[i]
+
+
+DIVMOD_VALUES = [0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 3.0, -4.0, 2.0, np.inf, -np.inf, np.nan, 1e308,
+                 5e-324, 7.5, -7.5, 1e16, 3.3, 65504.0]
+
+
+def _same_bits(x, y):
+    return (x.view(f"u{x.itemsize}") == y.view(f"u{y.itemsize}")) | (np.isnan(x) & np.isnan(y))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16], ids=lambda d: d.__name__)
+def test_float_floor_division_and_remainder_follow_numpy(kj_backend, dtype):
+    extra = list(rng.standard_normal(20) * 50)
+    values = DIVMOD_VALUES + extra
+    a = np.array([x for x in values for _ in values]).astype(dtype)
+    b = np.array([y for _ in values for y in values]).astype(dtype)
+    pad = -len(a) % 64
+    a, b = np.concatenate([a, np.ones(pad, dtype)]), np.concatenate([b, np.ones(pad, dtype)])
+    q, r = np.full_like(a, 9), np.full_like(a, 9)
+    float_divmod[len(a) // 64, 64](q, r, a, b)
+    with np.errstate(all="ignore"):
+        assert _same_bits(q, np.floor_divide(a, b)).all()
+        assert _same_bits(r, np.remainder(a, b)).all()
+
+
+# seeds 112, 145, 154: a constant float converted to an unsigned (or out-of-range) integer was
+# folded by wrapping; conversions saturate (NaN is 0), folded or not
+@kj.jit(contract=False)
+def folded_casts(o):
+    tid = kj.grid(1)
+    o[tid, 0] = kj.uint64(kj.float64(-65504.0))
+    o[tid, 1] = np.uint64(kj.float16(-1.5))
+    o[tid, 2] = kj.uint32(np.float64(-1.5))
+    o[tid, 3] = kj.int32(kj.float64(1e30))
+    o[tid, 4] = kj.int64(kj.float32(-1e30))
+    o[tid, 5] = kj.uint64(kj.float32(1e30))
+
+
+def test_folded_float_to_int_casts_saturate(kj_backend):
+    o = np.full((32, 6), 5, np.int64)
+    folded_casts[1, 32](o)
+    expected = [0, 0, 0, 2**31 - 1, -(2**63), -1]  # the last: 2**64 - 1 read as int64
+    assert (o == expected).all(), o[0]
+
+
+# seed 130: a device function whose returns have different types returned the first one's
+# type from the earlier return statements (an internal IR error); they all take the unified type
+@kj.jit(device=True)
+def two_return_types(x):
+    if x > 0:
+        return kj.uint32(7)
+    return kj.int64(-3)
+
+
+@kj.jit
+def call_two_return_types(o, a):
+    i = kj.grid(1)
+    o[i] = two_return_types(a[i])
+
+
+def test_returns_of_several_types_unify(kj_backend):
+    a = rng.standard_normal(64)
+    o = np.zeros(64, np.int64)
+    call_two_return_types[2, 32](o, a)
+    np.testing.assert_array_equal(o, np.where(a > 0, 7, -3))
+
+
+@kj.jit(contract=False)
+def int_to_float32(o, a):
+    tid = kj.grid(1)
+    o[tid, 0] = kj.float32(kj.int64(1152921573326323713))  # 2**60 + 2**36 + 1, folded
+    o[tid, 1] = kj.float32(a[tid])  # the same, converted at run time
+
+
+def test_folded_int_to_float_rounds_once(kj_backend):
+    o = np.zeros((32, 2), np.float32)
+    int_to_float32[1, 32](o, np.full(32, 2**60 + 2**36 + 1, np.int64))
+    assert (o == np.float32(2**60 + 2**37)).all()  # one rounding (float(int) would round twice)
+
+
+# integers past float16's range convert to inf (through float32, one rounding), as NumPy
+@kj.jit(contract=False)
+def int_to_half(o, a, b):
+    i = kj.grid(1)
+    o[i, 0] = kj.float16(a[i])
+    o[i, 1] = kj.float16(b[i])
+
+
+def test_integer_to_float16_overflows_to_inf(kj_backend):
+    a = np.array([65504, 65519, 65520, 70000, -65520, 2**31 - 1, -(2**31), 2049, 2051] * 4
+                 + [7] * 28, np.int32)
+    b = np.array([65504, 65520, 2**64 - 1, 2**40, 3, 0, 2**63, 4097] * 8, np.uint64)
+    o = np.zeros((64, 2), np.float16)
+    int_to_half[2, 32](o, a, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(o[:, 0], a.astype(np.float16))
+        np.testing.assert_array_equal(o[:, 1], b.astype(np.float16))
+
+
+# bad-input fuzzing: two device functions of the same code in two files shared one parse (code
+# objects compare equal across files), so an error in the second was located in the first file
+def test_same_code_in_two_files_is_located_in_its_own(tmp_path):
+    import linecache
+
+    source = ("import kaiojit as kj\n\n\n@kj.jit(device=True)\ndef helper(q):\n"
+              "    v = kj.float32(1.0, 2.0)\n    return q\n\n\n"
+              "def kern(o):\n    o[0] = helper(o[0])\n")
+    for name in ("<first-file>", "<second-file>"):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        namespace: dict = {}
+        exec(compile(source, name, "exec"), namespace)
+        with pytest.raises(kj.CompileError) as info:
+            kj.compile_ptx(namespace["kern"], "void(float32[::1])")
+        assert str(info.value).startswith(f"{name}:6:9: "), str(info.value)
+        linecache.cache.pop(name)
+
+
+# found by reading the reference against kaiojit (NumPy 2 rule): uint64 against a signed integer
+# compared in float64, so 2**53 + 1 == 2**53 and 2**63 > 2**63 - 1 was False
+@kj.jit
+def mixed_sign_compare(o, u, s, t):
+    i = kj.grid(1)
+    o[i, 0] = u[i] > s[i]
+    o[i, 1] = u[i] == s[i]
+    o[i, 2] = s[i] < u[i]
+    o[i, 3] = t[i] >= u[i]
+    o[i, 4] = s[i] < u[i] <= t[i]
+    o[i, 5] = u[i] != t[i]
+
+
+def test_uint64_and_signed_integers_compare_exactly(kj_backend):
+    edge_u = [2**53 + 1, 2**64 - 1, 5, 2**63, 0, 2**63 - 1, 2**53, 7]
+    edge_s = [2**53, -1, 5, 2**63 - 1, -(2**63), 2**63 - 1, 2**53 + 1, -7]
+    u = np.array(edge_u * 4, np.uint64)
+    s = np.array(edge_s * 4, np.int64)
+    t = np.array(list(rng.integers(-(2**31), 2**31, 32)), np.int32)
+    t[:8] = [-1, 5, 2**31 - 1, 0, -5, 7, 1, 6]
+    o = np.zeros((32, 6), np.bool_)
+    mixed_sign_compare[1, 32](o, u, s, t)
+    want = np.stack([u > s, u == s, s < u, t >= u, (s < u) & (u <= t), u != t], axis=1)
+    np.testing.assert_array_equal(o, want)
+
+
+# kj.fma of float16 (also found by seed 105653) computed in float32 rounded twice (once to float32, once to float16); in
+# float64 the sum is exact wherever the float16 result is finite, so it rounds once
+@kj.jit
+def fma16(o, a, b, c):
+    i = kj.grid(1)
+    o[i] = kj.fma(a[i], b[i], c[i])
+
+
+def test_float16_fma_rounds_once(kj_backend):
+    from tests.fuzz.semantics import fma
+
+    a = np.array([-3.805, 3.707, -2.35] + list(rng.uniform(-4, 4, 61)), np.float16)
+    b = np.array([1.25, 3.21, 1.5] + list(rng.uniform(-4, 4, 61)), np.float16)
+    c = np.array([2e-07, -0.0007024, -6e-08] + list(rng.uniform(-1, 1, 61) * 2.0**-12),
+                 np.float16)
+    o = np.zeros(64, np.float16)
+    fma16[2, 32](o, a, b, c)
+    want = np.array([fma(x, y, z, "float16") for x, y, z in zip(a, b, c)], np.float16)
+    np.testing.assert_array_equal(o, want)
+
+
+# bad-input fuzzing: a constant zero range() step compiled to an empty loop (Python raises),
+# integer constants past 64 bits wrapped silently (NumPy 2 raises), and folding 3 ** 10 ** 10
+# computed the exact power (hours); a typed one wraps through a modular power
+def zero_step(o):
+    for i in range(0, 4, 0):
+        o[0] = i
+
+
+def huge_power(o):
+    o[0] = 3 ** 10 ** 10
+
+
+def huge_literal(o):
+    o[0] = 36893488147419103232
+
+
+def typed_power(o):
+    o[0] = kj.int64(3) ** 10 ** 10
+
+
+@pytest.mark.parametrize("pyfunc, snippet", [(zero_step, "0):"), (huge_power, "3 ** 10 ** 10"),
+                                             (huge_literal, "36893488147419103232")],
+                         ids=["zero step", "huge power", "huge literal"])
+def test_constants_python_rejects_are_located_errors(pyfunc, snippet):
+    from tests.located import assert_located, compile_error
+
+    assert_located(compile_error(pyfunc, "void(int64[::1])"), pyfunc, snippet)
+
+
+def test_typed_integer_power_folds_by_wrapping(kj_backend):
+    o = np.zeros(1, np.int64)
+    kj.jit(typed_power)[1, 1](o)
+    assert o[0] == np.int64(pow(3, 10**10, 2**64) - 2**64 * (pow(3, 10**10, 2**64) >= 2**63))
+
+
+# bad-input fuzzing: a 16 MB local array crashed the cpu backend (the stack of the thread that
+# ran it); a thread has at most 512 KB of local memory in CUDA, so more is a located error
+def big_local(o, s):
+    v = kj.local.array(4000000, kj.float32)
+    v[s] = 1.0
+    o[0] = v[s]
+
+
+def test_local_array_past_512_kb_is_a_located_error():
+    from tests.located import assert_located, compile_error
+
+    err = compile_error(big_local, "void(float32[::1], int64)")
+    assert_located(err, big_local, "kj.local.array(4000000, kj.float32)")
