@@ -237,7 +237,14 @@ class ExprGenerator:
         name = self.r.choice(EXACT_MATH + ("fma", "np.floor"))
         if name == "fma":
             return Expr("call", t, tuple(self.expr(t, depth) for _ in range(3)), attr="kj.fma")
-        if name in ("copysign", "fmod"):
+        if name == "copysign":
+            # the sign of a NaN is unspecified (a GPU's NaN is positive, an x86 one negative):
+            # a NaN sign source is replaced by 1.0
+            sign = self.expr(t, depth)
+            sign = Expr("ifexp", t, (Expr("cmp", "bool", (sign, sign), attr="=="), sign,
+                                     Expr("const", t, ("np",), attr=1.0)))
+            return Expr("call", t, (self.expr(t, depth), sign), attr="math.copysign")
+        if name == "fmod":
             return Expr("call", t, (self.expr(t, depth), self.expr(t, depth)), attr=f"math.{name}")
         if name in ("floor", "ceil", "trunc", "np.floor", "rint"):
             fn = "np.floor" if name == "rint" else name if name.startswith("np.") else f"np.{name}"
