@@ -23,9 +23,10 @@ class Tensor:
     """What kaiojit reads of a ``torch.Tensor``: dtype, get_device, is_contiguous, data_ptr,
     shape and stride (element strides)."""
 
-    def __init__(self, array, device: int | None = None, contiguous: bool = True):
+    def __init__(self, array, dtype: TorchDtype | None = None, device: int | None = None,
+                 contiguous: bool = True):
         self.array = array
-        self.dtype = TORCH_DTYPES[np.dtype(array.dtype)]
+        self.dtype = TORCH_DTYPES[np.dtype(array.dtype)] if dtype is None else dtype
         self.device = array.device_id if device is None else device
         self.contiguous = contiguous
 

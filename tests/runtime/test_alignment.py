@@ -12,6 +12,7 @@ import pytest
 import kaiojit as kj
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.mock import MockBackend
+from tests.runtime.fake_arrays import TORCH_DTYPES, Tensor
 
 
 def saxpy4_py(out, x, y, a, n):
@@ -101,42 +102,7 @@ def test_align_spelling_parses_and_misplaced_align_is_refused():
 
 # --- foreign arrays on the fast path (fakes of torch.Tensor on the mock backend) ------------------
 
-class FakeDtype:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __str__(self) -> str:
-        return f"torch.{self.name}"
-
-
-F32, F64 = FakeDtype("float32"), FakeDtype("float64")
-
-
-class Tensor:
-    """What kaiojit reads of a PyTorch tensor: dtype, get_device, is_contiguous, data_ptr,
-    shape and stride (element strides)."""
-
-    def __init__(self, array, dtype=F32, device=0, contiguous=True):
-        self.array, self.dtype, self.device, self.contiguous = array, dtype, device, contiguous
-
-    def get_device(self) -> int:
-        return self.device
-
-    def is_contiguous(self) -> bool:
-        return self.contiguous
-
-    def data_ptr(self) -> int:
-        return self.array.ptr
-
-    @property
-    def shape(self) -> tuple:
-        return self.array.shape
-
-    def stride(self) -> tuple:
-        return tuple(s // self.array.dtype.itemsize for s in self.array.strides)
-
-
-Tensor.__module__ = "torch.fake"  # kaiojit's interop reads torch.Tensor by module and name
+F32, F64 = TORCH_DTYPES[np.dtype(np.float32)], TORCH_DTYPES[np.dtype(np.float64)]
 
 
 @pytest.fixture
