@@ -122,6 +122,11 @@ class HostTarget(Target):
         return fl.alloca(ir.ArrayType(llty, count), name="local")
 
     def math(self, fl, name, t, args):
+        if name == "fmod":
+            # LLVM's frem is C's fmod. A call to libm's fmod by name is rewritten by LLVM 22
+            # into `frem nnan` where it proves x finite and y nonzero, though x can still be NaN
+            # (0 / 0): the NaN then becomes poison and folds away (the fuzzer's seed 36905215184)
+            return fl.builder.frem(*args)
         base = _LIBM_NAMES.get(name, name)
         if t == T.float32:
             sym = base + "f"

@@ -257,3 +257,29 @@ def test_local_array_past_512_kb_is_a_located_error():
 
     err = compile_error(big_local, "void(float32[::1], int64)")
     assert_located(err, big_local, "kj.local.array(4000000, kj.float32)")
+
+
+# seeds 36905215184, 36905217232 (cpu backend): `0 / (a - s)` of uint32s, then `% -76`, gave
+# -0.0 where the divisor was zero. LLVM rewrote the call to libm's fmod into `frem nnan`, and
+# the NaN of 0 / 0 became poison; the host target now emits frem itself
+@kj.jit(contract=False)
+def zero_over_unsigned_mod(o, a, s):
+    tid = kj.grid(1)
+    o[tid, 0] = kj.uint32(0) / (a[tid] - s)
+    o[tid, 0] %= (-76)
+    o[tid, 1] = math.fmod(kj.float32(0) / kj.float32(a[tid] - s), kj.float32(3.0))
+
+
+def test_mod_of_zero_over_zero_is_nan(kj_backend):
+    s = np.uint32(rng.integers(1, 2**31))
+    a = (s + rng.integers(-2, 3, 64)).astype(np.uint32)  # some equal to s: a zero divisor
+    a[:2] = s
+    o = np.full((64, 2), 7.0)
+    zero_over_unsigned_mod[2, 32](o, a, s)
+    with np.errstate(all="ignore"):
+        d = (a - s).astype(np.float64)
+        expected = np.remainder(0.0 / d, -76.0)
+        expected32 = np.fmod(np.float32(0) / (a - s).astype(np.float32), np.float32(3))
+    assert _same_bits(o[:, 0], expected).all(), o[:, 0]
+    assert _same_bits(o[:, 1], expected32.astype(np.float64)).all(), o[:, 1]
+    assert np.isnan(o[:2]).all()
