@@ -7,6 +7,7 @@ made internal before optimizing, so what the kernel does not use disappears.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 
 from llvmlite import binding as llvm
@@ -117,7 +118,14 @@ def optimize(module: llvm.ModuleRef, tm, opt: int, kernel_names: set[str], libde
                              if fn.is_declaration and fn.name.startswith("__nv_")))
         module.link_in(_libdevice_subset(names, module.triple, module.data_layout))
     for fn in module.functions:
-        if not fn.is_declaration and fn.name not in kernel_names:
+        if fn.is_declaration:
+            continue
+        # loops must make progress (CUDA C++'s rule, which ptxas applies anyway), in libdevice's
+        # functions too (inlining one without it takes it off its caller): LLVM then deletes a
+        # loop that has no effect, as ptxas would. ptxas 13.0 deleting one itself inverted the
+        # branch around it (fuzzer seed 37203005904)
+        fn.add_function_attribute("mustprogress")
+        if fn.name not in kernel_names:
             fn.linkage = "internal"
     for gv in module.global_variables:  # kept: ones the runtime reads (kaiojit_fault) or resets
         if (not gv.is_declaration and gv.linkage == llvm.Linkage.external
@@ -154,4 +162,30 @@ def prepare_module(module, ftz: bool) -> None:
 
 
 def emit(module: llvm.ModuleRef, tm) -> str:
-    return tm.emit_assembly(module)
+    return spell_negations_feeding_min_max(tm.emit_assembly(module))
+
+
+_MIN_MAX_OPERANDS = re.compile(r"\t(?:min|max)\.[su]32 \t%r\d+, (%r\d+|-?\d+), (%r\d+|-?\d+);")
+_NEG32 = re.compile(r"\tneg\.s32 \t(%r\d+), (%r\d+);")
+
+
+def spell_negations_feeding_min_max(ptx: str) -> str:
+    """Write ``neg.s32 d, s`` as ``not.b32 d, s; add.s32 d, d, 1`` (the same value) where ``d``
+    is an operand of a 32-bit integer min or max.
+
+    ptxas 13.0 (the driver's JIT of CUDA 13.0 too) fuses ``max(max(a, -b), c)`` into one
+    three-input VIMNMX3 and drops the negation: the GPU computed ``max(a, b, c)`` (fuzzer seed
+    37203000301). It keeps a negation spelled this way."""
+    if "\tneg.s32" not in ptx:
+        return ptx
+    operands = {r for pair in _MIN_MAX_OPERANDS.findall(ptx) for r in pair}
+    if not operands:
+        return ptx
+
+    def spelled(m: re.Match) -> str:
+        d, src = m.groups()
+        if d not in operands:
+            return m.group(0)
+        return f"\tnot.b32 \t{d}, {src};\n\tadd.s32 \t{d}, {d}, 1;"
+
+    return _NEG32.sub(spelled, ptx)

@@ -302,6 +302,8 @@ def fma(a, b, c, t: str):
 
     if not all(np.isfinite(x) for x in (a, b, c)):
         with np.errstate(all="ignore"):
+            if np.isfinite(a) and np.isfinite(b) and not np.isnan(c):
+                return NP[t](c)  # the exact product is finite: an infinite c decides
             return NP[t](np.float64(a) * np.float64(b) + np.float64(c))
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
     if exact == 0:  # the sign of an exact zero follows IEEE's rules for the sum

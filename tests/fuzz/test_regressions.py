@@ -283,3 +283,92 @@ def test_mod_of_zero_over_zero_is_nan(kj_backend):
     assert _same_bits(o[:, 0], expected).all(), o[:, 0]
     assert _same_bits(o[:, 1], expected32.astype(np.float64)).all(), o[:, 1]
     assert np.isnan(o[:2]).all()
+
+
+# seed 37203000301 (H200): max(a, -s, tx) gave max(a, s, tx). ptxas 13.0 fuses the two max
+# into one three-input VIMNMX3 and drops the negation; a negation feeding an integer min or max
+# is now written in the PTX as not-and-add one, which ptxas keeps
+@kj.jit
+def max_of_negation(o, a, s):
+    tid = kj.grid(1)
+    tx = kj.threadIdx.x
+    o[tid, 0] = max(a[0], -s, tx)
+    o[tid, 1] = min(a[tid], -a[0], tx)
+    o[tid, 2] = max(kj.uint32(a[tid]), kj.uint32(-s), kj.uint32(tx))
+
+
+def test_negation_inside_a_three_way_max_keeps_its_sign(kj_backend):
+    a = rng.integers(-40, 40, 64).astype(np.int32)
+    a[0] = -abs(a[0]) - 50  # below every -s and tx
+    s = np.int32(rng.integers(5, 30))
+    o = np.full((64, 3), 777, np.int32)
+    max_of_negation[2, 32](o, a, s)
+    tx = np.arange(64) % 32
+    np.testing.assert_array_equal(o[:, 0], np.maximum(np.maximum(a[0], -s), tx))
+    np.testing.assert_array_equal(o[:, 1], np.minimum(np.minimum(a, -a[0]), tx))
+    neg_s = np.array([-s], np.int32).view(np.uint32)[0]
+    u = np.maximum(np.maximum(a.view(np.uint32), neg_s), tx.astype(np.uint32))
+    np.testing.assert_array_equal(o[:, 2].view(np.uint32), u)
+
+
+def test_ptx_has_no_negation_feeding_an_integer_max():
+    ptx = kj.compile_ptx(max_of_negation, "void(int32[:, ::1], int32[::1], int32)")
+    assert "neg.s32" not in ptx
+    assert "not.b32" in ptx and "max.s32" in ptx
+
+
+# seed 37203005904 (H200): `if not (0.0 > a[0] == s): v = t // s` (v unused) `else: store`
+# stored when it should not. LLVM kept the unused fmod loop (it could not prove it ends); ptxas
+# deleted it and inverted the branch around it wrongly. Loops now must make progress (as in
+# CUDA C++), so LLVM deletes the loop first
+@kj.jit(contract=False)
+def dead_loop_in_branch(o, a, s, t):
+    tid = kj.grid(1)
+    if not (kj.float32(0.0) > a[0] == s):
+        v = t // s  # noqa: F841 (unused: its loop is dead code)
+    else:
+        o[tid] = kj.float64(0.0)
+
+
+@pytest.mark.parametrize("a0, s, stores", [(625.5, 65504.0, False), (-2.5, -2.5, True),
+                                           (-2.5, 3.0, False), (7.0, 7.0, False)])
+def test_branch_around_a_dead_loop_is_taken_right(kj_backend, a0, s, stores):
+    a = rng.standard_normal(64).astype(np.float32)
+    a[0] = a0
+    poison = rng.standard_normal(32) + 10
+    o = poison.copy()
+    dead_loop_in_branch[1, 32](o, a, np.float32(s), np.float32(rng.standard_normal()))
+    np.testing.assert_array_equal(o, np.zeros(32) if stores else poison)
+
+
+def test_dead_loop_is_deleted_before_ptxas():
+    ptx = kj.compile_ptx(dead_loop_in_branch, "void(float64[::1], float32[::1], float32, float32)")
+    assert "fma.rz" not in ptx  # the body of libdevice's fmod loop
+    body = ptx[ptx.index("{"):]
+    labels = [ln.rstrip(":") for ln in body.splitlines() if ln.startswith("$L")]
+    for i, label in enumerate(labels):  # no branch goes back to an earlier label: no loop
+        assert f"bra \t{label};" not in body.split(label + ":", 1)[1], label
+
+
+# seed 37203007481 (H200): the reference computed kj.fma(2.5, DBL_MAX, -inf) as NaN, through
+# a float64 product that overflowed; the exact product is finite, so the sum is -inf (the GPU
+# and the cpu backend agreed on it)
+@kj.jit(contract=False)
+def fma_past_the_top(o, a, c):
+    i = kj.grid(1)
+    o[i] = kj.fma(kj.float64(2.5), a[i], c[i])
+
+
+def test_fma_of_a_finite_overflowing_product_and_an_infinity(kj_backend):
+    from tests.fuzz import semantics as S
+
+    big = np.finfo(np.float64).max
+    a = np.array([big, -big, big, 1.5, np.inf, 0.0] + list(rng.standard_normal(26)))
+    c = np.array([-np.inf, np.inf, np.inf, -np.inf, -np.inf, np.inf] + list(rng.standard_normal(26)))
+    o = np.full(32, 3.25)
+    fma_past_the_top[1, 32](o, a, c)
+    assert list(o[:4]) == [-np.inf, np.inf, np.inf, -np.inf]
+    assert np.isnan(o[4]) and o[5] == np.inf
+    for x, z, got in zip(a, c, o):
+        want = S.fma(np.float64(2.5), x, z, "float64")
+        assert _same_bits(np.array([got]), np.array([want])).all(), (x, z, got, want)
