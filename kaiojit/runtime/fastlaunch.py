@@ -225,16 +225,24 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
     return False
 
 
-def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str) -> None:
+def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str,
+                         vector_size: bool = False) -> None:
     """The rank test, the test that the array's alignment is the one the kernel was
-    specialized on, and the packing of the pointer and the shape."""
-    code.guards.append(f"len({v}_s := {v}.shape) == {t.ndim}")
+    specialized on, and the packing of the pointer and the shape. With ``vector_size`` a
+    one-dimensional array's rank and length are read from ``ndim`` and ``size`` (CuPy's
+    ``shape`` builds a tuple each time; those two read the array's fields)."""
+    if vector_size and t.ndim == 1:
+        code.guards.append(f"{v}.ndim == 1")
+        extents = [f"{v}.size"]
+    else:
+        code.guards.append(f"len({v}_s := {v}.shape) == {t.ndim}")
+        extents = [f"{v}_s[{d}]" for d in range(t.ndim)]
     row = f" | {v}_s[-1] * {t.dtype.itemsize}" if t.ndim > 1 else ""
     misaligned = f"(({ptr}){row}) & {kt.ALIGN_BYTES - 1}"
     code.guards.append(f"not {misaligned}" if t.align else misaligned)
     code.fmt.append("Q" + "q" * t.ndim)
     code.values.append(f"{v}_p")
-    code.values += [f"{v}_s[{d}]" for d in range(t.ndim)]
+    code.values += extents
 
 
 def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
@@ -252,7 +260,7 @@ def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
     code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
                     f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",
                     f"{v}._c_contiguous", f"({v}_m := {v}.data).device_id == DEV"]
-    _shape_and_alignment(code, v, t, f"{v}_p := {v}_m.ptr")
+    _shape_and_alignment(code, v, t, f"{v}_p := {v}_m.ptr", vector_size=True)
 
 
 def _scalar(code: _Code, v: str, i: int | None, t: kt.ScalarType, value: Any) -> bool:

@@ -66,6 +66,15 @@ class ndarray:  # CuPy's class name, which kaiojit's interop reads
         self._c_contiguous = array.strides == _c_strides(array.shape, array.dtype.itemsize)
 
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
 ndarray.__module__ = "cupy.fake"
 
 

@@ -17,6 +17,7 @@ from kaiojit.runtime import launchrecord
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.fastlaunch import source_of
 from kaiojit.runtime.mock import MockBackend
+from kaiojit.errors import TypingError
 from tests.runtime.fake_arrays import Tensor, ndarray
 
 RNG = np.random.default_rng()
@@ -151,6 +152,31 @@ def test_foreign_arrays_take_the_fast_path_and_fall_back(mock, kind, saxpy):
     saxpy[1, 64](out, x, a, np.int32(n))
     saxpy[1, 64](out, x, a, np.int32(n))
     assert mock.fast_launches >= before + 1
+
+
+def test_cupy_vectors_read_ndim_and_size_and_fall_back_on_another_rank(mock, saxpy):
+    n = int(RNG.integers(64, 512))
+    out, x = ndarray(device(n)), ndarray(device(n))
+    launcher = saxpy[1, 64]
+    launcher(out, x, np.float32(1.5), np.int32(n))
+    text = source_of(launcher.fast)
+    assert "a1.ndim == 1" in text and "a1.size" in text and "a1.shape" not in text
+    m = int(RNG.integers(64, 512))
+    y = ndarray(device(m))
+    before = mock.fast_launches
+    saxpy[1, 64](out, y, np.float32(1.5), np.int32(n))
+    assert mock.fast_launches == before + 1
+    assert mock.launches[-1].params[3] == m.to_bytes(8, "little")  # y's length, from size
+    flat = device(4 * m)
+    x2 = ndarray(flat)
+    x2.shape, x2.strides = (4, m), (4 * m, 4)  # a 2-D view: not this kernel's rank
+    # the general path specializes saxpy for it, whose `a * x[i]` is then an array
+    line = next(i for i, ln in enumerate(open(__file__), 1) if "out[i] = a * x[i]" in ln)
+    with pytest.raises(TypingError, match=rf"test_fastlaunch_kinds.py:{line}:18: unsupported "
+                                          r"operand types for \*: float32 and an array "
+                                          r"float32\[::1\]"):
+        saxpy[1, 64](out, x2, np.float32(1.5), np.int32(n))
+    assert mock.fast_launches == before + 1
 
 
 def test_contiguity_changed_in_place_falls_back(mock, saxpy):
