@@ -165,27 +165,28 @@ def emit(module: llvm.ModuleRef, tm) -> str:
     return spell_negations_feeding_min_max(tm.emit_assembly(module))
 
 
-_MIN_MAX_OPERANDS = re.compile(r"\t(?:min|max)\.[su]32 \t%r\d+, (%r\d+|-?\d+), (%r\d+|-?\d+);")
-_NEG32 = re.compile(r"\tneg\.s32 \t(%r\d+), (%r\d+);")
+_MIN_MAX_OPERANDS = re.compile(
+    r"\t(?:min|max)\.[su](?:16|32) \t%rs?\d+, (%rs?\d+|-?\d+), (%rs?\d+|-?\d+);")
+_NEGATION = re.compile(r"\tneg\.s(16|32) \t(%rs?\d+), (%rs?\d+);")
 
 
 def spell_negations_feeding_min_max(ptx: str) -> str:
-    """Write ``neg.s32 d, s`` as ``not.b32 d, s; add.s32 d, d, 1`` (the same value) where ``d``
-    is an operand of a 32-bit integer min or max.
+    """Write ``neg.s32 d, s`` as ``not.b32 d, s; add.s32 d, d, 1`` (the same value; 16-bit
+    likewise) where ``d`` is an operand of an integer min or max.
 
     ptxas 13.0 (the driver's JIT of CUDA 13.0 too) fuses ``max(max(a, -b), c)`` into one
     three-input VIMNMX3 and drops the negation: the GPU computed ``max(a, b, c)`` (fuzzer seed
     37203000301). It keeps a negation spelled this way."""
-    if "\tneg.s32" not in ptx:
+    if "\tneg.s" not in ptx:
         return ptx
     operands = {r for pair in _MIN_MAX_OPERANDS.findall(ptx) for r in pair}
     if not operands:
         return ptx
 
     def spelled(m: re.Match) -> str:
-        d, src = m.groups()
+        bits, d, src = m.groups()
         if d not in operands:
             return m.group(0)
-        return f"\tnot.b32 \t{d}, {src};\n\tadd.s32 \t{d}, {d}, 1;"
+        return f"\tnot.b{bits} \t{d}, {src};\n\tadd.s{bits} \t{d}, {d}, 1;"
 
-    return _NEG32.sub(spelled, ptx)
+    return _NEGATION.sub(spelled, ptx)

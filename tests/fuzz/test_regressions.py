@@ -311,10 +311,28 @@ def test_negation_inside_a_three_way_max_keeps_its_sign(kj_backend):
     np.testing.assert_array_equal(o[:, 2].view(np.uint32), u)
 
 
-def test_ptx_has_no_negation_feeding_an_integer_max():
-    ptx = kj.compile_ptx(max_of_negation, "void(int32[:, ::1], int32[::1], int32)")
-    assert "neg.s32" not in ptx
-    assert "not.b32" in ptx and "max.s32" in ptx
+@kj.jit
+def max_of_negation16(o, a, s):
+    tid = kj.grid(1)
+    o[tid] = max(a[0], -s, kj.int16(kj.threadIdx.x))  # ptxas: VIMNMX3.S16x2, the same bug
+
+
+def test_negation_inside_a_three_way_int16_max_keeps_its_sign(kj_backend):
+    a = rng.integers(-300, 300, 64).astype(np.int16)
+    a[0] = -abs(a[0]) - 100
+    s = np.int16(rng.integers(5, 30))
+    o = np.full(64, 777, np.int16)
+    max_of_negation16[2, 32](o, a, s)
+    np.testing.assert_array_equal(o, np.maximum(np.maximum(a[0], -s), np.arange(64) % 32))
+
+
+@pytest.mark.parametrize("kernel, sig, bits", [
+    (max_of_negation, "void(int32[:, ::1], int32[::1], int32)", 32),
+    (max_of_negation16, "void(int16[::1], int16[::1], int16)", 16)])
+def test_ptx_has_no_negation_feeding_an_integer_max(kernel, sig, bits):
+    ptx = kj.compile_ptx(kernel, sig)
+    assert f"neg.s{bits}" not in ptx
+    assert f"not.b{bits}" in ptx and f"max.s{bits}" in ptx
 
 
 # seed 37203005904 (H200): `if not (0.0 > a[0] == s): v = t // s` (v unused) `else: store`
