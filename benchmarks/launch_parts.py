@@ -112,6 +112,7 @@ class ndarray:  # CuPy's class name, which kaiojit's interop reads
         self.data = _CupyMemory(array.ptr, array.device_id)
         self._c_contiguous = True
         self.array = array
+        self.ndim, self.size = len(array.shape), array.size
 
 
 ndarray.__module__ = "cupy.fake"
@@ -135,6 +136,18 @@ def _foreign_arrays(kind: str, kj, out, x, y):
     except ImportError:
         pass
     return ndarray(out), ndarray(x), ndarray(y)
+
+
+def _foreign_reads(kind: str, v) -> Callable[[], None]:
+    """The attribute reads and calls the fast form's guard and packing make of one array
+    (``kaiojit/runtime/fastlaunch.py``): for PyTorch five calls into its bindings."""
+    if kind == "torch":
+        def reads():
+            v.__class__, v.dtype, v.get_device(), v.is_contiguous(), v.shape, v.data_ptr()
+    else:
+        def reads():
+            v.__class__, v.dtype, v._c_contiguous, v.data.device_id, v.ndim, v.size, v.data.ptr
+    return reads
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for kind in ("torch", "cupy"):
         fo, fx, fy = _foreign_arrays(kind, kj, out, x, y)
+        parts.append((f"{kind}: what the fast form reads of one array "
+                      f"({type(fo).__module__})", _foreign_reads(kind, fx)))
         wholes.append((f"whole, {kind} arrays ({type(fo).__module__})",
                        lambda fo=fo, fx=fx, fy=fy: saxpy[GRID, BLOCK](fo, fx, fy, a, n)))
     wholes.append(("general path (LoadedKernel.launch)",
@@ -241,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     total_parts = 0.0
     for name, fn in parts:
         ns = median_ns(fn, opts.launches, opts.reps)
-        if not name.startswith("ctypes") or native_call is None:
+        foreign = "what the fast form reads" in name  # not part of the DeviceArray launch
+        if not foreign and (not name.startswith("ctypes") or native_call is None):
             total_parts += ns
         print(f"{name:52} {ns:8.1f} ns")
     print(f"{'sum of the parts (each with its own call frame)':52} {total_parts:8.1f} ns")
