@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|launchparts|bandwidth|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -37,6 +37,8 @@ for step in $steps; do
         done | tee "$OUT/launch_parts.log" ;;
     bandwidth|all)
         peer timeout 300 python3 benchmarks/bandwidth.py 2>&1 | tee "$OUT/bandwidth.log" | tail -20 ;;&
+    probe)
+        timeout 200 python3 benchmarks/saxpy_probe.py 2>&1 | tee "$OUT/saxpy_probe.log" | tail -16 ;;
     tma|all)
         { timeout 60 python3 examples/tma_copy.py; timeout 120 python3 benchmarks/tma.py; } 2>&1 | tee "$OUT/tma.log" | tail -16 ;;&
     lib|all)

@@ -5,7 +5,12 @@ as is and with changes a compiler could make, side by side (TB/s, CUDA events, m
 
 Rows: the PTX as compiled (block 256, as users write it, and block 1024); the same PTX with the
 loads' L2 prefetch-size qualifier (``ld.global.nc.L2::128B`` / ``L2::256B``), which asks the
-memory system to fetch the next sectors into L2 with each miss."""
+memory system to fetch the next sectors into L2 with each miss; and the same PTX prefetching
+into L2 what later blocks will load, ``D`` elements ahead (about one and two waves of resident
+threads: 132 SMs x 2048), either each thread its own element (``prefetch.global.L2``) or the
+block's first thread the block's whole span (``cp.async.bulk.prefetch.L2``), both only within
+``n``. A prefetch holds no register, so it raises the bytes in flight that one 4-byte load a
+thread caps; whether that is worth a compiler pass is what these rows are for."""
 
 from __future__ import annotations
 
@@ -24,9 +29,37 @@ SIG = ("void(float32[::1, align=16], float32[::1, align=16], float32[::1, align=
        "int32)")
 
 
+_LOADS = re.compile(r"\tld\.global\.nc\.b32 \t%r\d+, \[(%rd\d+)\];\n")
+_GUARD = re.compile(r"\tsetp\.ge\.s64 \t%p\d+, (%rd\d+), (%rd\d+);")
+
+
 def variant(ptx: str, qualifier: str) -> str:
-    return ptx if not qualifier else re.sub(r"ld\.global\.nc\.b32", f"ld.global.nc{qualifier}.b32",
-                                            ptx)
+    if not qualifier.startswith(".pf"):
+        return ptx if not qualifier else re.sub(r"ld\.global\.nc\.b32",
+                                                f"ld.global.nc{qualifier}.b32", ptx)
+    return prefetching(ptx, bulk=qualifier.startswith(".pf.bulk"),
+                       ahead=int(qualifier.rsplit(".", 1)[1]))
+
+
+def prefetching(ptx: str, bulk: bool, ahead: int, block: int = 256) -> str:
+    """The PTX with an L2 prefetch of the element ``ahead`` places on, after its two loads
+    (each thread its own; with ``bulk`` the block's first thread its block's span)."""
+    index, n = _GUARD.search(ptx).groups()
+    addrs = _LOADS.findall(ptx)
+    assert len(addrs) == 2, addrs
+    last = list(_LOADS.finditer(ptx))[-1]
+    lines = ["\t{", "\t.reg .pred %pf<3>;", "\t.reg .b64 %rf<2>;",
+             f"\tadd.s64 %rf1, {index}, {ahead + (block - 1 if bulk else 0)};",
+             f"\tsetp.lt.s64 %pf1, %rf1, {n};"]
+    if bulk:
+        lines += ["\t{ .reg .b32 %tf; mov.u32 %tf, %tid.x; setp.eq.u32 %pf2, %tf, 0; }",
+                  "\tand.pred %pf1, %pf1, %pf2;"]
+        lines += [f"\t@%pf1 cp.async.bulk.prefetch.L2.global [{a}+{4 * ahead}], {4 * block};"
+                  for a in addrs]
+    else:
+        lines += [f"\t@%pf1 prefetch.global.L2::evict_last [{a}+{4 * ahead}];" for a in addrs]
+    lines.append("\t}")
+    return ptx[:last.end()] + "\n".join(lines) + "\n" + ptx[last.end():]
 
 
 def main() -> None:
@@ -42,9 +75,11 @@ def main() -> None:
     name = re.search(r"\.entry (\w+)\(", ptx).group(1)
     print("loads:", re.findall(r"ld\.global\S*", ptx))
     nbytes = 3 * 4 * n
-    for qualifier in ("", ".L2::128B", ".L2::256B"):
+    ahead = (1 << 18, 1 << 19)
+    for qualifier in ("", ".L2::128B", ".L2::256B", *(f".pf.{d}" for d in ahead),
+                      *(f".pf.bulk.{d}" for d in ahead)):
         fn = rt.Module.from_ptx(variant(ptx, qualifier)).get_function(name)
-        for block in (256, 1024):
+        for block in ((256,) if qualifier.startswith(".pf") else (256, 1024)):
             grid = (n + block - 1) // block
             launches = [fn.grid(grid).block(block).arg_ptr(out[k]).arg_i64(n).arg_ptr(x[k])
                         .arg_i64(n).arg_ptr(y[k]).arg_i64(n).arg_f32(float(a)).arg_i32(n)
