@@ -255,16 +255,22 @@ def row_kaiojit_cupy() -> Callable[[], None]:
     return _jit_saxpy_launches(out, x, y)
 
 
-def row_kaiojit_constexpr() -> Callable[[], None]:
-    """``@kj.jit`` with a ``kj.constexpr`` parameter (one specialization per value)."""
+def _saxpy_unrolled():
+    """The saxpy of the constexpr and autotuned rows, ``UNROLL`` a ``kj.constexpr``."""
     import kaiojit as kj
 
-    @kj.jit
     def saxpy(out, x, y, a, n, UNROLL: kj.constexpr):
         i = kj.grid(1) * UNROLL
         if i < n:
             out[i] = a * x[i] + y[i]
+    return saxpy
 
+
+def row_kaiojit_constexpr() -> Callable[[], None]:
+    """``@kj.jit`` with a ``kj.constexpr`` parameter (one specialization per value)."""
+    import kaiojit as kj
+
+    saxpy = kj.jit(_saxpy_unrolled())
     out, x, y = _kj_arrays()
     a, n = np.float32(A), np.int32(N)
     saxpy[GRID, BLOCK](out, x, y, a, n, 1)
@@ -275,14 +281,9 @@ def row_kaiojit_autotuned() -> Callable[[], None]:
     """``kj.autotune``'d ``@kj.jit`` kernel, the chosen config launched (grid a function)."""
     import kaiojit as kj
 
-    @kj.autotune(configs=[kj.Config(block=b, grid=lambda args, b=b: (args["n"] // b,),
-                                    constants={"UNROLL": 1}) for b in (BLOCK, BLOCK // 2)],
-                 key=["n"], cache=False)
-    @kj.jit
-    def saxpy(out, x, y, a, n, UNROLL: kj.constexpr):
-        i = kj.grid(1) * UNROLL
-        if i < n:
-            out[i] = a * x[i] + y[i]
+    saxpy = kj.autotune(configs=[kj.Config(block=b, grid=lambda args, b=b: (args["n"] // b,),
+                                           constants={"UNROLL": 1}) for b in (BLOCK, BLOCK // 2)],
+                        key=["n"], cache=False)(kj.jit(_saxpy_unrolled()))
 
     out, x, y = _kj_arrays()
     a, n = np.float32(A), np.int32(N)
