@@ -38,6 +38,9 @@ def saxpy(out, x, y, a, n):
         out[i] = a * x[i] + y[i]
 
 
+# the same kernel without the L2 prefetches kaiojit adds to a stream (docs/semantics.md)
+saxpy_no_prefetch = kj.jit(prefetch=False)(saxpy.py_func)
+
 UNROLL = 4
 
 
@@ -262,6 +265,12 @@ def bench_saxpy(n: int, rows: list, peers: dict):
     check(outs[0].copy_to_host(), 0)
     ms = time_ms(lambda k: saxpy[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
     rows.append(("saxpy", "kaiojit", ms, tbps(nbytes, ms)))
+
+    outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
+    saxpy_no_prefetch[grid1, block](outs[0], xs[0], ys[0], a, n32)
+    check(outs[0].copy_to_host(), 0)
+    ms = time_ms(lambda k: saxpy_no_prefetch[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
+    rows.append(("saxpy", "kaiojit (prefetch=False)", ms, tbps(nbytes, ms)))
 
     outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
     gridv = (n // 4 + block - 1) // block

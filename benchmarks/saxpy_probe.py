@@ -3,14 +3,17 @@ as is and with changes a compiler could make, side by side (TB/s, CUDA events, m
 
     python benchmarks/saxpy_probe.py
 
-Rows: the PTX as compiled (block 256, as users write it, and block 1024); the same PTX with the
-loads' L2 prefetch-size qualifier (``ld.global.nc.L2::128B`` / ``L2::256B``), which asks the
-memory system to fetch the next sectors into L2 with each miss; and the same PTX prefetching
-into L2 what later blocks will load, ``D`` elements ahead (about one and two waves of resident
-threads: 132 SMs x 2048), either each thread its own element (``prefetch.global.L2``) or the
-block's first thread the block's whole span (``cp.async.bulk.prefetch.L2``), both only within
-``n``. A prefetch holds no register, so it raises the bytes in flight that one 4-byte load a
-thread caps; whether that is worth a compiler pass is what these rows are for."""
+Rows: Triton's saxpy on the same data (first and last); the PTX compiled with
+``prefetch=False`` (block 256, as users write it, and block 1024); the PTX kaiojit compiles by
+default, with its L2 prefetches of the two streams (docs/semantics.md); the ``prefetch=False``
+PTX with the loads' L2 prefetch-size qualifier (``ld.global.nc.L2::256B``), which asks the
+memory system to fetch the next sectors into L2 with each miss; and the ``prefetch=False`` PTX
+prefetching into L2 what later blocks will load, ``D`` elements ahead (one to four waves of
+resident threads: 132 SMs x 2048), either each thread its own element (``prefetch.global.L2``,
+with or without ``evict_last``) or the block's first thread the block's whole span
+(``cp.async.bulk.prefetch.L2``), all only within ``n``. A prefetch holds no register, so it
+raises the bytes in flight that one 4-byte load a thread caps; these rows chose the distance
+and the form of kaiojit's pass."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import kaiojit as kj
 import kaiojit.runtime as rt
 
 sys.path.insert(0, ".")
-from benchmarks.bandwidth import saxpy, time_ms, tbps  # noqa: E402
+from benchmarks.bandwidth import saxpy, saxpy_no_prefetch, time_ms, tbps  # noqa: E402
 
 SIG = ("void(float32[::1, align=16], float32[::1, align=16], float32[::1, align=16], float32, "
        "int32)")
@@ -34,16 +37,22 @@ _GUARD = re.compile(r"\tsetp\.ge\.s64 \t%p\d+, (%rd\d+), (%rd\d+);")
 
 
 def variant(ptx: str, qualifier: str) -> str:
+    if qualifier == " (kaiojit's default: prefetch)":
+        return saxpy.compile(SIG).ptx
     if not qualifier.startswith(".pf"):
         return ptx if not qualifier else re.sub(r"ld\.global\.nc\.b32",
                                                 f"ld.global.nc{qualifier}.b32", ptx)
-    return prefetching(ptx, bulk=qualifier.startswith(".pf.bulk"),
+    kind = qualifier.split(".")[2]
+    return prefetching(ptx, kind=kind if not kind.isdigit() else "last",
                        ahead=int(qualifier.rsplit(".", 1)[1]))
 
 
-def prefetching(ptx: str, bulk: bool, ahead: int, block: int = 256) -> str:
-    """The PTX with an L2 prefetch of the element ``ahead`` places on, after its two loads
-    (each thread its own; with ``bulk`` the block's first thread its block's span)."""
+def prefetching(ptx: str, kind: str, ahead: int, block: int = 256) -> str:
+    """The PTX with an L2 prefetch of the element ``ahead`` places on, after its two loads:
+    ``last``, each thread its own with the evict_last hint; ``plain``, the same without a
+    hint; ``warp``, each warp's first thread its warp's line; ``bulk``, the block's first
+    thread its block's span."""
+    bulk = kind == "bulk"
     index, n = _GUARD.search(ptx).groups()
     addrs = _LOADS.findall(ptx)
     assert len(addrs) == 2, addrs
@@ -51,15 +60,38 @@ def prefetching(ptx: str, bulk: bool, ahead: int, block: int = 256) -> str:
     lines = ["\t{", "\t.reg .pred %pf<3>;", "\t.reg .b64 %rf<2>;",
              f"\tadd.s64 %rf1, {index}, {ahead + (block - 1 if bulk else 0)};",
              f"\tsetp.lt.s64 %pf1, %rf1, {n};"]
+    if kind in ("bulk", "warp"):
+        mask = block - 1 if bulk else 31
+        first = (f"\t{{ .reg .b32 %tf; mov.u32 %tf, %tid.x; and.b32 %tf, %tf, {mask}; "
+                 "setp.eq.u32 %pf2, %tf, 0; }")
+        lines += [first, "\tand.pred %pf1, %pf1, %pf2;"]
     if bulk:
-        lines += ["\t{ .reg .b32 %tf; mov.u32 %tf, %tid.x; setp.eq.u32 %pf2, %tf, 0; }",
-                  "\tand.pred %pf1, %pf1, %pf2;"]
         lines += [f"\t@%pf1 cp.async.bulk.prefetch.L2.global [{a}+{4 * ahead}], {4 * block};"
                   for a in addrs]
     else:
-        lines += [f"\t@%pf1 prefetch.global.L2::evict_last [{a}+{4 * ahead}];" for a in addrs]
+        hint = "::evict_last" if kind == "last" else ""
+        lines += [f"\t@%pf1 prefetch.global.L2{hint} [{a}+{4 * ahead}];" for a in addrs]
     lines.append("\t}")
     return ptx[:last.end()] + "\n".join(lines) + "\n" + ptx[last.end():]
+
+
+def triton_row(n, x, y, a, want) -> None:
+    """Triton's saxpy on the same data in the same run, for the ratio (skipped without it)."""
+    try:
+        import torch
+
+        import benchmarks._triton_peer as tri
+    except Exception as e:  # noqa: BLE001 - a peer that does not import is left out
+        print("triton: not available:", e)
+        return
+    tx = [torch.from_numpy(v.copy_to_host()).cuda() for v in x]
+    ty = [torch.from_numpy(v.copy_to_host()).cuda() for v in y]
+    tout = [torch.full_like(v, float("nan")) for v in tx]
+    tri.saxpy(tout[0], tx[0], ty[0], float(a), n)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(tout[0].cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+    ms = time_ms(lambda k: tri.saxpy(tout[k], tx[k], ty[k], float(a), n), 2)
+    print(f"saxpy triton (BLOCK=1024): {ms:.3f} ms {tbps(3 * 4 * n, ms):.2f} TB/s")
 
 
 def main() -> None:
@@ -71,15 +103,18 @@ def main() -> None:
     a = np.float32(rng.standard_normal())
     want = a * x[0].copy_to_host() + y[0].copy_to_host()
     poison = np.full(n, np.nan, np.float32)
-    ptx = saxpy.compile(SIG).ptx
+    ptx = saxpy_no_prefetch.compile(SIG).ptx
     name = re.search(r"\.entry (\w+)\(", ptx).group(1)
     print("loads:", re.findall(r"ld\.global\S*", ptx))
     nbytes = 3 * 4 * n
-    ahead = (1 << 18, 1 << 19)
-    for qualifier in ("", ".L2::128B", ".L2::256B", *(f".pf.{d}" for d in ahead),
-                      *(f".pf.bulk.{d}" for d in ahead)):
+    triton_row(n, x, y, a, want)  # first, and again last: the clocks may still be rising
+    variants = ["", " (kaiojit's default: prefetch)", ".L2::256B"]
+    variants += [f".pf.{d}" for d in (1 << 18, 1 << 19, 1 << 20)]
+    variants += [f".pf.plain.{d}" for d in (1 << 19, 1 << 20)]
+    variants += [f".pf.bulk.{d}" for d in (1 << 19, 1 << 20)]
+    for qualifier in variants:
         fn = rt.Module.from_ptx(variant(ptx, qualifier)).get_function(name)
-        for block in ((256,) if qualifier.startswith(".pf") else (256, 1024)):
+        for block in ((256, 1024) if qualifier == "" else (256,)):
             grid = (n + block - 1) // block
             launches = [fn.grid(grid).block(block).arg_ptr(out[k]).arg_i64(n).arg_ptr(x[k])
                         .arg_i64(n).arg_ptr(y[k]).arg_i64(n).arg_f32(float(a)).arg_i32(n)
@@ -89,8 +124,9 @@ def main() -> None:
             kj.synchronize()
             np.testing.assert_allclose(out[0].copy_to_host(), want, rtol=1e-6, atol=1e-6)
             ms = time_ms(lambda k: launches[k].launch(), 2)
-            print(f"saxpy one element a thread{qualifier or ' (as compiled)'}, block {block}: "
+            print(f"saxpy one element a thread{qualifier or ' (prefetch=False)'}, block {block}: "
                   f"{ms:.3f} ms {tbps(nbytes, ms):.2f} TB/s")
+    triton_row(n, x, y, a, want)
 
 
 if __name__ == "__main__":

@@ -131,13 +131,15 @@ intp, uintp = int64, uint64
 
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
-        cache: bool = False, specialize=(), link=None, **unknown):
+        cache: bool = False, specialize=(), link=None, prefetch: bool = True, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
     launch with those types. ``@kj.jit("void(float32[:], int32)")`` (or a list of signatures,
     or annotations of every parameter) compiles eagerly. ``specialize=("BLOCK",)`` makes
     parameters compile-time constants, as the annotation ``BLOCK: kj.constexpr`` does.
+    ``prefetch=False`` leaves out the L2 prefetches a one-element-a-thread kernel gets ahead
+    of its loads on sm_90 and later (docs/semantics.md).
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
@@ -145,7 +147,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
         raise ValueError(f"opt must be 0 to 3, got {opt}")
     options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
-                              link=_link_files(link))
+                              link=_link_files(link), prefetch=bool(prefetch))
 
     def decorate(pyfunc, sigs=()):
         if not sigs:

@@ -26,7 +26,7 @@ from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
 from .types import runtime_signature
 
-CACHE_VERSION = "4"  # 4: nvptx entries keep their debug fault sites
+CACHE_VERSION = "5"  # 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams
 
 
 def _describe_global(value, seen: set) -> str | None:

@@ -23,6 +23,7 @@ class CompileOptions:
     opt: int = 3
     max_registers: int | None = None
     cache: bool = False
+    prefetch: bool = True  # L2 prefetches ahead of a streaming kernel's loads (nvptx.py)
     link: tuple[str, ...] = ()  # foreign device code to link (kaiojit/linking.py)
 
 

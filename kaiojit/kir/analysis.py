@@ -8,7 +8,9 @@ the intrinsics' declared properties (never from their names):
 * ``is_pure``: expressions without side effects;
 * ``uses_sync`` / ``is_split_point``: barriers and warp collectives, which the cpu backend
   runs block-synchronously;
-* ``shared_layout`` / ``static_shared_bytes``: where each static shared array lives.
+* ``shared_layout`` / ``static_shared_bytes``: where each static shared array lives;
+* ``streamed_arrays``: the arrays a one-element-a-thread kernel reads at the thread's own
+  index (which the NVPTX lowering prefetches into L2 ahead of later blocks).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import NamedTuple
 
 from .. import types as T
 from .intrinsics import lookup
-from .nodes import Assign, Expr, ForRange, KFunction, Store
+from .nodes import Assign, Expr, ForRange, KFunction, Store, While
 from .walk import function_exprs, stmt_exprs, walk_expr, walk_functions, walk_stmts
 
 
@@ -223,7 +225,66 @@ def static_shared_bytes(kfunc: KFunction) -> int:
     return shared_layout(kfunc).size
 
 
+def streamed_arrays(kfunc: KFunction) -> tuple[str, ...]:
+    """The one-dimensional C-contiguous array parameters that a kernel without loops reads at
+    the thread's own index in a one-dimensional grid: ``x[i]`` where every assignment of ``i``
+    is ``kj.grid(1)`` or ``blockIdx.x * blockDim.x + threadIdx.x``. Each thread reads one
+    element and later blocks read on where earlier ones stop: a stream. In the order of their
+    first load."""
+    if not kfunc.is_kernel:
+        return ()
+    stmts = list(walk_stmts(kfunc.body))
+    if any(isinstance(s, (While, ForRange)) for s in stmts):
+        return ()
+    values: dict[str, list[Expr]] = {}
+    for s in stmts:
+        if isinstance(s, Assign):
+            values.setdefault(s.target, []).append(s.value)
+    params = dict(kfunc.params)
+    index_vars = {v for v, vs in values.items()
+                  if v not in params and all(_is_thread_index(e) for e in vs)}
+    found: list[str] = []
+    for e in function_exprs(kfunc):
+        if e.op != "load" or len(e.args) != 2:
+            continue
+        arr, idx = e.args
+        t = params.get(arr.attr) if arr.op == "var" else None
+        if (isinstance(t, T.ArrayType) and t.ndim == 1 and t.layout == "C"
+                and arr.attr not in values and idx.op == "var" and idx.attr in index_vars
+                and arr.attr not in found):
+            found.append(arr.attr)
+    return tuple(found)
+
+
+def _is_thread_index(e: Expr) -> bool:
+    """``kj.grid(1)``, or ``blockIdx.x * blockDim.x + threadIdx.x`` (in either order, with
+    conversions)."""
+    e = _unconverted(e)
+    if e.op == "intrinsic" and e.attr == "grid.x":
+        return True
+    if e.op != "binop" or e.attr != "+":
+        return False
+    for prod, tid in (e.args, reversed(e.args)):
+        prod, tid = _unconverted(prod), _unconverted(tid)
+        if (_sreg(tid) == "sreg.tid.x" and prod.op == "binop" and prod.attr == "*"
+                and {_sreg(a) for a in prod.args} == {"sreg.ctaid.x", "sreg.ntid.x"}):
+            return True
+    return False
+
+
+def _unconverted(e: Expr) -> Expr:
+    while e.op == "cast":
+        e = e.args[0]
+    return e
+
+
+def _sreg(e: Expr) -> str | None:
+    e = _unconverted(e)
+    return e.attr if e.op == "intrinsic" else None
+
+
 __all__ = [
     "SharedLayout", "arch_specific", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
-    "shared_array_vars", "shared_layout", "static_shared_bytes", "uses_sync", "written_params",
+    "shared_array_vars", "shared_layout", "static_shared_bytes", "streamed_arrays", "uses_sync",
+    "written_params",
 ]

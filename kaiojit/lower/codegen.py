@@ -17,7 +17,7 @@ from .. import types as T
 from ..errors import CompileError, UnsupportedError
 from ..kir import Expr
 from ..kir.analysis import (is_nonnegative, is_pure, nonnegative_vars, shared_array_vars,
-                            written_params)
+                            streamed_arrays, written_params)
 from ..kir.intrinsics import lookup
 from . import arrays, ops
 from .debuginfo import DebugInfo
@@ -123,6 +123,10 @@ class FunctionLowering:
         self.fastmath = fp_flags(self.options)
         self.reused: dict[int, ir.Value] = {}
         self.array_name = "?"  # the array being indexed, for a debug bounds check
+        # streamed arrays not yet prefetched (the first load of each asks for later blocks')
+        self.streams = streamed_arrays(kfunc) if getattr(self.options, "prefetch", False) \
+            else ()
+        self.to_prefetch = set(self.streams)
 
     # --- structure --------------------------------------------------------------------------------
 
@@ -398,6 +402,13 @@ class FunctionLowering:
         self.array_name = str(arr_e)
         ptr = self.element_pointer(arr, arr_e.type, indices, idx_e, e.loc, self.direct_base(arr_e))
         v = self.target.load(self, ptr, arr_e.type.dtype)
+        if arr_e.op == "var" and arr_e.attr in self.to_prefetch:
+            self.to_prefetch.discard(arr_e.attr)
+            index = indices[0] if idx_e[0].type == T.int64 else \
+                ops.convert(self, indices[0], idx_e[0].type, T.int64)
+            extent = self.builder.extract_value(arr, [1, 0])
+            self.target.prefetch_ahead(self, ptr, index, extent, arr_e.type.dtype,
+                                       len(self.streams))
         if arr_e.type.dtype.is_bool:
             v = self.builder.icmp_unsigned("!=", v, ir.Constant(I8, 0))
         return v

@@ -9,7 +9,7 @@ from llvmlite import ir
 from .. import types as T
 from ..errors import UnsupportedError
 from ..target import parse_arch
-from .llvmtypes import I8, I32, I64, PTR, ll_type
+from .llvmtypes import I8, I32, I64, PTR, ll_mem_type, ll_type
 from .gpu_faults import add_site, check_index
 from .target import Target, atomic_rmw, string_constant
 
@@ -19,6 +19,14 @@ SHARED, CONST, GLOBAL = 3, 4, 1
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 # fastmath=True: libdevice's approximate versions (float32 only)
 _FAST_F32 = {"exp", "log", "log2", "log10", "sin", "cos", "tan", "pow"}
+
+# How far a streamed kernel's L2 prefetches run ahead, all its streams together, and from
+# which arch on. Measured on the H200 (50 MB of L2; benchmarks/saxpy_probe.py, figures in
+# benchmarks/RESULTS.md): saxpy's two streams 0.5 MB ahead each went from 3.34 TB/s to 3.90,
+# 1 to 4 MB to 3.99-4.12 in every form tried, 8 MB fell back to 3.27 (prefetched lines evicted
+# before their load). Smaller L2s (sm_75, sm_86: 4-6 MB) were not measured and get none.
+PREFETCH_AHEAD_BYTES = 4 << 20
+PREFETCH_MIN_ARCH = "sm_90"
 
 
 class NVPTXTarget(Target):
@@ -187,6 +195,23 @@ class NVPTXTarget(Target):
         else:
             args = ir.Constant(PTR, None)
         b.call(vprintf, [fmt_ptr, args])
+
+    def prefetch_ahead(self, fl, ptr, index, extent, dtype, streams):
+        """``prefetch.global.L2`` of the element ``PREFETCH_AHEAD_BYTES / streams`` bytes on,
+        where that is still within the array. A one-element-a-thread kernel keeps only one
+        load per thread and stream in flight, which caps the bytes in flight below what HBM
+        needs; a prefetch holds no register, so the lines later blocks load are on their way
+        (or in L2) by the time those blocks start."""
+        if not arch_has(self.arch, PREFETCH_MIN_ARCH):
+            return
+        b = fl.builder
+        ahead = ir.Constant(I64, max(1, PREFETCH_AHEAD_BYTES // streams // dtype.itemsize))
+        within = b.icmp_signed("<", b.add(index, ahead, flags=("nsw",)), extent)
+        with b.if_then(within, likely=True):
+            at = b.addrspacecast(b.gep(ptr, [ahead], source_etype=ll_mem_type(dtype)),
+                                 ir.PointerType(addrspace=GLOBAL))
+            fn = fl.mod.declare("llvm.nvvm.prefetch.global.L2", ir.VoidType(), [at.type])
+            b.call(fn, [at])
 
     def bounds_check(self, fl, index, extent, at, dim, loc):
         """Record the first out-of-bounds index in ``kaiojit_fault`` (see gpu_faults.py);

@@ -150,6 +150,10 @@ class Target:
     def bounds_check(self, fl, index, extent, at, dim, loc):
         pass
 
+    def prefetch_ahead(self, fl, ptr, index, extent, dtype: T.ScalarType, streams: int) -> None:
+        """After a load of a streamed array (``kir.analysis.streamed_arrays``) at ``ptr``, the
+        element ``index`` of ``extent``: ask for what a later block will load (no-op here)."""
+
 
 def string_constant(mod, text: str, addrspace: int = 0) -> ir.GlobalVariable:
     """A NUL-terminated string as a private global, shared by equal strings."""
