@@ -30,7 +30,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None,
                     help="stop handing out programs after this many seconds")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-    ap.add_argument("--size", choices=("tiny", "small", "normal"), default="normal")
+    ap.add_argument("--size", choices=("tiny", "small", "normal", "stream"),
+                    default="normal")
     ap.add_argument("--shrink-seconds", type=float, default=60.0)
     ap.add_argument("--no-ptxas", action="store_true", help="skip assembling the PTX")
     ap.add_argument("--replay", default=None, help="a saved program (.pkl) to run again")

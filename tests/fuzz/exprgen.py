@@ -57,6 +57,7 @@ class ExprGenerator:
         self.block = 32
         self.in_index = 0
         self.max_depth = 3
+        self.stream = False  # inputs read at the thread's own index too (size "stream")
 
     # --- names and helpers ------------------------------------------------------------------------
 
@@ -157,6 +158,8 @@ class ExprGenerator:
             return Expr("var", t, attr=r.choice(names))
         if kind == "input":
             self.inputs.add(t)
+            if self.stream and r.random() < 0.6:
+                return Expr("load", t, (Expr("var", "int64", attr="tid"),), attr=f"a_{t}")
             return Expr("load", t, (self.index(N_INPUT),), attr=f"a_{t}")
         if kind == "scalar":
             self.inputs.add(t)

@@ -22,6 +22,9 @@ executions (GPU, cpu backend, reference) must agree:
   flow or other arithmetic;
 * integers are raised to non-negative powers only, and a Python literal fits its partner's type
   (NumPy 2 refuses one that does not).
+
+Size ``stream`` makes kernels without loops (one block of at most ``N_INPUT`` threads) that
+also read inputs at the thread's own index, ``a[tid]``: what the L2 prefetch pass works on.
 """
 
 from __future__ import annotations
@@ -78,16 +81,19 @@ class Generator(ExprGenerator):
             return getattr(self, f"s_{r.choice(kinds)}")(ctx)
         kinds = ["newvar", "newvar", "reassign", "store", "store", "store", "if", "tuple",
                  "atomic", "inexact", "augstore"]
+        loops = not self.stream  # a stream program's kernel has none (device functions may)
         if ctx.depth < 3:
-            kinds += ["if", "for", "while"]
+            kinds += ["if", "for", "while"] if loops else ["if"]
         if ctx.loop:
             kinds += ["jump", "jump"]
         if any(a[3] == "local" for a in self.arrays):
             kinds.append("setlocal")
         if ctx.top:
-            kinds += ["local", "shared", "counters", "region", "region"]
+            kinds += ["local", "shared", "counters", "region", "region"] if loops else \
+                ["shared", "counters", "region", "region"]
         if ctx.uniform:
-            kinds += ["barrier", "uniform_loop", "uniform_if"]
+            kinds += ["barrier", "uniform_loop", "uniform_if"] if loops else \
+                ["barrier", "uniform_if"]
         if ctx.mask is not None:
             kinds += ["shuffle", "shuffle", "shuffle", "vote", "syncwarp"]
         kind = r.choice(kinds)
@@ -493,6 +499,10 @@ SIZES = {  # top-level statements, device functions, deepest expression
     "tiny": ((2, 5), (0, 1), 2),
     "small": ((3, 8), (0, 1), 2),
     "normal": ((5, 13), (0, 3), 3),
+    # a kernel without loops that reads its inputs at the thread's own index too, as a
+    # one-element-a-thread kernel does (the arrays kir.analysis.streamed_arrays finds, which
+    # the NVPTX lowering prefetches); one block of at most N_INPUT threads
+    "stream": ((3, 8), (0, 1), 2),
 }
 
 
@@ -502,8 +512,12 @@ def generate(seed: int, size: str = "normal") -> Program:
     g = Generator(seed)
     g.max_depth = g_depth
     r = g.r
-    g.block = r.choice([32, 64, 64, 96])
-    grid = r.choice([1, 2])
+    if size == "stream":
+        g.stream = True
+        g.block, grid = r.choice([32, 64]), 1  # every thread's own index is an input's
+    else:
+        g.block = r.choice([32, 64, 64, 96])
+        grid = r.choice([1, 2])
     for name, t in (("tid", "int64"), ("tx", "int32"), ("lane", "int32")):
         g.declare(name, t)
         g.scope.readonly.add(name)

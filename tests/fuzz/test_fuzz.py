@@ -31,6 +31,30 @@ def test_random_programs_agree_with_the_reference(tmp_path):
     assert report.counts["agree"] == PROGRAMS, report.summary()
 
 
+def test_stream_programs_are_prefetched_and_agree(tmp_path):
+    """Programs of size "stream" read inputs at the thread's own index in kernels without
+    loops: the arrays the NVPTX lowering prefetches into L2. Most have such a stream, their
+    PTX carries the prefetches (assembled by ptxas in the campaign), and they agree."""
+    from tests.fuzz.generator import generate
+    from tests.fuzz.harness import load, make_arguments, signature_of
+
+    n = PROGRAMS // 5
+    prefetched = 0
+    for seed in range(FIRST_SEED, FIRST_SEED + n):
+        p = generate(seed, "stream")
+        kernel, _ = load(p)
+        ptx = kernel.compile(signature_of(p, make_arguments(p, np.random.default_rng(seed)))).ptx
+        prefetched += "prefetch.global.L2" in ptx
+    assert prefetched >= n * 3 // 4, f"{prefetched} of {n} programs prefetch"
+    ptxas = find_tool("ptxas")
+    if ptxas is None and in_ci():
+        pytest.fail(f"CI=true and {NOT_FOUND}")
+    report = campaign("cpu", n, seed=FIRST_SEED, jobs=min(2, os.cpu_count() or 1),
+                      out=str(tmp_path), size="stream", ptxas=ptxas, shrink_seconds=20)
+    assert report.generated == n, report.summary()
+    assert report.counts["agree"] == n, report.summary()
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_bad_programs_are_rejected_at_their_line(kind):
     for seed in range(3):
