@@ -7,13 +7,13 @@ made internal before optimizing, so what the kernel does not use disappears.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 
 from llvmlite import binding as llvm
 
 from ..errors import LibdeviceNotFound
 from ..target import LLVM_MAX_PTX, parse_arch, ptx_version_for  # noqa: F401 (re-exported)
+from .ptxfix import respell
 
 _LOCK = threading.Lock()
 _initialized = False
@@ -162,31 +162,4 @@ def prepare_module(module, ftz: bool) -> None:
 
 
 def emit(module: llvm.ModuleRef, tm) -> str:
-    return spell_negations_feeding_min_max(tm.emit_assembly(module))
-
-
-_MIN_MAX_OPERANDS = re.compile(
-    r"\t(?:min|max)\.[su](?:16|32) \t%rs?\d+, (%rs?\d+|-?\d+), (%rs?\d+|-?\d+);")
-_NEGATION = re.compile(r"\tneg\.s(16|32) \t(%rs?\d+), (%rs?\d+);")
-
-
-def spell_negations_feeding_min_max(ptx: str) -> str:
-    """Write ``neg.s32 d, s`` as ``not.b32 d, s; add.s32 d, d, 1`` (the same value; 16-bit
-    likewise) where ``d`` is an operand of an integer min or max.
-
-    ptxas 13.0 (the driver's JIT of CUDA 13.0 too) fuses ``max(max(a, -b), c)`` into one
-    three-input VIMNMX3 and drops the negation: the GPU computed ``max(a, b, c)`` (fuzzer seed
-    37203000301). It keeps a negation spelled this way."""
-    if "\tneg.s" not in ptx:
-        return ptx
-    operands = {r for pair in _MIN_MAX_OPERANDS.findall(ptx) for r in pair}
-    if not operands:
-        return ptx
-
-    def spelled(m: re.Match) -> str:
-        bits, d, src = m.groups()
-        if d not in operands:
-            return m.group(0)
-        return f"\tnot.b{bits} \t{d}, {src};\n\tadd.s{bits} \t{d}, {d}, 1;"
-
-    return _NEGATION.sub(spelled, ptx)
+    return respell(tm.emit_assembly(module))

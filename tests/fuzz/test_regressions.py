@@ -4,6 +4,7 @@ program that once disagreed with the reference (or crashed), with the seed that 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -390,3 +391,87 @@ def test_fma_of_a_finite_overflowing_product_and_an_infinity(kj_backend):
     for x, z, got in zip(a, c, o):
         want = S.fma(np.float64(2.5), x, z, "float64")
         assert _same_bits(np.array([got]), np.array([want])).all(), (x, z, got, want)
+
+
+# seeds 38539905569, 38539907010, 38539913111 (H200, size "stream"): abs of the most negative
+# int32 is itself (it wraps, as NumPy's does), but ptxas 13.0 takes an abs.s32 result as never
+# negative: `abs(x) > 0` stored for x = -2**31, a floor division and a modulo by abs(x) lost
+# their negative-divisor fix-up. abs is now written as shift, xor and subtract in the PTX
+@kj.jit
+def abs_of_the_most_negative(o, a, s):
+    tid = kj.grid(1)
+    if abs(a[tid]) > kj.uint64(0):
+        o[tid, 0] = kj.int32(-1)
+    o[tid, 1] = (7 & a[tid]) // abs(s << 29)
+    o[tid, 2] = abs(a[tid]) % max(kj.int32(kj.threadIdx.x), a[tid])
+
+
+@kj.jit
+def abs_of_the_most_negative64(o, a):
+    tid = kj.grid(1)
+    o[tid] = abs(a[tid]) < 0
+
+
+def test_abs_of_the_most_negative_integer_stays_negative(kj_backend):
+    a = rng.integers(-1000, 1000, 64).astype(np.int32)
+    a[rng.choice(64, 8, replace=False)] = np.iinfo(np.int32).min
+    a[rng.choice(64, 4, replace=False)] = 0
+    s = np.int32(rng.choice([4, 12, -4]))  # s << 29 is -2**31
+    o = np.full((64, 3), 777, np.int32)
+    abs_of_the_most_negative[2, 32](o, a, s)
+    with np.errstate(over="ignore", divide="ignore"):
+        absa = np.abs(a)  # wraps for -2**31
+        # int32 against uint64 compares exactly (docs/semantics.md): -2**31 is not above 0
+        np.testing.assert_array_equal(o[:, 0], np.where(absa.astype(np.int64) > 0, -1, 777))
+        div = np.abs(np.int32(s) << np.int32(29))
+        np.testing.assert_array_equal(o[:, 1], (7 & a) // div)
+        m = np.maximum(np.arange(64, dtype=np.int32) % 32, a)
+        np.testing.assert_array_equal(o[:, 2], np.where(m == 0, 0, absa % np.where(m == 0, 1, m)))
+    a64 = rng.integers(-1000, 1000, 64).astype(np.int64)
+    a64[rng.choice(64, 8, replace=False)] = np.iinfo(np.int64).min
+    o64 = np.full(64, True)
+    abs_of_the_most_negative64[2, 32](o64, a64)
+    np.testing.assert_array_equal(o64, a64 == np.iinfo(np.int64).min)
+
+
+@pytest.mark.parametrize("kernel, sig, bits", [
+    (abs_of_the_most_negative, "void(int32[:, ::1], int32[::1], int32)", 32),
+    (abs_of_the_most_negative64, "void(bool[::1], int64[::1])", 64)])
+def test_ptx_has_no_integer_abs(kernel, sig, bits):
+    ptx = kj.compile_ptx(kernel, sig)
+    assert "abs.s" not in ptx
+    assert f"shr.s{bits}" in ptx and f"xor.b{bits}" in ptx
+
+
+# seed 38539905713 (H200, size "stream"): min(0.0, 2, a[tid]) gave -0.0 for a[tid] = -0.0,
+# where Python's min keeps its first argument among equals (0.0). LLVM 22's NVPTX instruction
+# selection made `a < 0.0 ? a : 0.0` a min.f64, which takes -0.0 as the smaller zero; a float
+# min with +0.0 (max with -0.0) is now written as setp and selp
+@kj.jit
+def min_max_with_a_signed_zero(o, a):
+    tid = kj.grid(1)
+    o[tid, 0] = min(kj.float64(0.0), 2, a[tid])
+    o[tid, 1] = max(-0.0, a[tid])
+    o[tid, 2] = min(0.0, a[tid])
+    o[tid, 3] = max(0.0, a[tid])  # max.f64 with +0.0 is right: it stays one
+
+
+def test_min_and_max_with_a_zero_keep_pythons_zero(kj_backend):
+    for dtype in (np.float64, np.float32):
+        a = rng.standard_normal(64).astype(dtype)
+        a[rng.choice(64, 8, replace=False)] = -0.0
+        a[rng.choice(64, 8, replace=False)] = 0.0
+        o = np.full((64, 4), np.nan, dtype)
+        min_max_with_a_signed_zero[2, 32](o, a)
+        want = np.array([[min(0.0, 2, x), max(-0.0, x), min(0.0, x), max(0.0, x)] for x in a],
+                        dtype)
+        assert _same_bits(o, want).all(), (o[~_same_bits(o, want)], a)
+
+
+@pytest.mark.parametrize("dtype, zero", [("float64", "0d0000000000000000"),
+                                         ("float32", "0f00000000")])
+def test_ptx_has_no_float_min_with_plus_zero(dtype, zero):
+    ptx = kj.compile_ptx(min_max_with_a_signed_zero, f"void({dtype}[:, ::1], {dtype}[::1])")
+    assert not re.search(rf"\tmin\.f(32|64) .*{zero};", ptx)
+    assert f"setp.lt.f{dtype[-2:]}" in ptx
+    assert f"max.f{dtype[-2:]}" in ptx  # max(0.0, a) keeps its one instruction
