@@ -475,3 +475,32 @@ def test_ptx_has_no_float_min_with_plus_zero(dtype, zero):
     assert not re.search(rf"\tmin\.f(32|64) .*{zero};", ptx)
     assert f"setp.lt.f{dtype[-2:]}" in ptx
     assert f"max.f{dtype[-2:]}" in ptx  # max(0.0, a) keeps its one instruction
+
+
+# seed 41200000695 (cpu backend, a segfault): LLVM 22's loop vectorizer, over the per-thread
+# loop of a block-mode kernel, computed `s // s` (loop-invariant, and a division may trap)
+# only when the vector's first thread was active, then gathered through that address for
+# all; lane 0 of each warp skips the `if`, so the address was poison. Block-mode kernels are
+# now optimized without the loop vectorizer
+@kj.jit
+def collective_over_an_invariant_division(o, a, s):
+    tid = kj.grid(1)
+    if kj.laneid >= 1:
+        o[tid] = kj.any_sync(0xfffffffe, a[tid % 8] > a[s // s])
+
+
+def test_a_collective_over_an_invariant_division_under_a_lane_test(kj_backend):
+    a = rng.permutation(8).astype(np.uint32)
+    top, to = int(np.argmax(a)), int(rng.integers(2, 8))
+    a[[top, to]] = a[[to, top]]  # the largest not at 0 or 1, which s // s reads
+    for s in (np.uint32(0), np.uint32(rng.integers(1, 100))):
+        o = np.full(128, 7, np.int32)
+        collective_over_an_invariant_division[2, 64](o, a, s)
+        pivot = a[0 if s == 0 else 1]  # s // s is 0 for s = 0 (docs/semantics.md)
+        lanes = np.arange(128) % 32
+        want = np.full(128, 7, np.int32)
+        for warp in range(4):
+            ids = np.arange(warp * 32 + 1, warp * 32 + 32)
+            want[ids] = int((a[ids % 8] > pivot).any())
+        assert want[lanes >= 1].any()  # the vote has something to find
+        np.testing.assert_array_equal(o, want)
