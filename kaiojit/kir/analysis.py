@@ -265,7 +265,7 @@ def _is_thread_index(e: Expr) -> bool:
     if e.op != "binop" or e.attr != "+":
         return False
     for prod, tid in (e.args, reversed(e.args)):
-        prod, tid = _unconverted(prod), _unconverted(tid)
+        prod = _unconverted(prod)
         if (_sreg(tid) == "sreg.tid.x" and prod.op == "binop" and prod.attr == "*"
                 and {_sreg(a) for a in prod.args} == {"sreg.ctaid.x", "sreg.ntid.x"}):
             return True

@@ -124,8 +124,8 @@ class FunctionLowering:
         self.reused: dict[int, ir.Value] = {}
         self.array_name = "?"  # the array being indexed, for a debug bounds check
         # streamed arrays not yet prefetched (the first load of each asks for later blocks')
-        self.streams = streamed_arrays(kfunc) if getattr(self.options, "prefetch", False) \
-            else ()
+        wanted = self.target.prefetches and getattr(self.options, "prefetch", False)
+        self.streams = streamed_arrays(kfunc) if wanted else ()
         self.to_prefetch = set(self.streams)
 
     # --- structure --------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ class NVPTXTarget(Target):
     def __init__(self, arch: str = "sm_90"):
         parse_arch(arch)  # a malformed arch is a ValueError here, not a puzzle later
         self.arch = arch
+        self.prefetches = arch_has(arch, PREFETCH_MIN_ARCH)
         self.sites: list[dict] = []  # where a debug fault can come from (gpu_faults.py)
 
     def store_packed(self, fl, ptr, value, align: int):
@@ -202,8 +203,6 @@ class NVPTXTarget(Target):
         load per thread and stream in flight, which caps the bytes in flight below what HBM
         needs; a prefetch holds no register, so the lines later blocks load are on their way
         (or in L2) by the time those blocks start."""
-        if not arch_has(self.arch, PREFETCH_MIN_ARCH):
-            return
         b = fl.builder
         ahead = ir.Constant(I64, max(1, PREFETCH_AHEAD_BYTES // streams // dtype.itemsize))
         within = b.icmp_signed("<", b.add(index, ahead, flags=("nsw",)), extent)

@@ -150,9 +150,12 @@ class Target:
     def bounds_check(self, fl, index, extent, at, dim, loc):
         pass
 
+    prefetches = False  # whether prefetch_ahead does anything (the lowering asks first)
+
     def prefetch_ahead(self, fl, ptr, index, extent, dtype: T.ScalarType, streams: int) -> None:
         """After a load of a streamed array (``kir.analysis.streamed_arrays``) at ``ptr``, the
-        element ``index`` of ``extent``: ask for what a later block will load (no-op here)."""
+        element ``index`` of ``extent``: ask for what a later block will load. Called only
+        where ``prefetches`` is true."""
 
 
 def string_constant(mod, text: str, addrspace: int = 0) -> ir.GlobalVariable:
