@@ -150,6 +150,26 @@ def _foreign_reads(kind: str, v) -> Callable[[], None]:
     return reads
 
 
+def _exchange_reader(kind: str, v) -> Callable[..., bool] | None:
+    """The native reader the fast form calls for three such arrays, where their class
+    publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch 2.11), writing into a
+    scratch buffer (``kaiojit/runtime/dlpack_exchange.py``)."""
+    import ctypes
+
+    from kaiojit.runtime import dlpack_exchange as dx
+    from kaiojit.runtime.interop import array_extractor
+
+    if dx.export_function(type(v)) is None:
+        return None
+    _, _, _, t, device = array_extractor(type(v))(v)
+    scratch = ctypes.create_string_buffer(64)
+    reads = [dx.ArrayRead(type(v), 1, t.dtype, bool(t.align), 16 * k) for k in range(3)]
+    read = dx.reader(reads, ctypes.addressof(scratch), device, scratch)
+    if not read(v, v, v):
+        raise AssertionError("the native reader refused the benchmark's tensors")
+    return read
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=20000)
@@ -245,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         fo, fx, fy = _foreign_arrays(kind, kj, out, x, y)
         parts.append((f"{kind}: what the fast form reads of one array "
                       f"({type(fo).__module__})", _foreign_reads(kind, fx)))
+        reader = _exchange_reader(kind, fo)
+        if reader is not None:
+            parts.append((f"{kind}: the native read of the three (DLPack exchange)",
+                          lambda fo=fo, fx=fx, fy=fy, reader=reader: reader(fo, fx, fy)))
         wholes.append((f"whole, {kind} arrays ({type(fo).__module__})",
                        lambda fo=fo, fx=fx, fy=fy: saxpy[GRID, BLOCK](fo, fx, fy, a, n)))
     wholes.append(("general path (LoadedKernel.launch)",
@@ -256,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     total_parts = 0.0
     for name, fn in parts:
         ns = median_ns(fn, opts.launches, opts.reps)
-        foreign = "what the fast form reads" in name  # not part of the DeviceArray launch
+        foreign = name.startswith(("torch:", "cupy:"))  # not part of the DeviceArray launch
         if not foreign and (not name.startswith("ctypes") or native_call is None):
             total_parts += ns
         print(f"{name:52} {ns:8.1f} ns")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
+from kaiojit.runtime import dlpack_exchange
 from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
 from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
@@ -79,6 +80,8 @@ class _Code:
         self.fmt: list[str] = []
         self.values: list[str] = []
         self.has_device_array = False
+        # arrays read natively through their DLPack exchange API, after the packing
+        self.reads: list[tuple[str, dlpack_exchange.ArrayRead]] = []
 
     def const(self, name: str, value: Any) -> str:
         self.env[name] = value
@@ -145,15 +148,22 @@ def _generate(name: str, code: _Code, ncall: int, with_record: bool) -> Callable
         f"        {unpack}",
         f"        if ({condition}):",
     ]
-    if code.fmt:
+    if code.values:
         code.env["PACK"] = struct.Struct("<" + "".join(code.fmt)).pack_into
         code.env["BUF"] = code.env["SLOTS"].raw
         lines.append(f"            PACK(BUF, 0, {', '.join(code.values)})")
+    indent = " " * 12
+    if code.reads:  # after the packing, whose pad bytes cover these arrays' slots
+        slots = code.env["SLOTS"]
+        code.env["READ"] = dlpack_exchange.reader([r for _, r in code.reads], slots.address,
+                                                  code.env["DEV"], slots)
+        lines.append(f"{indent}if READ({', '.join(v for v, _ in code.reads)}):")
+        indent += "    "
     lines += [
-        f"            rc = LAUNCH({'REC' if with_record else ''})",
-        "            if rc:",
-        "                FAILED(rc)",
-        "            return",
+        f"{indent}rc = LAUNCH({'REC' if with_record else ''})",
+        f"{indent}if rc:",
+        f"{indent}    FAILED(rc)",
+        f"{indent}return",
         "    except GUARD_ERRORS:",
         "        pass  # another kind, or a value the format cannot pack",
         "    return FALLBACK(args, fast)",
@@ -216,6 +226,9 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
     if i is None or t.layout != "C" or t.passes_strides:
         return False
     extractor = array_extractor(cls)
+    if extractor is not None and dlpack_exchange.export_function(cls) is not None:
+        _exchange(code, v, t, cls)
+        return True
     if extractor is _torch_info:
         _torch(code, v, i, t, value)
         return True
@@ -245,9 +258,19 @@ def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str,
     code.values += extents
 
 
+def _exchange(code: _Code, v: str, t: kt.ArrayType, cls: type) -> None:
+    """An array whose class publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch
+    2.11): one native call after the packing reads every such array of the launch, tests it
+    and writes its slots (:mod:`kaiojit.runtime.dlpack_exchange`); the packing leaves pad
+    bytes there."""
+    offset = struct.calcsize("<" + "".join(code.fmt))
+    code.reads.append((v, dlpack_exchange.ArrayRead(cls, t.ndim, t.dtype, bool(t.align), offset)))
+    code.fmt.append(f"{8 * (1 + t.ndim)}x")
+
+
 def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
-    """A PyTorch tensor (or an object of the same interface): class, dtype, device and
-    contiguity tested, the pointer read with ``data_ptr()``."""
+    """A PyTorch tensor (or an object of the same interface) of a class without the exchange
+    API: class, dtype, device and contiguity tested, the pointer read with ``data_ptr()``."""
     code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
                     f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",
                     f"{v}.get_device() == DEV", f"{v}.is_contiguous()"]

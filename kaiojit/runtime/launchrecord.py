@@ -11,9 +11,10 @@ launch calls ``record.entry(&record.config, record.function, record.params, NULL
 Two trampolines make that call, compiled once per process for the host through llvmlite
 (MCJIT):
 
-- the *native* one is the C function of a builtin Python function (``PyCFunction_NewEx``,
-  ``METH_NOARGS``) made per launcher, whose ``self`` holds the record; calling it is a builtin
-  call with no argument conversion (~40 ns instead of ctypes' ~300 ns). It releases the GIL
+- the *native* one is the C function of a builtin Python function
+  (:mod:`kaiojit.runtime.cbuiltins`, ``METH_NOARGS``) made per launcher, whose ``self`` holds
+  the record; calling it is a builtin call with no argument conversion (~40 ns instead of
+  ctypes' ~300 ns). It releases the GIL
   around the driver call (``PyEval_SaveThread``/``PyEval_RestoreThread``), as ctypes does, so
   a launch that blocks on a full queue never holds up a host callback that needs the GIL. It
   returns the status as a Python int. It uses only functions of the stable ABI
@@ -35,6 +36,8 @@ from __future__ import annotations
 import ctypes
 import threading
 from typing import Any
+
+from kaiojit.runtime import cbuiltins
 
 LAUNCH_MODES = ("native", "ex", "ctypes", "bindings")
 DEFAULT_LAUNCH_MODE = "native"
@@ -157,43 +160,24 @@ _compiled: dict[str, Any] = {}
 LAUNCH_CALL = ctypes.CFUNCTYPE(ctypes.c_int)  # no argtypes: the record goes as a c_void_p
 _PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyEval_SaveThread",
                    "PyEval_RestoreThread", "PyLong_FromLong")
-METH_NOARGS = 0x0004  # methodobject.h
-
-
-class _MethodDef(ctypes.Structure):
-    """``PyMethodDef`` (methodobject.h; the same in every CPython 3)."""
-
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
 
 
 def _compile() -> dict[str, Any]:
     with _lock:
         if _compiled:
             return _compiled
-        from llvmlite import binding as llvm
-
-        from kaiojit.runtime.hostjit import _LOAD_LOCK, _engine_target_machine
-
-        for name in _PYTHON_SYMBOLS:  # the C API of this process, by address
-            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name),
-                                              ctypes.c_void_p).value)
         text = (_TRAMPOLINE_IR.replace("ENTRY_OFFSET", str(LaunchRecord.entry.offset))
                 .replace("FUNCTION_OFFSET", str(LaunchRecord.function.offset))
                 .replace("PARAMS_OFFSET", str(LaunchRecord.params.offset)))
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        module = llvm.parse_assembly(text)
-        module.triple = llvm.get_process_triple()
-        module.verify()
-        with _LOAD_LOCK:  # MCJIT's engine creation is not thread-safe
-            engine = llvm.create_mcjit_compiler(module, _engine_target_machine())
-            engine.finalize_object()
+        engine = cbuiltins.compile_ir(text, _PYTHON_SYMBOLS)
         _compiled["engine"] = engine  # owns the code
         _compiled["trampoline"] = LAUNCH_CALL(
             engine.get_function_address("kaiojit_launch_record"))
         _compiled["stub"] = engine.get_function_address("kaiojit_launch_stub")
-        _compiled["native"] = engine.get_function_address("kaiojit_launch_native")
+        # one definition for the process: the builtins point to it
+        _compiled["method"] = cbuiltins.MethodDef(
+            b"kaiojit_launch", engine.get_function_address("kaiojit_launch_native"),
+            cbuiltins.METH_NOARGS, b"Launch the kernel of a prebuilt record.")
         return _compiled
 
 
@@ -211,25 +195,8 @@ def stub_entry() -> int:
 def native_launcher(record: LaunchRecord, *owners: Any) -> Any:
     """A builtin function ``launch() -> status`` that calls ``record``'s entry point with the
     GIL released. It keeps ``record`` and ``owners`` (what the record points into) alive."""
-    compiled = _compiled or _compile()
-    method = compiled.get("method")
-    if method is None:
-        with _lock:
-            method = compiled.get("method")
-            if method is None:  # one definition for the process: builtins point to it
-                method = _MethodDef(b"kaiojit_launch", compiled["native"], METH_NOARGS,
-                                    b"Launch the kernel of a prebuilt record.")
-                compiled["method"] = method
-    capsule = _capsule_new(ctypes.addressof(record), None, None)
-    return _cfunction_new(ctypes.byref(method), (capsule, record, *owners), None)
-
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-_cfunction_new = ctypes.pythonapi.PyCFunction_NewEx
-_cfunction_new.restype = ctypes.py_object
-_cfunction_new.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
+    method = (_compiled or _compile())["method"]
+    return cbuiltins.make_builtin(method, ctypes.addressof(record), record, *owners)
 
 
 __all__ = ["DEFAULT_LAUNCH_MODE", "LAUNCH_MODES", "LaunchConfigStruct", "LaunchRecord",

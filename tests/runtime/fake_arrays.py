@@ -4,7 +4,11 @@ library. Each attribute can be changed between launches (device, dtype, contigui
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
+
+from kaiojit.runtime.dlpack import DLTensor
 
 
 class TorchDtype:
@@ -84,3 +88,56 @@ def _c_strides(shape: tuple, itemsize: int) -> tuple:
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
+
+
+# --- a tensor class that publishes DLPack's C exchange API (as torch.Tensor does) ---------------
+
+_API_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")
+_EXPORT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(DLTensor))
+_DL_CODES = {"f": 2, "i": 0, "u": 1, "c": 5, "b": 6}
+
+
+class _Api(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("prev_api", ctypes.c_void_p), ("allocator", ctypes.c_void_p),
+                ("managed_from", ctypes.c_void_p), ("managed_to", ctypes.c_void_p),
+                ("dltensor_from", _EXPORT), ("current_stream", ctypes.c_void_p)]
+
+
+@_EXPORT
+def _export(obj: int, out) -> int:
+    """``dltensor_from_py_object_no_sync`` of :class:`ExchangeTensor`."""
+    t = ctypes.cast(obj, ctypes.py_object).value
+    t.exports += 1
+    if t.export_fails:
+        return -1
+    a, d = t.array, out.contents
+    itemsize = a.dtype.itemsize
+    t._shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+    t._strides = (ctypes.c_int64 * max(a.ndim, 1))(*(s // itemsize for s in a.strides))
+    d.data, d.byte_offset = a.ptr, 0
+    d.device.device_type, d.device.device_id = 2, t.device  # kDLCUDA
+    d.ndim = a.ndim
+    d.dtype.code, d.dtype.bits, d.dtype.lanes = _DL_CODES[a.dtype.kind], 8 * itemsize, 1
+    d.shape = ctypes.cast(t._shape, ctypes.POINTER(ctypes.c_int64))
+    d.strides = ctypes.cast(t._strides, ctypes.POINTER(ctypes.c_int64))
+    return 0
+
+
+_API = _Api(1, 3, None, None, None, None, _export, None)
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class ExchangeTensor(Tensor):
+    """A :class:`Tensor` whose class publishes ``__dlpack_c_exchange_api__``, with an export
+    function that reads the DeviceArray behind it (its device as this object says). It
+    counts its exports, and ``export_fails`` makes the export report an error."""
+
+    __dlpack_c_exchange_api__ = _capsule_new(ctypes.addressof(_API), _API_NAME, None)
+
+    def __init__(self, array, **kw):
+        super().__init__(array, **kw)
+        self.exports = 0
+        self.export_fails = False

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
+from kaiojit.runtime import dlpack_exchange
+from kaiojit.runtime.fastlaunch import source_of
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng()
@@ -44,6 +46,8 @@ def test_foreign_arrays_launch_fast_and_fall_back(cuda, library):
         kj.synchronize()
         np.testing.assert_allclose(to_host(out), a * x + y, rtol=1e-5, atol=1e-5)
     assert callable(saxpy[grid, 256]) and saxpy[grid, 256].__class__.__name__ == "function"
+    if library == "torch" and dlpack_exchange.export_function(lib.Tensor) is not None:
+        assert "READ(a0, a1)" in source_of(saxpy[grid, 256])  # one native read of both
     # unaligned (off by one element) and strided: other specializations, still right
     x = RNG.standard_normal(2 * n + 1).astype(np.float32)
     y = RNG.standard_normal(n).astype(np.float32)
@@ -52,6 +56,39 @@ def test_foreign_arrays_launch_fast_and_fall_back(cuda, library):
         saxpy[grid, 256](out, view, np.float32(2.0), np.int32(n))
         kj.synchronize()
         np.testing.assert_allclose(to_host(out), 2.0 * expected + y, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_tensor_changed_in_place_between_launches(cuda):
+    """The same tensor object, its storage, dtype or strides changed in place: each launch
+    reads what the tensor is now (the fast form caches nothing per tensor)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    saxpy = make_saxpy()
+    n = int(RNG.integers(1000, 4000))
+    launch = saxpy[(n + 255) // 256, 256]
+    x, y = (RNG.standard_normal(n).astype(np.float32) for _ in range(2))
+    tx = torch.tensor(x, device="cuda")
+    out = torch.tensor(y, device="cuda")
+    launch(out, tx, np.float32(2.0), np.int32(n))
+    x2 = RNG.standard_normal(n).astype(np.float32)
+    tx.data = torch.tensor(x2, device="cuda")  # new storage, same object
+    launch(out, tx, np.float32(2.0), np.int32(n))
+    kj.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), y + 2 * x + 2 * x2, rtol=1e-5, atol=1e-5)
+    x64 = RNG.standard_normal(n)
+    tx.data = torch.tensor(x64, device="cuda")  # another dtype: another specialization
+    out64 = torch.tensor(y.astype(np.float64), device="cuda")
+    launch(out64, tx, 3.0, np.int32(n))
+    kj.synchronize()
+    np.testing.assert_allclose(out64.cpu().numpy(), y + 3 * x64, rtol=1e-12)
+    wide = RNG.standard_normal(2 * n).astype(np.float32)
+    tx.data = torch.tensor(wide, device="cuda")
+    tx.as_strided_((n,), (2,))  # strided in place: the general path's strides
+    out = torch.tensor(y, device="cuda")
+    launch(out, tx, np.float32(2.0), np.int32(n))
+    kj.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), y + 2 * wide[::2], rtol=1e-5, atol=1e-5)
 
 
 def test_constexpr_and_autotuned_kernels_launch_fast(cuda):

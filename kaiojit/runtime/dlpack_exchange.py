@@ -1,0 +1,338 @@
+"""Reading foreign arrays at launch through DLPack's C exchange API, in native code.
+
+A class may publish ``__dlpack_c_exchange_api__``: a capsule named ``dlpack_exchange_api``
+around a ``DLPackExchangeAPI`` (dlpack.h, version 1), a table of C functions. One of them,
+``dltensor_from_py_object_no_sync(obj, &dltensor)``, fills a caller's ``DLTensor`` with the
+array's pointer, device, dtype, shape and strides, allocating nothing. PyTorch publishes it on
+``torch.Tensor`` (2.11 has it; a class without it keeps the fast form's attribute reads). It
+is meant for exactly this: a library launching its own kernel on a framework's arrays.
+
+Read through the tensor's Python attributes, the facts a launch needs of one ``torch.Tensor``
+cost five calls into PyTorch's bindings, ~0.4-0.5 µs. The launch fast form
+(:mod:`kaiojit.runtime.fastlaunch`) instead calls one builtin ``read(a0, a1, ...)`` made here
+per fast form, whose C function, for each array:
+
+1. tests the array's class (``PyObject_Type``) against the one the fast form was built for
+   (the API is only valid for the class it was found on);
+2. calls the class's ``dltensor_from_py_object_no_sync``; a failure (an exception set) is
+   cleared and counts as a miss;
+3. tests the device (kind and ordinal), rank and dtype against the specialization's;
+4. tests C-contiguity from the shape and strides (extent-1 dimensions may have any stride, as
+   ``Tensor.is_contiguous()`` says);
+5. tests the alignment the kernel was specialized on (the pointer, and a row's bytes where
+   there are rows, against 16 bytes: aligned, or not);
+6. writes the pointer and the extents into the fast form's parameter buffer.
+
+It returns True when every array passed, False otherwise; the fast form then launches, or
+takes the general path (which types and checks the arrays itself). A miss can leave some
+arrays written into the buffer: the buffer is the fast form's own, rewritten every launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from kaiojit import types as kt
+from kaiojit.runtime import cbuiltins
+from kaiojit.runtime.dlpack import K_DL_BFLOAT, K_DL_CUDA, _KIND_CODES
+
+API_CAPSULE_NAME = b"dlpack_exchange_api"
+API_MAJOR = 1  # the DLPackExchangeAPI layout read here
+
+_READER_IR = """
+%Entry = type { ptr, ptr, i64, i32, i32, i64, i64 }
+%Spec = type { i64, ptr, i32, i32, ptr }
+%DLTensor = type { ptr, i32, i32, i32, i32, ptr, ptr, i64 }
+
+declare ptr @PyTuple_GetItem(ptr, i64)
+declare ptr @PyCapsule_GetPointer(ptr, ptr)
+declare ptr @PyObject_Type(ptr)
+declare void @Py_DecRef(ptr)
+declare void @PyErr_Clear()
+declare ptr @PyBool_FromLong(i64)
+
+; the C function of a METH_FASTCALL builtin read(*arrays): self is (capsule of a %Spec, owners)
+define ptr @kaiojit_read_arrays(ptr %self, ptr %args, i64 %nargs) {
+start:
+  %dl = alloca %DLTensor, align 8
+  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
+  %no.capsule = icmp eq ptr %capsule, null
+  br i1 %no.capsule, label %fail, label %open
+open:
+  %spec = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
+  %no.spec = icmp eq ptr %spec, null
+  br i1 %no.spec, label %fail, label %count
+count:
+  %count.at = getelementptr %Spec, ptr %spec, i32 0, i32 0
+  %count.n = load i64, ptr %count.at
+  %count.ok = icmp eq i64 %count.n, %nargs
+  br i1 %count.ok, label %setup, label %miss
+setup:
+  %buffer.at = getelementptr %Spec, ptr %spec, i32 0, i32 1
+  %buffer = load ptr, ptr %buffer.at
+  %devtype.at = getelementptr %Spec, ptr %spec, i32 0, i32 2
+  %devtype = load i32, ptr %devtype.at
+  %devid.at = getelementptr %Spec, ptr %spec, i32 0, i32 3
+  %devid = load i32, ptr %devid.at
+  %entries.at = getelementptr %Spec, ptr %spec, i32 0, i32 4
+  %entries = load ptr, ptr %entries.at
+  br label %next.array
+next.array:
+  %i = phi i64 [ 0, %setup ], [ %i.next, %written ]
+  %all.read = icmp eq i64 %i, %count.n
+  br i1 %all.read, label %hit, label %class.test
+class.test:
+  %entry = getelementptr %Entry, ptr %entries, i64 %i
+  %obj.at = getelementptr ptr, ptr %args, i64 %i
+  %obj = load ptr, ptr %obj.at
+  %type = call ptr @PyObject_Type(ptr %obj)
+  call void @Py_DecRef(ptr %type)
+  %want.type.at = getelementptr %Entry, ptr %entry, i32 0, i32 0
+  %want.type = load ptr, ptr %want.type.at
+  %type.ok = icmp eq ptr %type, %want.type
+  br i1 %type.ok, label %export, label %miss
+export:
+  %fn.at = getelementptr %Entry, ptr %entry, i32 0, i32 1
+  %fn = load ptr, ptr %fn.at
+  %rc = call i32 %fn(ptr %obj, ptr %dl)
+  %rc.ok = icmp eq i32 %rc, 0
+  br i1 %rc.ok, label %facts, label %error
+error:
+  call void @PyErr_Clear()
+  br label %miss
+facts:
+  %dl.devtype.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 1
+  %dl.devtype = load i32, ptr %dl.devtype.at
+  %dl.devid.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 2
+  %dl.devid = load i32, ptr %dl.devid.at
+  %dl.ndim.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 3
+  %dl.ndim = load i32, ptr %dl.ndim.at
+  %dl.dtype.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 4
+  %dl.dtype = load i32, ptr %dl.dtype.at
+  %want.ndim.at = getelementptr %Entry, ptr %entry, i32 0, i32 3
+  %want.ndim = load i32, ptr %want.ndim.at
+  %want.dtype.at = getelementptr %Entry, ptr %entry, i32 0, i32 4
+  %want.dtype = load i32, ptr %want.dtype.at
+  %devtype.ok = icmp eq i32 %dl.devtype, %devtype
+  %devid.ok = icmp eq i32 %dl.devid, %devid
+  %ndim.ok = icmp eq i32 %dl.ndim, %want.ndim
+  %dtype.ok = icmp eq i32 %dl.dtype, %want.dtype
+  %device.ok = and i1 %devtype.ok, %devid.ok
+  %kind.ok = and i1 %ndim.ok, %dtype.ok
+  %facts.ok = and i1 %device.ok, %kind.ok
+  br i1 %facts.ok, label %layout, label %miss
+layout:
+  %shape.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 5
+  %shape = load ptr, ptr %shape.at
+  %strides.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 6
+  %strides = load ptr, ptr %strides.at
+  %ndim = sext i32 %dl.ndim to i64
+  %has.strides = icmp ne ptr %strides, null
+  br i1 %has.strides, label %stride.loop, label %alignment
+stride.loop:
+  %k = phi i64 [ %ndim, %layout ], [ %k.less, %stride.fits ]
+  %expected = phi i64 [ 1, %layout ], [ %expected.next, %stride.fits ]
+  %strides.done = icmp eq i64 %k, 0
+  br i1 %strides.done, label %alignment, label %stride.test
+stride.test:
+  %k.less = sub i64 %k, 1
+  %extent.at = getelementptr i64, ptr %shape, i64 %k.less
+  %extent = load i64, ptr %extent.at
+  %stride.at = getelementptr i64, ptr %strides, i64 %k.less
+  %stride = load i64, ptr %stride.at
+  %unit = icmp eq i64 %extent, 1
+  %compact = icmp eq i64 %stride, %expected
+  %stride.ok = or i1 %unit, %compact
+  %expected.next = mul i64 %expected, %extent
+  br i1 %stride.ok, label %stride.fits, label %miss
+stride.fits:
+  br label %stride.loop
+alignment:
+  %data.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 0
+  %data = load ptr, ptr %data.at
+  %offset.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 7
+  %byte.offset = load i64, ptr %offset.at
+  %base = ptrtoint ptr %data to i64
+  %pointer = add i64 %base, %byte.offset
+  %has.rows = icmp sgt i64 %ndim, 1
+  br i1 %has.rows, label %row.bytes, label %alignment.test
+row.bytes:
+  %last = sub i64 %ndim, 1
+  %row.extent.at = getelementptr i64, ptr %shape, i64 %last
+  %row.extent = load i64, ptr %row.extent.at
+  %itemsize.at = getelementptr %Entry, ptr %entry, i32 0, i32 5
+  %itemsize = load i64, ptr %itemsize.at
+  %row = mul i64 %row.extent, %itemsize
+  br label %alignment.test
+alignment.test:
+  %row.or.zero = phi i64 [ 0, %alignment ], [ %row, %row.bytes ]
+  %both = or i64 %pointer, %row.or.zero
+  %low = and i64 %both, ALIGN_MASK
+  %misaligned = icmp ne i64 %low, 0
+  %aligned.at = getelementptr %Entry, ptr %entry, i32 0, i32 6
+  %aligned.flag = load i64, ptr %aligned.at
+  %wants.aligned = icmp ne i64 %aligned.flag, 0
+  %alignment.ok = xor i1 %misaligned, %wants.aligned
+  br i1 %alignment.ok, label %write, label %miss
+write:
+  %slot.offset.at = getelementptr %Entry, ptr %entry, i32 0, i32 2
+  %slot.offset = load i64, ptr %slot.offset.at
+  %slot = getelementptr i8, ptr %buffer, i64 %slot.offset
+  store i64 %pointer, ptr %slot, align 1
+  %extents = getelementptr i8, ptr %slot, i64 8
+  br label %extent.loop
+extent.loop:
+  %j = phi i64 [ 0, %write ], [ %j.next, %extent.copy ]
+  %extents.done = icmp eq i64 %j, %ndim
+  br i1 %extents.done, label %written, label %extent.copy
+extent.copy:
+  %from = getelementptr i64, ptr %shape, i64 %j
+  %value = load i64, ptr %from
+  %to = getelementptr i64, ptr %extents, i64 %j
+  store i64 %value, ptr %to, align 1
+  %j.next = add i64 %j, 1
+  br label %extent.loop
+written:
+  %i.next = add i64 %i, 1
+  br label %next.array
+hit:
+  %true = call ptr @PyBool_FromLong(i64 1)
+  ret ptr %true
+miss:
+  %false = call ptr @PyBool_FromLong(i64 0)
+  ret ptr %false
+fail:
+  ret ptr null
+}
+"""
+
+_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyObject_Type", "Py_DecRef",
+                   "PyErr_Clear", "PyBool_FromLong")
+
+
+class Entry(ctypes.Structure):
+    """One array of a reader: its class, the class's export function, where its pointer and
+    extents go in the buffer, and what the specialization expects of it."""
+
+    _fields_ = [("cls", ctypes.c_void_p), ("export", ctypes.c_void_p), ("offset", ctypes.c_int64),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32),
+                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+
+
+class Spec(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
+                ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("entries", ctypes.c_void_p)]
+
+
+class _ApiHeader(ctypes.Structure):
+    """The start of ``DLPackExchangeAPI``: the version, the older-API link, then the five
+    functions (allocator, managed from/to Python, DLTensor from Python, current stream)."""
+
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("prev_api", ctypes.c_void_p), ("managed_tensor_allocator", ctypes.c_void_p),
+                ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
+                ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+                ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
+                ("current_work_stream", ctypes.c_void_p)]
+
+
+@dataclass(frozen=True)
+class ArrayRead:
+    """What the reader expects of one argument: its class, rank, element type, whether the
+    kernel was specialized as 16-byte aligned, and its slot's byte offset in the buffer."""
+
+    cls: type
+    ndim: int
+    dtype: kt.ScalarType
+    aligned: bool
+    offset: int
+
+
+_lock = threading.Lock()
+_compiled: dict[str, Any] = {}
+_exports: dict[type, int | None] = {}
+
+
+def export_function(cls: type) -> int | None:
+    """The address of ``cls``'s ``dltensor_from_py_object_no_sync``, or None where ``cls``
+    publishes no exchange API of a version read here. Only a class that defines the API
+    itself counts: a subclass (a tensor subclass with its own ``__torch_function__``) keeps
+    the attribute reads, which honour its overrides."""
+    try:
+        return _exports[cls]
+    except KeyError:
+        pass
+    address = None
+    capsule = cls.__dict__.get("__dlpack_c_exchange_api__")
+    if capsule is not None and _capsule_is_valid(capsule, API_CAPSULE_NAME):
+        api = _ApiHeader.from_address(_capsule_get(capsule, API_CAPSULE_NAME))
+        # a newer major version may link an older one that still has this layout
+        while api.major != API_MAJOR and api.prev_api:
+            api = _ApiHeader.from_address(api.prev_api)
+        if api.major == API_MAJOR and api.dltensor_from_py_object_no_sync:
+            address = api.dltensor_from_py_object_no_sync
+    _exports[cls] = address
+    return address
+
+
+def dtype_word(t: kt.ScalarType) -> int:
+    """A DLPack ``DLDataType`` (code, bits, one lane) as the little-endian 32-bit word the
+    reader compares with."""
+    if t.is_bool:
+        code = _KIND_CODES["b"]
+    elif t.is_complex:
+        code = _KIND_CODES["c"]
+    elif t.is_float:
+        code = K_DL_BFLOAT if t.name == "bfloat16" else _KIND_CODES["f"]
+    else:
+        code = _KIND_CODES["i" if t.is_signed else "u"]
+    return code | (t.bits << 8) | (1 << 16)
+
+
+def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners: Any,
+           device_type: int = K_DL_CUDA) -> Any:
+    """The builtin ``read(*arrays) -> bool`` for ``arrays`` (each class must have an
+    :func:`export_function`), writing into the buffer at ``buffer_address``, which
+    ``owners`` keep alive."""
+    entries = (Entry * len(arrays))()
+    for entry, a in zip(entries, arrays):
+        export = export_function(a.cls)
+        if export is None:
+            raise ValueError(f"{a.cls.__qualname__} publishes no DLPack exchange API")
+        entry.cls, entry.export, entry.offset = id(a.cls), export, a.offset
+        entry.ndim, entry.dtype = a.ndim, dtype_word(a.dtype)
+        entry.itemsize, entry.aligned = a.dtype.itemsize, int(a.aligned)
+    spec = Spec(len(arrays), buffer_address, device_type, device_id,
+                ctypes.addressof(entries))
+    method = (_compiled or _compile())["method"]
+    classes = tuple(a.cls for a in arrays)  # the entries hold their addresses
+    return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, classes,
+                                  *owners)
+
+
+def _compile() -> dict[str, Any]:
+    with _lock:
+        if not _compiled:
+            text = _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1))
+            engine = cbuiltins.compile_ir(text, _PYTHON_SYMBOLS)
+            _compiled["engine"] = engine  # owns the code
+            _compiled["method"] = cbuiltins.MethodDef(
+                b"kaiojit_read_arrays", engine.get_function_address("kaiojit_read_arrays"),
+                cbuiltins.METH_FASTCALL,
+                b"Read arrays through their DLPack exchange API into a parameter buffer.")
+        return _compiled
+
+
+_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get.restype = ctypes.c_void_p
+_capsule_get.argtypes = (ctypes.py_object, ctypes.c_char_p)
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+__all__ = ["ArrayRead", "export_function", "reader", "dtype_word"]
