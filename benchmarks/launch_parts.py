@@ -85,6 +85,12 @@ class Tensor:
     def is_contiguous(self) -> bool:
         return True
 
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
     def data_ptr(self) -> int:
         return self.array.ptr
 

@@ -11,6 +11,9 @@ has worked, the same launch is specialized into a plain function ``fast(*args)``
   rank and alignment, a scalar's class, a constexpr's value;
 - one ``struct.Struct.pack_into`` writing every parameter into the fast form's own parameter
   buffer (a DeviceArray's pointer and shape as its ready-made ``launch_bytes``);
+- where arrays' classes publish DLPack's C exchange API (``torch.Tensor``), one native call
+  that reads, tests and writes all of them (:mod:`kaiojit.runtime.dlpack_exchange`) in place
+  of their attribute reads;
 - one call of the backend's launch entry with a prebuilt record (a builtin function around
   ``cuLaunchKernelEx`` on cuda, see :mod:`kaiojit.runtime.launchrecord` and
   :class:`~kaiojit.runtime.backend.FastLaunchBinding`).
@@ -226,6 +229,9 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
     if i is None or t.layout != "C" or t.passes_strides:
         return False
     extractor = array_extractor(cls)
+    if extractor is _torch_info and t.dtype.is_complex:
+        # a lazy conjugate view reads as its base: the general path refuses it
+        code.guards.append(f"not {v}.is_conj()")
     if extractor is not None and dlpack_exchange.export_function(cls) is not None:
         _exchange(code, v, t, cls)
         return True

@@ -37,6 +37,10 @@ def _torch_info(t: Any) -> ArrayInfo:
     if device < 0:
         raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
     scalar = _torch_scalar(t.dtype)
+    if scalar.is_complex and t.is_conj() or t.is_neg():
+        # a lazy view: the memory holds the values before the conjugation or negation
+        raise TypeError("a PyTorch tensor with its conjugate or negative bit set (a lazy view "
+                        "such as x.conj()); pass x.resolve_conj() or x.resolve_neg()")
     shape = tuple(t.shape)
     itemsize = scalar.itemsize
     ptr = t.data_ptr()

@@ -20,7 +20,8 @@ class TorchDtype:
 
 
 TORCH_DTYPES = {np.dtype(np.float32): TorchDtype("float32"),
-                np.dtype(np.float64): TorchDtype("float64")}
+                np.dtype(np.float64): TorchDtype("float64"),
+                np.dtype(np.complex64): TorchDtype("complex64")}
 
 
 class Tensor:
@@ -33,6 +34,7 @@ class Tensor:
         self.dtype = TORCH_DTYPES[np.dtype(array.dtype)] if dtype is None else dtype
         self.device = array.device_id if device is None else device
         self.contiguous = contiguous
+        self.conj = False  # the conjugate bit of a lazy x.conj() view
 
     def get_device(self) -> int:
         return self.device
@@ -42,6 +44,12 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.array.ptr
+
+    def is_conj(self) -> bool:
+        return self.conj
+
+    def is_neg(self) -> bool:
+        return False
 
     @property
     def shape(self) -> tuple:

@@ -11,6 +11,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.runtime.backend import set_backend
+from kaiojit.runtime.fastlaunch import source_of
 from kaiojit.runtime.mock import MockBackend
 from tests.runtime.fake_arrays import TORCH_DTYPES, Tensor
 
@@ -153,3 +154,34 @@ def test_torch_like_fast_path_and_fallbacks(mock2):
     launcher(out, strided, np.float32(3.0))
     assert "float32[:, align=16]" in {str(a) for s in k.signatures for a in s.args}
     assert mock2.launches[-1].params[4] == (8).to_bytes(8, "little")  # its stride in bytes
+
+
+def test_torch_like_conjugate_views_are_refused_on_either_path(mock2):
+    """A lazy ``x.conj()`` view's memory holds the unconjugated values: the general path
+    refuses it, naming the parameter, and the fast form built for a plain tensor of the same
+    dtype hands it to the general path."""
+    rng = np.random.default_rng()
+
+    @kj.jit
+    def twice(out, x):
+        i = kj.grid(1)
+        if i < x.shape[0]:
+            out[i] = x[i] * 2
+
+    def tensor(n):
+        z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        return Tensor(kj.to_device(z.astype(np.complex64)))
+    n = int(rng.integers(10, 60))
+    out, x = tensor(n), tensor(n)
+    lazy = tensor(n)
+    lazy.conj = True
+    message = (r"twice\(\): parameter 'x': a PyTorch tensor with its conjugate or negative bit "
+               r"set \(a lazy view such as x.conj\(\)\); pass x.resolve_conj\(\)")
+    with pytest.raises(TypeError, match=message):
+        twice[1, n](out, lazy)
+    twice[1, n](out, x)
+    twice[1, n](out, x)
+    assert mock2.fast_launches == 1 and "not a1.is_conj()" in source_of(twice[1, n])
+    with pytest.raises(TypeError, match="parameter 'x': a PyTorch tensor with its conjugate"):
+        twice[1, n](out, lazy)
+    assert mock2.fast_launches == 1

@@ -91,6 +91,29 @@ def test_torch_tensor_changed_in_place_between_launches(cuda):
     np.testing.assert_allclose(out.cpu().numpy(), y + 2 * wide[::2], rtol=1e-5, atol=1e-5)
 
 
+def test_torch_conjugate_view_is_refused_and_its_resolved_copy_runs(cuda):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+
+    @kj.jit
+    def copy(out, x):
+        i = kj.grid(1)
+        if i < x.shape[0]:
+            out[i] = x[i]
+    n = int(RNG.integers(100, 1000))
+    z = (RNG.standard_normal(n) + 1j * RNG.standard_normal(n)).astype(np.complex64)
+    tz = torch.tensor(z, device="cuda")
+    out = torch.full((n,), complex(np.nan, np.nan), dtype=torch.complex64, device="cuda")
+    copy[(n + 127) // 128, 128](out, tz)
+    copy[(n + 127) // 128, 128](out, tz)  # the fast form, built for a plain tensor
+    with pytest.raises(TypeError, match="parameter 'x': a PyTorch tensor with its conjugate"):
+        copy[(n + 127) // 128, 128](out, tz.conj())
+    copy[(n + 127) // 128, 128](out, tz.conj().resolve_conj())
+    kj.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), np.conj(z))
+
+
 def test_constexpr_and_autotuned_kernels_launch_fast(cuda):
     def covering(a):  # 128 elements a block under either config
         return ((a["n"] + 127) // 128,)
