@@ -13,7 +13,10 @@ resident threads: 132 SMs x 2048), either each thread its own element (``prefetc
 with or without ``evict_last``) or the block's first thread the block's whole span
 (``cp.async.bulk.prefetch.L2``), all only within ``n``. A prefetch holds no register, so it
 raises the bytes in flight that one 4-byte load a thread caps; these rows chose the distance
-and the form of kaiojit's pass."""
+and the form of kaiojit's pass. Then kaiojit's default PTX in blocks of 128 and 512 (fewer or
+more threads a block to retire together), and with other cache operators: loads cached in L2
+only (``.cg``), marked last-use (``.lu``), not allocated in L1, with the 256-byte L2 fetch,
+and stores marked streaming (``.cs``, evict first)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import kaiojit as kj
 import kaiojit.runtime as rt
 
 sys.path.insert(0, ".")
-from benchmarks.bandwidth import saxpy, saxpy_no_prefetch, time_ms, tbps  # noqa: E402
+from benchmarks.bandwidth import saxpy, saxpy_no_prefetch, tbps, time_ms
 
 SIG = ("void(float32[::1, align=16], float32[::1, align=16], float32[::1, align=16], float32, "
        "int32)")
@@ -75,6 +78,20 @@ def prefetching(ptx: str, kind: str, ahead: int, block: int = 256) -> str:
     return ptx[:last.end()] + "\n".join(lines) + "\n" + ptx[last.end():]
 
 
+# cache operators on kaiojit's default PTX (with its prefetches): loads cached in L2 only
+# (.cg) or marked last-use (.lu) or not allocated in L1, stores marked streaming (.cs:
+# evict first, so written lines leave L2 before the prefetched ones)
+_LD, _ST = "ld.global.nc.b32", "st.global.b32"
+DEFAULT_EDITS = {
+    "loads .cg": [(_LD, "ld.global.cg.b32")],
+    "loads .lu": [(_LD, "ld.global.lu.b32")],
+    "loads .nc.L1::no_allocate": [(_LD, "ld.global.nc.L1::no_allocate.b32")],
+    "loads .nc.L2::256B": [(_LD, "ld.global.nc.L2::256B.b32")],
+    "stores .cs": [(_ST, "st.global.cs.b32")],
+    "loads .cg, stores .cs": [(_LD, "ld.global.cg.b32"), (_ST, "st.global.cs.b32")],
+}
+
+
 def triton_row(n, x, y, a, want) -> None:
     """Triton's saxpy on the same data in the same run, for the ratio (skipped without it)."""
     try:
@@ -112,9 +129,18 @@ def main() -> None:
     variants += [f".pf.{d}" for d in (1 << 18, 1 << 19, 1 << 20)]
     variants += [f".pf.plain.{d}" for d in (1 << 19, 1 << 20)]
     variants += [f".pf.bulk.{d}" for d in (1 << 19, 1 << 20)]
-    for qualifier in variants:
-        fn = rt.Module.from_ptx(variant(ptx, qualifier)).get_function(name)
-        for block in ((256, 1024) if qualifier == "" else (256,)):
+    default = saxpy.compile(SIG).ptx
+    rows = [(q, variant(ptx, q), (256, 1024) if q == "" else (256,)) for q in variants]
+    rows.append((" (default, blocks of 128 and 512)", default, (128, 512)))
+    for label, edits in DEFAULT_EDITS.items():  # kaiojit's default PTX, its cache operators changed
+        text = default
+        for old, new in edits:
+            assert old in text, old
+            text = text.replace(old, new)
+        rows.append((f" (default, {label})", text, (256,)))
+    for qualifier, text, blocks in rows:
+        fn = rt.Module.from_ptx(text).get_function(name)
+        for block in blocks:
             grid = (n + block - 1) // block
             launches = [fn.grid(grid).block(block).arg_ptr(out[k]).arg_i64(n).arg_ptr(x[k])
                         .arg_i64(n).arg_ptr(y[k]).arg_i64(n).arg_f32(float(a)).arg_i32(n)

@@ -37,7 +37,7 @@ from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime import cbuiltins
-from kaiojit.runtime.dlpack import K_DL_BFLOAT, K_DL_CUDA, _KIND_CODES
+from kaiojit.runtime.dlpack import _KIND_CODES, K_DL_BFLOAT, K_DL_CUDA
 
 API_CAPSULE_NAME = b"dlpack_exchange_api"
 API_MAJOR = 1  # the DLPackExchangeAPI layout read here
@@ -335,4 +335,4 @@ _capsule_is_valid.restype = ctypes.c_int
 _capsule_is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
 
 
-__all__ = ["ArrayRead", "export_function", "reader", "dtype_word"]
+__all__ = ["ArrayRead", "dtype_word", "export_function", "reader"]

@@ -25,6 +25,15 @@ def mock() -> MockBackend:
 
 
 @pytest.fixture
+def mock2() -> MockBackend:
+    """A fresh MockBackend of two devices made the active backend for one test."""
+    backend = MockBackend(device_count=2)
+    previous = set_backend(backend)
+    yield backend
+    set_backend(previous)
+
+
+@pytest.fixture
 def cuda():
     """The cuda backend made active for one test."""
     previous = set_backend("cuda")

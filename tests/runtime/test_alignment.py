@@ -12,7 +12,6 @@ import pytest
 import kaiojit as kj
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.fastlaunch import source_of
-from kaiojit.runtime.mock import MockBackend
 from tests.runtime.fake_arrays import TORCH_DTYPES, Tensor
 
 
@@ -104,14 +103,6 @@ def test_align_spelling_parses_and_misplaced_align_is_refused():
 # --- foreign arrays on the fast path (fakes of torch.Tensor on the mock backend) ------------------
 
 F32, F64 = TORCH_DTYPES[np.dtype(np.float32)], TORCH_DTYPES[np.dtype(np.float64)]
-
-
-@pytest.fixture
-def mock2():
-    backend = MockBackend(device_count=2)
-    previous = set_backend(backend)
-    yield backend
-    set_backend(previous)
 
 
 def test_torch_like_fast_path_and_fallbacks(mock2):

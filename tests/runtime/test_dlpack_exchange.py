@@ -13,10 +13,8 @@ import pytest
 import kaiojit as kj
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack_exchange as dx
-from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.dlpack import K_DL_CPU
 from kaiojit.runtime.fastlaunch import source_of
-from kaiojit.runtime.mock import MockBackend
 from tests.runtime.fake_arrays import ExchangeTensor, Tensor
 
 F32, F64 = kt.SCALARS["float32"], kt.SCALARS["float64"]
@@ -103,14 +101,6 @@ def test_only_a_class_that_defines_the_api_is_read_natively():
 
 
 # --- the fast form over a class with the API, on the mock backend --------------------------------
-
-
-@pytest.fixture
-def mock2():
-    backend = MockBackend(device_count=2)
-    previous = set_backend(backend)
-    yield backend
-    set_backend(previous)
 
 
 def test_fast_form_reads_exchange_tensors_natively_and_falls_back(mock2):
