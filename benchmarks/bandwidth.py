@@ -6,7 +6,11 @@ NumPy before timing; times are CUDA-event medians after warm-up, rotating betwee
 so L2 never serves them. numba-cuda runs in a subprocess (benchmarks/_numba_peer.py) because
 it needs an older NumPy there: give its directory with KAIOJIT_NUMBA_PYTHONPATH.
 
-    PYTHONPATH=. python3 benchmarks/bandwidth.py [--small]
+    PYTHONPATH=. python3 benchmarks/bandwidth.py [--small] [--saxpy]
+
+The one-element saxpy runs through its coarse entry (a quarter of the blocks, four elements a
+thread: kaiojit/kir/coarsen.py), and again through its own entry (``coarsen=False``, with and
+without the L2 prefetches).
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ def saxpy(out, x, y, a, n):
 
 
 # the same kernel without the L2 prefetches kaiojit adds to a stream (docs/semantics.md)
-saxpy_no_prefetch = kj.jit(prefetch=False)(saxpy.py_func)
+saxpy_no_prefetch = kj.jit(prefetch=False, coarsen=False)(saxpy.py_func)
+# the same kernel through its own entry only: one block of the launch a block (no coarse entry)
+saxpy_own_entry = kj.jit(coarsen=False)(saxpy.py_func)
 
 UNROLL = 4
 
@@ -267,10 +273,16 @@ def bench_saxpy(n: int, rows: list, peers: dict):
     rows.append(("saxpy", "kaiojit", ms, tbps(nbytes, ms)))
 
     outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
+    saxpy_own_entry[grid1, block](outs[0], xs[0], ys[0], a, n32)
+    check(outs[0].copy_to_host(), 0)
+    ms = time_ms(lambda k: saxpy_own_entry[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
+    rows.append(("saxpy", "kaiojit (coarsen=False: own entry, prefetches)", ms, tbps(nbytes, ms)))
+
+    outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
     saxpy_no_prefetch[grid1, block](outs[0], xs[0], ys[0], a, n32)
     check(outs[0].copy_to_host(), 0)
     ms = time_ms(lambda k: saxpy_no_prefetch[grid1, block](outs[k], xs[k], ys[k], a, n32), SETS)
-    rows.append(("saxpy", "kaiojit (prefetch=False)", ms, tbps(nbytes, ms)))
+    rows.append(("saxpy", "kaiojit (coarsen=False, prefetch=False)", ms, tbps(nbytes, ms)))
 
     outs[0] = kj.to_device(np.full(n, np.nan, np.float32))
     gridv = (n // 4 + block - 1) // block
@@ -446,9 +458,10 @@ def main() -> None:
     rows: list = []
     peers = load_peers()
     bench_saxpy(SAXPY_N // scale, rows, peers)
-    bench_sum(SUM_N // scale, rows, peers)
-    bench_transpose(TRANSPOSE_N // (2 if small else 1), rows, peers)
-    rows += numba_rows(small)
+    if "--saxpy" not in sys.argv:  # --saxpy: that problem only, without numba-cuda's rows
+        bench_sum(SUM_N // scale, rows, peers)
+        bench_transpose(TRANSPOSE_N // (2 if small else 1), rows, peers)
+        rows += numba_rows(small)
     print(f"{'kernel':<10} {'who':<20} {'ms':>9} {'TB/s':>7}")
     for kernel in ("saxpy", "sum", "transpose"):
         for row in sorted((r for r in rows if r[0] == kernel), key=lambda r: -r[3]):

@@ -131,7 +131,8 @@ intp, uintp = int64, uint64
 
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
-        cache: bool = False, specialize=(), link=None, prefetch: bool = True, **unknown):
+        cache: bool = False, specialize=(), link=None, prefetch: bool = True,
+        coarsen: bool = True, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
@@ -139,7 +140,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     or annotations of every parameter) compiles eagerly. ``specialize=("BLOCK",)`` makes
     parameters compile-time constants, as the annotation ``BLOCK: kj.constexpr`` does.
     ``prefetch=False`` leaves out the L2 prefetches a one-element-a-thread kernel gets ahead
-    of its loads on sm_90 and later (docs/semantics.md).
+    of its loads on sm_90 and later; ``coarsen=False`` leaves out the coarse entry that
+    launches such a kernel's large grids with a quarter of the blocks (docs/semantics.md).
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
@@ -147,7 +149,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
         raise ValueError(f"opt must be 0 to 3, got {opt}")
     options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
-                              link=_link_files(link), prefetch=bool(prefetch))
+                              link=_link_files(link), prefetch=bool(prefetch),
+                              coarsen=bool(coarsen))
 
     def decorate(pyfunc, sigs=()):
         if not sigs:

@@ -30,10 +30,11 @@ from . import types as T
 from .errors import CompileError, UnsupportedError
 from .frontend.source import function_source
 from .frontend.typer import type_function
+from .kir import coarsen
 from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
 from .kir.intrinsics import lookup
 from .options import CONFIG, CompileOptions, Config
-from .target import FAULT_GLOBAL, HostImage, TargetSpec, parse_arch
+from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
 
 @dataclass(slots=True)
@@ -168,11 +169,20 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
         mod.lower_device_function(kfunc, meta.symbol)
     else:
         mod.lower_kernel(kfunc, meta.symbol)
+        if _coarsens(kfunc, meta):  # the entry large grids launch with a quarter of the blocks
+            mod.lower_kernel(coarsen.coarsen(kfunc), coarse_entry(meta.symbol))
     meta.sites = target.sites
     if meta.target.arch.endswith("a"):
         _align_shared(mod.module, SWIZZLE_ALIGN)
     ptx_stage.prepare_module(mod.module, meta.options.fastmath)
     return str(mod.module)
+
+
+def _coarsens(kfunc: kir.KFunction, meta: Metadata) -> bool:
+    """Whether the kernel gets a coarse entry: asked for, no debug fault records (whose
+    sites name the kernel's own blocks), and of the form kir/coarsen.py takes."""
+    options = meta.options
+    return options.coarsen and not options.debug and coarsen.coarsenable(kfunc)
 
 
 def arch_specific_target(kfunc: kir.KFunction, spec: TargetSpec) -> TargetSpec:
@@ -204,7 +214,8 @@ def optimize_nvptx(module: str, meta: Metadata):
 
     ref = parse_llvm(module, meta)
     libdevice = any(fn.is_declaration and fn.name.startswith("__nv_") for fn in ref.functions)
-    keep = {meta.symbol, FAULT_GLOBAL}  # the entry, and the debug fault record if any
+    # the entries, and the debug fault record if any
+    keep = {meta.symbol, coarse_entry(meta.symbol), FAULT_GLOBAL}
     ptx_stage.optimize(ref, _nvptx_machine(meta), meta.options.opt, keep, libdevice,
                        meta.options.fastmath)
     return ref
@@ -216,7 +227,8 @@ def emit_ptx(module, meta: Metadata) -> str:
 
     text = ptx_stage.emit(parse_llvm(module, meta), _nvptx_machine(meta))
     if meta.options.max_registers:
-        text = _with_maxnreg(text, meta.symbol, meta.options.max_registers)
+        for symbol in (meta.symbol, coarse_entry(meta.symbol)):
+            text = _with_maxnreg(text, symbol, meta.options.max_registers)
     return text
 
 

@@ -24,6 +24,7 @@ class CompileOptions:
     max_registers: int | None = None
     cache: bool = False
     prefetch: bool = True  # L2 prefetches ahead of a streaming kernel's loads (nvptx.py)
+    coarsen: bool = True  # a coarse entry beside an elementwise kernel (kir/coarsen.py)
     link: tuple[str, ...] = ()  # foreign device code to link (kaiojit/linking.py)
 
 

@@ -100,6 +100,7 @@ ERR_ASSERT = 5           # a failed assert under debug=True
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
+
 FAULT_KIND = 0        # 0, ERR_BOUNDS or ERR_ASSERT, claimed with a cmpxchg (the first fault wins)
 FAULT_SITE = 1        # index into CompiledKernel.fault_sites
 FAULT_INDEX = 2
@@ -174,3 +175,19 @@ def link_c_functions(names: tuple[str, ...]) -> None:
         else:
             raise RuntimeError(f"host code calls the C function {name}, which this process "
                                "does not have")
+
+
+# An elementwise kernel's coarse entry (kaiojit/kir/coarsen.py) sits beside its own in the PTX:
+# the compiler names it, the runtime finds it and launches large grids through it.
+COARSE_FACTOR = 4
+
+
+def coarse_entry(symbol: str) -> str:
+    """The name of the coarse entry of the kernel entry ``symbol``."""
+    return f"{symbol}__coarse{COARSE_FACTOR}"
+
+
+def coarse_factor(ptx: str, symbol: str) -> int:
+    """How many of the user's blocks one block of ``symbol``'s coarse entry does, or 0 where
+    ``ptx`` has none."""
+    return COARSE_FACTOR if f".entry {coarse_entry(symbol)}(" in ptx else 0

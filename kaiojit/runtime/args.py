@@ -290,7 +290,11 @@ def _describe(value: Any) -> str:
 class ArgPacker:
     """Writes one signature's arguments into :class:`ArgSlots`; built once per signature."""
 
-    def __init__(self, arg_types: Sequence[kt.Type], arg_names: Sequence[str] | None = None):
+    def __init__(self, arg_types: Sequence[kt.Type], arg_names: Sequence[str] | None = None,
+                 trailing: bool = False):
+        """``trailing``: one more int64 slot after the arguments, which the launch writes (a
+        coarse entry's grid extent, ``trailing_slot``); an entry without that parameter
+        ignores it."""
         self.arg_types = tuple(arg_types)
         names = tuple(arg_names) if arg_names is not None else ()
         if len(names) != len(self.arg_types):
@@ -301,7 +305,8 @@ class ArgPacker:
         for t in self.arg_types:
             starts.append(len(kinds))
             kinds.extend(kt.param_parts(t))
-        self.layout = SlotLayout.for_kinds(kinds)
+        self.layout = SlotLayout.for_kinds(kinds + ["int64"] if trailing else kinds)
+        self.trailing_slot = self.layout.first_slot[len(kinds)] if trailing else None
         self.writers: tuple[Writer, ...] = tuple(
             self._writer(t, self.layout.first_slot[start], name)
             for t, start, name in zip(self.arg_types, starts, names))

@@ -100,9 +100,11 @@ def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
         return None
     packer = loaded.packer
     slots = ArgSlots(packer.layout)  # the fast form's own parameter buffer
-    fn = loaded.on_device(device).fn
-    binding = backend.fast_launch_binding(fn, config.grid, config.block, config.shared_mem,
-                                          stream, slots)
+    fn, grid, extent = loaded.entry(loaded.on_device(device), config)
+    if extent is not None:  # a coarse entry's grid extent: written once, after the packing's
+        slots.u64[packer.trailing_slot] = extent
+    binding = backend.fast_launch_binding(fn, grid, config.block, config.shared_mem, stream,
+                                          slots)
     if binding is None:
         return None
     env: dict[str, Any] = {

@@ -10,6 +10,7 @@ raised at the launch that caused it.
 
 from __future__ import annotations
 
+import os
 import threading
 import traceback
 import weakref
@@ -29,8 +30,14 @@ from kaiojit.runtime.backend import (
 )
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
+from kaiojit.target import coarse_entry, coarse_factor
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+# a launch of at least this many threads (grid.x times the block's) takes the kernel's coarse
+# entry, where it has one (kaiojit/kir/coarsen.py): a quarter of the blocks still fill the GPU
+# several times over (the H200 holds 132 x 2048 threads). KAIOJIT_COARSE_MIN_THREADS (read
+# once, at import) changes it: 0 sends every launch it can through the coarse entry (tests).
+COARSE_MIN_THREADS = int(os.environ.get("KAIOJIT_COARSE_MIN_THREADS", 1 << 22))
 
 
 class KernelImage(Protocol):
@@ -141,7 +148,7 @@ class _DeviceKernel:
     """A ModuleKernel's module and function on one device."""
 
     __slots__ = ("device", "module", "fn", "limits", "max_threads", "static_shared",
-                 "dynamic_limit", "__weakref__")
+                 "dynamic_limit", "coarse_fn", "coarse_max_threads", "__weakref__")
 
     def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
         self.device = device
@@ -158,6 +165,12 @@ class _DeviceKernel:
         self.max_threads = attrs.get("max_threads_per_block")
         self.static_shared = max(attrs.get("shared_bytes", 0), image.static_shared_bytes)
         self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
+        self.coarse_fn, self.coarse_max_threads = None, 0
+        if coarse_factor(image.ptx, image.name):
+            self.coarse_fn = backend.get_function(self.module, coarse_entry(image.name),
+                                                  device)
+            coarse = backend.function_attributes(self.coarse_fn)
+            self.coarse_max_threads = coarse.get("max_threads_per_block") or 0
 
 
 def _linked_files(image: KernelImage) -> tuple[str, ...] | None:
@@ -189,7 +202,8 @@ class ModuleKernel:
         self.backend = backend
         self.image = image
         self.name = image.name
-        self.packer = ArgPacker(image.signature.args, image.arg_names)
+        self.coarse = coarse_factor(image.ptx, image.name)
+        self.packer = ArgPacker(image.signature.args, image.arg_names, trailing=bool(self.coarse))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
@@ -257,8 +271,11 @@ class ModuleKernel:
                                     launch_context(self.name, config.grid, config.block,
                                                    config.shared_mem))
         else:
-            backend.launch_typed(dk.fn, config.grid, config.block, config.shared_mem, handle,
-                                 slots, config.cluster)
+            fn, grid, extent = self.entry(dk, config)
+            if extent is not None:
+                slots.u64[self.packer.trailing_slot] = extent
+            backend.launch_typed(fn, grid, config.block, config.shared_mem, handle, slots,
+                                 config.cluster)
         if self.fault_sites and getattr(backend, "faults", None) is not None:
             backend.faults.watch(backend, device, dk.module, self.image)
         if staged is not None:
@@ -281,6 +298,20 @@ class ModuleKernel:
             return None
         handle = 0 if stream is None else stream_handle(stream)
         return fastlaunch.build(self, config, handle, device, plan)
+
+    def entry(self, dk: _DeviceKernel, config: LaunchConfig) -> tuple[Any, Dim3, int | None]:
+        """The function a launch of ``config`` calls, the grid it launches, and the grid
+        extent its coarse entry is told (None for the kernel's own entry): the coarse entry
+        takes launches of at least ``COARSE_MIN_THREADS`` threads without a cluster or dynamic
+        shared memory, in blocks its registers allow."""
+        gx, gy, gz = config.grid
+        bx, by, bz = config.block
+        threads = bx * by * bz
+        if (dk.coarse_fn is None or gx * threads < COARSE_MIN_THREADS or config.cluster
+                or config.shared_mem or threads > dk.coarse_max_threads):
+            return dk.fn, config.grid, None
+        k = self.coarse
+        return dk.coarse_fn, ((gx + k - 1) // k, gy, gz), gx
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
         """The block size of highest occupancy on the current device."""
