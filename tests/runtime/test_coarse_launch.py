@@ -67,7 +67,7 @@ def test_coarse_entry_results_match_the_own_entry_and_numpy(cuda, monkeypatch, p
         np.testing.assert_array_equal(got[0], got[1])
         want = {saxpy: a * x + y, axpy_in_place: a * x + y,
                 shaped: np.where(x > 0, 1, -1) * np.sqrt(np.abs(x)),
-                moved: (x + np.float32(1.0))[::-1]}[pyfunc]
+                moved: x + np.float32(1.0)}[pyfunc]  # out[n-1-i] = x[n-1-i] + 1
         np.testing.assert_allclose(got[0], want, rtol=2e-6, atol=2e-6)
     loaded = next(iter(coarse._launch_cache.values()))
     dk = loaded.on_device(cuda.current_device())
