@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class CompiledKernel:
     timings: dict = field(default_factory=dict)
     fault_sites: tuple = ()  # nvptx, debug=True: where a recorded fault comes from
     resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
+    coarse: CoarseEntry | None = None  # nvptx: the coarse entry, compiled when first launched
 
     @property
     def symbol(self) -> str:
@@ -98,6 +100,7 @@ class Metadata:
     host_shared_bytes: int = 0  # host: the static shared arrays, laid out 16-byte aligned
     sites: list[dict] = field(default_factory=list)  # host: where a reported fault comes from
     host_symbols: tuple[str, ...] = ()  # host: C functions the code calls (see HostImage)
+    coarsenable: bool = False  # nvptx: the kernel can have a coarse entry (kir/coarsen.py)
     texts: dict[str, str | bytes] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -169,8 +172,7 @@ def lower_nvptx(kfunc: kir.KFunction, meta: Metadata) -> str:
         mod.lower_device_function(kfunc, meta.symbol)
     else:
         mod.lower_kernel(kfunc, meta.symbol)
-        if _coarsens(kfunc, meta):  # the entry large grids launch with a quarter of the blocks
-            mod.lower_kernel(coarsen.coarsen(kfunc), coarse_entry(meta.symbol))
+        meta.coarsenable = _coarsens(kfunc, meta)
     meta.sites = target.sites
     if meta.target.arch.endswith("a"):
         _align_shared(mod.module, SWIZZLE_ALIGN)
@@ -214,8 +216,7 @@ def optimize_nvptx(module: str, meta: Metadata):
 
     ref = parse_llvm(module, meta)
     libdevice = any(fn.is_declaration and fn.name.startswith("__nv_") for fn in ref.functions)
-    # the entries, and the debug fault record if any
-    keep = {meta.symbol, coarse_entry(meta.symbol), FAULT_GLOBAL}
+    keep = {meta.symbol, FAULT_GLOBAL}  # the entry, and the debug fault record if any
     ptx_stage.optimize(ref, _nvptx_machine(meta), meta.options.opt, keep, libdevice,
                        meta.options.fastmath)
     return ref
@@ -227,8 +228,7 @@ def emit_ptx(module, meta: Metadata) -> str:
 
     text = ptx_stage.emit(parse_llvm(module, meta), _nvptx_machine(meta))
     if meta.options.max_registers:
-        for symbol in (meta.symbol, coarse_entry(meta.symbol)):
-            text = _with_maxnreg(text, symbol, meta.options.max_registers)
+        text = _with_maxnreg(text, meta.symbol, meta.options.max_registers)
     return text
 
 
@@ -412,12 +412,48 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
         static_shared_bytes=static_shared_bytes(kfunc), uses_sync=uses_sync(kfunc),
         options=options, target=meta.target, kfunc=kfunc, timings=meta.timings,
         fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
+        coarse=(CoarseEntry(pyfunc, signature, options, meta.target, symbol, specialize_device)
+                if meta.coarsenable else None),
     )
+
+
+class CoarseEntry:
+    """A kernel's coarse entry (kir/coarsen.py): one block does ``COARSE_FACTOR`` of the
+    user's blocks. It is compiled, into a PTX module of its own, the first time a launch large
+    enough to take it asks for ``ptx`` (most kernels never run such a launch, and it costs
+    about twice the kernel's own compile); its last parameter is the user's grid extent."""
+
+    def __init__(self, pyfunc, signature: T.Signature, options: CompileOptions,
+                 spec: TargetSpec, symbol: str, specialize_device=None):
+        self.name = coarse_entry(symbol)
+        self._args = (pyfunc, signature, options, spec, specialize_device)
+        self._ptx: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ptx(self) -> str:
+        if self._ptx is None:
+            with self._lock:
+                if self._ptx is None:
+                    self._ptx = self._compile()
+        return self._ptx
+
+    def _compile(self) -> str:
+        pyfunc, signature, options, spec, specialize_device = self._args
+        meta = Metadata(symbol=self.name, options=options, target=spec, signature=signature,
+                        specialize_device=specialize_device)
+        kfunc = run_stages(pyfunc, meta, stop="kir")  # typed again: a cache hit has no KIR
+        return run_stages(coarsen.coarsen(kfunc), meta, start="llvm_unoptimized")
+
+    def __repr__(self) -> str:
+        state = "compiled" if self._ptx is not None else "not compiled yet"
+        return f"<CoarseEntry {self.name}, {state}>"
 
 
 __all__ = [
     "PIPELINES",
     "CompileOptions",
+    "CoarseEntry",
     "CompiledKernel",
     "Metadata",
     "Stage",

@@ -21,7 +21,7 @@ import os
 import sys
 import types as pytypes
 
-from .compiler import CompiledKernel
+from .compiler import CoarseEntry, CompiledKernel
 from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
 from .types import runtime_signature
@@ -132,7 +132,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
                      host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites,
                      symbols=list(ck.image.symbols))
     else:
-        entry.update(image=ck.image, fault_sites=list(ck.fault_sites))
+        entry.update(image=ck.image, fault_sites=list(ck.fault_sites), coarse=bool(ck.coarse))
         entry["arch"] = ck.target.arch  # sm_90a for a kernel with arch-specific features
     store(key, entry)
 
@@ -150,11 +150,14 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
                 entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
                 static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]),
                 symbols=tuple(str(n) for n in entry["symbols"]))
-            ptx, fault_sites = "", ()
+            ptx, fault_sites, coarse = "", (), None
         else:
             image = ptx = str(entry["image"])
             fault_sites = tuple(dict(site) for site in entry["fault_sites"])
             target = dataclasses.replace(target, arch=str(entry.get("arch", target.arch)))
+            coarse = None
+            if entry.get("coarse"):  # compiled when a launch first takes it, not cached
+                coarse = CoarseEntry(pyfunc, signature, options, target, str(entry["name"]))
         return CompiledKernel(
             name=str(entry["name"]), py_name=pyfunc.__name__,
             signature=runtime_signature(signature),
@@ -162,6 +165,6 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
             llvm=str(entry["llvm"]), ptx=ptx, image=image,
             static_shared_bytes=int(entry["static_shared_bytes"]),
             uses_sync=bool(entry["uses_sync"]), options=options, target=target,
-            timings={"cache": True}, fault_sites=fault_sites)
+            timings={"cache": True}, fault_sites=fault_sites, coarse=coarse)
     except (KeyError, TypeError, ValueError):
         return None

@@ -177,8 +177,8 @@ def link_c_functions(names: tuple[str, ...]) -> None:
                                "does not have")
 
 
-# An elementwise kernel's coarse entry (kaiojit/kir/coarsen.py) sits beside its own in the PTX:
-# the compiler names it, the runtime finds it and launches large grids through it.
+# An elementwise kernel's coarse entry (kaiojit/kir/coarsen.py): the compiler names it and
+# builds it on demand (kaiojit.compiler.CoarseEntry), the runtime launches large grids with it.
 COARSE_FACTOR = 4
 
 
@@ -186,8 +186,3 @@ def coarse_entry(symbol: str) -> str:
     """The name of the coarse entry of the kernel entry ``symbol``."""
     return f"{symbol}__coarse{COARSE_FACTOR}"
 
-
-def coarse_factor(ptx: str, symbol: str) -> int:
-    """How many of the user's blocks one block of ``symbol``'s coarse entry does, or 0 where
-    ``ptx`` has none."""
-    return COARSE_FACTOR if f".entry {coarse_entry(symbol)}(" in ptx else 0

@@ -72,6 +72,8 @@ def _recording(original, produced: list):
             # an arch-specific kernel (wgmma: sm_90a) assembles for its own arch
             arch = ck.target.arch if ck.target.arch.endswith("a") else ARCH
             produced.append((ck.ptx, arch))
+            if getattr(ck, "coarse", None) is not None:  # compiled here, to be assembled too
+                produced.append((ck.coarse.ptx, arch))
         return ck
     return compile_kernel
 

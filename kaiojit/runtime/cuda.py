@@ -26,7 +26,7 @@ from kaiojit.runtime.driver import check, error_for
 from kaiojit.runtime.faults import FaultWatch
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
 from kaiojit.runtime.slots import ArgSlots
-from kaiojit.target import TargetSpec, coarse_entry, ptx_version_for
+from kaiojit.target import TargetSpec, ptx_version_for
 
 _JIT_LOG_BYTES = 1 << 16
 
@@ -175,11 +175,8 @@ class CudaBackend:
     def load_kernel(self, kernel: Any) -> ModuleKernel:
         """The loaded form of a compiled kernel (cached per kernel; loaded per device)."""
         loaded = load_kernel(self, kernel)
-        packed = len(loaded.packer.layout.kinds)  # a coarse entry's grid extent last
-        own = packed - (loaded.packer.trailing_slot is not None)
-        check_entry_params(kernel.ptx, kernel.name, own)
-        if loaded.coarse:
-            check_entry_params(kernel.ptx, coarse_entry(kernel.name), packed)
+        packed = len(loaded.packer.layout.kinds)  # and a coarse entry's grid extent last
+        check_entry_params(kernel.ptx, kernel.name, packed - bool(loaded.coarse))
         return loaded
 
     def load_module(self, image: str, device: int) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -30,7 +31,7 @@ from kaiojit.runtime.backend import (
 )
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
-from kaiojit.target import coarse_entry, coarse_factor
+from kaiojit.target import COARSE_FACTOR
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
 # a launch of at least this many threads (grid.x times the block's) takes the kernel's coarse
@@ -48,6 +49,8 @@ class KernelImage(Protocol):
     signature: Any  # kaiojit.types.Signature
     arg_names: tuple[str, ...]
     static_shared_bytes: int
+    # optional: ``coarse``, the kernel's coarse entry (kaiojit.compiler.CoarseEntry: ``name``
+    # and ``ptx``, compiled on first use), or None
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -148,7 +151,8 @@ class _DeviceKernel:
     """A ModuleKernel's module and function on one device."""
 
     __slots__ = ("device", "module", "fn", "limits", "max_threads", "static_shared",
-                 "dynamic_limit", "coarse_fn", "coarse_max_threads", "__weakref__")
+                 "dynamic_limit", "coarse_tried", "coarse_fn", "coarse_max_threads",
+                 "__weakref__")
 
     def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
         self.device = device
@@ -165,12 +169,24 @@ class _DeviceKernel:
         self.max_threads = attrs.get("max_threads_per_block")
         self.static_shared = max(attrs.get("shared_bytes", 0), image.static_shared_bytes)
         self.dynamic_limit = DEFAULT_DYNAMIC_SHARED_LIMIT - self.static_shared
-        self.coarse_fn, self.coarse_max_threads = None, 0
-        if coarse_factor(image.ptx, image.name):
-            self.coarse_fn = backend.get_function(self.module, coarse_entry(image.name),
-                                                  device)
-            coarse = backend.function_attributes(self.coarse_fn)
-            self.coarse_max_threads = coarse.get("max_threads_per_block") or 0
+        # the coarse entry's module and function, loaded when a launch first takes it
+        self.coarse_tried, self.coarse_fn, self.coarse_max_threads = False, None, 0
+
+    def load_coarse(self, backend: GpuBackend, image: KernelImage) -> None:
+        """Compile (once per kernel) and load (once per device) the coarse entry. A failure
+        leaves the kernel's own entry for every launch, with a warning naming it."""
+        self.coarse_tried = True
+        entry = image.coarse
+        try:
+            module = backend.load_module(entry.ptx, self.device)
+            weakref.finalize(self, _unload, backend, module, self.device).atexit = False
+            fn = backend.get_function(module, entry.name, self.device)
+            threads = backend.function_attributes(fn).get("max_threads_per_block") or 0
+        except Exception as e:  # noqa: BLE001 - the kernel's own entry still runs the launch
+            warnings.warn(f"kernel {image.name!r}: its coarse entry is unavailable ({e}); "
+                          "launches use the kernel's own entry", RuntimeWarning, stacklevel=4)
+            return
+        self.coarse_fn, self.coarse_max_threads = fn, threads
 
 
 def _linked_files(image: KernelImage) -> tuple[str, ...] | None:
@@ -202,7 +218,7 @@ class ModuleKernel:
         self.backend = backend
         self.image = image
         self.name = image.name
-        self.coarse = coarse_factor(image.ptx, image.name)
+        self.coarse = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names, trailing=bool(self.coarse))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
@@ -307,8 +323,14 @@ class ModuleKernel:
         gx, gy, gz = config.grid
         bx, by, bz = config.block
         threads = bx * by * bz
-        if (dk.coarse_fn is None or gx * threads < COARSE_MIN_THREADS or config.cluster
-                or config.shared_mem or threads > dk.coarse_max_threads):
+        if (not self.coarse or gx * threads < COARSE_MIN_THREADS or config.cluster
+                or config.shared_mem):
+            return dk.fn, config.grid, None
+        if not dk.coarse_tried:
+            with self._lock:
+                if not dk.coarse_tried:
+                    dk.load_coarse(self.backend, self.image)
+        if dk.coarse_fn is None or threads > dk.coarse_max_threads:
             return dk.fn, config.grid, None
         k = self.coarse
         return dk.coarse_fn, ((gx + k - 1) // k, gy, gz), gx
@@ -336,8 +358,9 @@ _loaded_lock = threading.Lock()
 
 
 def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
-    """The ModuleKernel of ``image`` on ``backend``; one per (PTX, entry name, signature)."""
-    key = (image.ptx, image.name, image.signature)
+    """The ModuleKernel of ``image`` on ``backend``; one per (PTX, entry name, signature,
+    whether it has a coarse entry: ``coarsen=False`` compiles the same PTX without one)."""
+    key = (image.ptx, image.name, image.signature, getattr(image, "coarse", None) is not None)
     cache = _LOADED.get(backend)
     if cache is not None:
         loaded = cache.get(key)

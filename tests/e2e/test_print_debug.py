@@ -35,8 +35,10 @@ def test_debug_out_of_bounds_raises(kj_backend):
     out = kj.to_device(np.full(100, np.nan))
     read_past_end[1, 128](out, x, 0)   # in bounds: fine
     kj.synchronize()
+    # one thread (99) reads past the end: with more, threads of two warps race for the GPU's
+    # one fault record, and which index it names is not fixed
     with pytest.raises(kj.KernelError) as err:  # the cpu raises at the launch, a GPU at the wait
-        read_past_end[1, 128](out, x, 5)
+        read_past_end[1, 128](out, x, 1)
         kj.synchronize()
     msg = str(err.value)
     assert "'read_past_end'" in msg

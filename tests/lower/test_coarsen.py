@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
+from kaiojit.compiler import compile_kernel
 from kaiojit.kir.coarsen import FACTOR, coarsenable
 from kaiojit.target import coarse_entry
+
+# the compiler's own function, not the ptxas check's wrapper (which compiles the coarse entry)
+UNWRAPPED_COMPILE = compile_kernel
 
 F32x3 = "void(float32[::1], float32[::1], float32[::1], float32, int64)"
 F32x2 = "void(float32[::1], float32[::1], int64)"
@@ -112,13 +116,14 @@ def nested_if(out, x, n):
 def test_which_kernels_get_a_coarse_entry(pyfunc, sig, expected):
     ck = kj.jit(pyfunc).compile(sig)
     assert coarsenable(ck.kfunc) is expected
-    entries = re.findall(r"\.entry (\w+)\(", ck.ptx)
-    assert entries == ([ck.name, coarse_entry(ck.name)] if expected else [ck.name])
-
-
-def coarse_body(ptx: str, name: str) -> str:
-    start = ptx.index(f".entry {coarse_entry(name)}(")
-    return ptx[start:]
+    assert re.findall(r"\.entry (\w+)\(", ck.ptx) == [ck.name]  # the kernel's own, alone
+    if not expected:
+        assert ck.coarse is None
+        return
+    coarse = ck.coarse.ptx
+    assert re.findall(r"\.entry (\w+)\(", coarse) == [coarse_entry(ck.name)]
+    own_params = ck.ptx[:ck.ptx.index(")")].count(".param")
+    assert coarse[:coarse.index(")")].count(".param") == own_params + 1  # the grid extent
 
 
 @pytest.mark.parametrize("pyfunc, plain", [(saxpy, 0), (axpy_in_place, FACTOR)])
@@ -126,20 +131,144 @@ def test_every_copy_loads_before_the_first_store(pyfunc, plain):
     """Even where a copy's store may alias a later copy's load (``y`` read and written: plain
     ``ld.global``, which ptxas keeps in order), the interleaved copies load first."""
     ck = kj.jit(pyfunc).compile(F32x3)
-    body = coarse_body(ck.ptx, ck.name)
+    body = ck.coarse.ptx
     first_store = body.index("st.global")
     issued = re.findall(r"ld\.global(\.nc)?\.b32", body[:first_store])
     assert len(issued) == 2 * FACTOR  # x and y of all four copies
     assert issued.count("") == plain
-    # the kernel's own entry: one element, loads then its store
-    own = ck.ptx[:ck.ptx.index(f".entry {coarse_entry(ck.name)}(")]
-    assert len(re.findall(r"st\.global", own)) == 1
+    assert len(re.findall(r"st\.global", ck.ptx)) == 1  # the kernel's own entry: one element
 
 
 def test_the_option_and_debug_leave_it_out():
     for options in ({"coarsen": False}, {"debug": True}):
-        ck = kj.jit(saxpy, **options).compile(F32x3)
-        assert coarse_entry(ck.name) not in ck.ptx
-    assert "__kaiojit_grid" in kj.jit(saxpy).compile(F32x3).llvm
+        assert kj.jit(saxpy, **options).compile(F32x3).coarse is None
+    assert kj.jit(saxpy).compile(F32x3).coarse is not None
     with pytest.raises(TypeError, match="unknown option.*coarse"):
         kj.jit(saxpy, coarse=False)
+
+
+def test_the_coarse_entry_compiles_when_first_asked():
+    from kaiojit.types import parse_signature
+
+    ck = UNWRAPPED_COMPILE(saxpy, parse_signature(F32x3), kj.jit(saxpy).options,
+                        kj.target.TargetSpec(), None)
+    assert "not compiled yet" in repr(ck.coarse)
+    assert coarse_entry(ck.name) in ck.coarse.ptx and "compiled>" in repr(ck.coarse)
+
+
+def test_a_cache_hit_still_has_its_coarse_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
+    first = kj.jit(saxpy, cache=True).compile(F32x3)
+    hit = kj.jit(saxpy, cache=True).compile(F32x3)
+    assert hit.timings.get("cache") and hit.coarse is not None
+    assert hit.coarse.ptx == first.coarse.ptx
+
+
+# --- the coarse entry's results on the cpu backend, against the kernel's own entry ----------
+
+def through_and_else(out, x, y, n):
+    i = kj.grid(1)
+    if i < n:
+        t = x[i] * 2.0
+        out[i] = t
+        y[i] = out[i] + (x[i + 1] if i + 1 < n else 0.0)  # a copy reads back its own store
+
+
+def integers(out, x, n, d):
+    i = kj.blockIdx.x * kj.blockDim.x + kj.threadIdx.x
+    if i < n and x[i] % 3 != 1:
+        out[i] = x[i] // d + (x[i] % d) * i
+
+
+def complex_math(out, z, n):
+    i = kj.grid(1)
+    if i < n:
+        out[i] = abs(z[i]) + math.exp(-abs(z[i].imag))
+
+
+def host_entries(pyfunc, sig: str):
+    """The cpu backend's loaded kernel of ``pyfunc`` and of its coarse entry (compiled by the
+    host pipeline as a kernel of its own, the grid extent its last parameter)."""
+    import dataclasses
+
+    from kaiojit import types as T
+    from kaiojit.compiler import Metadata, run_stages
+    from kaiojit.kir.coarsen import GRID_PARAM, coarsen
+    from kaiojit.runtime.backend import get_backend
+
+    backend = get_backend()
+    own = kj.jit(pyfunc).compile(sig, backend.target_spec())
+    coarse_kfunc = coarsen(own.kfunc)
+    sig2 = T.Signature((*own.signature.args, T.int64), own.signature.return_type)
+    meta = Metadata(symbol=f"{own.name}_coarse", options=own.options, target=own.target,
+                    signature=sig2)
+    image = run_stages(coarse_kfunc, meta, start="llvm_unoptimized")
+    coarse = dataclasses.replace(own, name=meta.symbol, signature=sig2, image=image,
+                                 arg_names=(*own.arg_names, GRID_PARAM), kfunc=coarse_kfunc)
+    return backend.load_kernel(own), backend.load_kernel(coarse)
+
+
+def f32(rng, size):
+    return rng.standard_normal(size).astype(np.float32)
+
+
+def nan32(rng, size):
+    return np.full(size, np.nan, np.float32)
+
+
+# each case: kernel, signature, its arguments for n elements in arrays of ``size``, the outputs
+CASES = {
+    "saxpy": (saxpy, F32x3, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), f32(rng, size), np.float32(rng.uniform(-2, 2)),
+        np.int64(n)], (0,)),
+    "in place": (axpy_in_place, F32x3, lambda rng, n, size: [
+        f32(rng, size), f32(rng, size), f32(rng, size), np.float32(1.5), np.int64(n)], (0,)),
+    "shaped": (shaped, F32x2, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), np.int64(n - 3)], (0,)),
+    "moved": (moved, F32x2, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), np.int64(n)], (0,)),
+    "read back": (through_and_else, "void(float32[::1], float32[::1], float32[::1], int64)",
+                  lambda rng, n, size: [nan32(rng, size), f32(rng, size), nan32(rng, size),
+                                        np.int64(n)], (0, 2)),
+    "integers": (integers, "void(int64[::1], int64[::1], int64, int64)",
+                 lambda rng, n, size: [np.full(size, -7, np.int64),
+                                       rng.integers(-99, 99, size), np.int64(n),
+                                       np.int64(rng.integers(2, 9))], (0,)),
+    "complex": (complex_math, "void(float64[::1], complex128[::1], int64)",
+                lambda rng, n, size: [np.full(size, np.nan), rng.standard_normal(size)
+                                      + 1j * rng.standard_normal(size), np.int64(n)], (0,)),
+    "unguarded": (unguarded, F32x2, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), np.int64(rng.integers(1, 9))], (0,)),
+}
+
+
+@pytest.fixture
+def cpu():
+    from kaiojit.runtime.backend import set_backend
+
+    previous = set_backend("cpu")
+    yield
+    set_backend(previous)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_coarse_entry_computes_what_the_own_entry_does_on_the_cpu(cpu, case):
+    """Every grid extent modulo four, a last block not full, the interleaved form (all four
+    blocks inside) and the per-copy form: the same bits as the kernel's own entry, and
+    nothing written past what the user's grid covers (the arrays run a block further)."""
+    pyfunc, sig, make, outputs = CASES[case]
+    own, coarse = host_entries(pyfunc, sig)
+    rng = np.random.default_rng()
+    block = int(rng.choice([32, 64]))
+    for blocks in (1, 2, 3, 4, 5, 7, 8, int(rng.integers(9, 40))):
+        n = blocks * block - (0 if pyfunc is unguarded else int(rng.integers(0, block // 2)))
+        args = make(rng, n, blocks * block + block)
+        results = []
+        for loaded, grid, extra in ((own, blocks, ()), (coarse, (blocks + 3) // 4, (blocks,))):
+            dev = [kj.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+            loaded.launch((grid,), (block,), None, 0, (*dev, *extra))
+            results.append([dev[k].copy_to_host() for k in outputs])
+        for got_own, got_coarse in zip(*results):
+            np.testing.assert_array_equal(got_coarse, got_own)
+        for k, got in zip(outputs, results[1]):  # past the grid: as it was before the launch
+            np.testing.assert_array_equal(got[blocks * block:], args[k][blocks * block:])

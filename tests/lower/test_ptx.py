@@ -31,7 +31,7 @@ def k_saxpy(out, x, y, a, n):
 
 
 def test_saxpy_reads_inputs_through_the_nc_path_and_fuses():
-    ptx = ptx_of(k_saxpy, SAXPY_SIG, coarsen=False)  # the kernel's own entry only
+    ptx = ptx_of(k_saxpy, SAXPY_SIG)
     loads = re.findall(r"ld\.global(\.nc)?\.\S+", ptx)
     assert len(loads) == 2 and all(nc == ".nc" for nc in loads)
     assert re.search(r"st\.global\.(b|f)32", ptx)
@@ -210,7 +210,7 @@ def k_many_math(out, x):
 
 
 def test_libdevice_is_linked_and_internalized():
-    ptx = ptx_of(k_exp, "void(float32[::1], float32[::1])", coarsen=False)
+    ptx = ptx_of(k_exp, "void(float32[::1], float32[::1])")
     assert ".func" not in ptx  # __nv_expf inlined, the rest of libdevice gone
     assert "__nv_" not in ptx
     assert "ex2.approx" in ptx
