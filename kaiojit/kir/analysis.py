@@ -242,7 +242,7 @@ def streamed_arrays(kfunc: KFunction) -> tuple[str, ...]:
             values.setdefault(s.target, []).append(s.value)
     params = dict(kfunc.params)
     index_vars = {v for v, vs in values.items()
-                  if v not in params and all(_is_thread_index(e) for e in vs)}
+                  if v not in params and all(is_thread_index(e) for e in vs)}
     found: list[str] = []
     for e in function_exprs(kfunc):
         if e.op != "load" or len(e.args) != 2:
@@ -256,35 +256,35 @@ def streamed_arrays(kfunc: KFunction) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _is_thread_index(e: Expr) -> bool:
+def is_thread_index(e: Expr) -> bool:
     """``kj.grid(1)``, or ``blockIdx.x * blockDim.x + threadIdx.x`` (in either order, with
     conversions)."""
-    e = _unconverted(e)
+    e = unconverted(e)
     if e.op == "intrinsic" and e.attr == "grid.x":
         return True
     if e.op != "binop" or e.attr != "+":
         return False
     for prod, tid in (e.args, reversed(e.args)):
-        prod = _unconverted(prod)
+        prod = unconverted(prod)
         if (_sreg(tid) == "sreg.tid.x" and prod.op == "binop" and prod.attr == "*"
                 and {_sreg(a) for a in prod.args} == {"sreg.ctaid.x", "sreg.ntid.x"}):
             return True
     return False
 
 
-def _unconverted(e: Expr) -> Expr:
+def unconverted(e: Expr) -> Expr:
     while e.op == "cast":
         e = e.args[0]
     return e
 
 
 def _sreg(e: Expr) -> str | None:
-    e = _unconverted(e)
+    e = unconverted(e)
     return e.attr if e.op == "intrinsic" else None
 
 
 __all__ = [
     "SharedLayout", "arch_specific", "is_nonnegative", "is_pure", "is_split_point", "nonnegative_vars",
-    "shared_array_vars", "shared_layout", "static_shared_bytes", "streamed_arrays", "uses_sync",
-    "written_params",
+    "is_thread_index", "shared_array_vars", "shared_layout", "static_shared_bytes",
+    "streamed_arrays", "unconverted", "uses_sync", "written_params",
 ]

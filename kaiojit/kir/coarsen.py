@@ -47,8 +47,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import types as T
-from ..target import COARSE_FACTOR, coarse_entry
-from .analysis import _is_thread_index, _unconverted
+from ..target import COARSE_FACTOR
+from .analysis import is_thread_index, unconverted
 from .intrinsics import lookup
 from .nodes import (Assign, Expr, ExprStmt, If, KFunction, Return, Stmt, Store,
                     intrinsic_key)
@@ -57,8 +57,8 @@ FACTOR = COARSE_FACTOR
 GRID_PARAM = "__kaiojit_grid"  # the user's grid.x, a parameter after the kernel's own
 BLOCK_VAR = "__kaiojit_block"
 
-_PLAIN_OPS = frozenset("const var param binop unop not cmp and or select cast shape tuple "
-                       "getitem".split())
+_PLAIN_OPS = frozenset(("const", "var", "param", "binop", "unop", "not", "cmp", "and", "or",
+                        "select", "cast", "shape", "tuple", "getitem"))
 _ARITHMETIC = ("math.", "cmath.", "bits.", "complex.")
 _CONDITIONAL = frozenset(("and", "or", "select"))  # operands not always evaluated
 
@@ -93,7 +93,7 @@ def _shape(kfunc: KFunction) -> tuple[list[Assign], Expr | None, list[Stmt]] | N
         if s.target in assigned or s.target in dict(kfunc.params):
             return None
         assigned.add(s.target)
-        if _is_thread_index(s.value):
+        if is_thread_index(s.value):
             has_index = True
         elif not _allowed(s.value, loads=False):
             return None
@@ -110,16 +110,12 @@ def _is_assert(s: Stmt) -> bool:
 
 
 def _allowed(e: Expr, loads: bool) -> bool:
-    if e.op in _PLAIN_OPS:
-        pass
-    elif e.op == "load" and loads:
-        pass
-    elif e.op == "intrinsic":
-        if not (e.attr.startswith(_ARITHMETIC) and lookup(e.attr).pure):
-            return False
+    """Only plain operations, loads where ``loads``, and pure arithmetic intrinsics."""
+    if e.op == "intrinsic":
+        ok = e.attr.startswith(_ARITHMETIC) and lookup(e.attr).pure
     else:
-        return False
-    return all(_allowed(a, loads) for a in e.args)
+        ok = e.op in _PLAIN_OPS or (e.op == "load" and loads)
+    return ok and all(_allowed(a, loads) for a in e.args)
 
 
 def coarsen(kfunc: KFunction, factor: int = FACTOR) -> KFunction:
@@ -144,7 +140,7 @@ def coarsen(kfunc: KFunction, factor: int = FACTOR) -> KFunction:
                                        _const(k, T.int32), T.int32), loc))
         virtual = _var(block, T.int32, loc)
         for s in prefix:
-            value = (_at_block(s.value, virtual) if _is_thread_index(s.value)
+            value = (_at_block(s.value, virtual) if is_thread_index(s.value)
                      else _renamed(s.value, names))
             body.append(Assign(_target(s.target, k, names, locals_), value, s.loc))
         inside = _bin("<", _cast(virtual, T.int64), grid, T.bool_, op="cmp")
@@ -244,7 +240,7 @@ def _renamed(e: Expr, names: dict[str, str]) -> Expr:
 def _at_block(e: Expr, virtual: Expr) -> Expr:
     """A thread-index expression computed for the virtual block ``virtual`` (int32): the
     block index replaced; ``kj.grid(1)`` spelled out as its lowering computes it."""
-    u = _unconverted(e)
+    u = unconverted(e)
     if u.op == "intrinsic" and u.attr == "grid.x":
         loc = u.loc
         wide = _bin("*", _cast(virtual, T.int64), _cast(_sreg("sreg.ntid.x", loc), T.int64),
@@ -290,4 +286,4 @@ def _bin(attr: str, a: Expr, b: Expr, t: T.Type, op: str = "binop") -> Expr:
     return Expr(op, t, (a, b), attr, a.loc)
 
 
-__all__ = ["FACTOR", "GRID_PARAM", "coarse_entry", "coarsen", "coarsenable"]
+__all__ = ["FACTOR", "GRID_PARAM", "coarsen", "coarsenable"]
