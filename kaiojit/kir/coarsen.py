@@ -12,9 +12,10 @@ Which kernels: only those whose threads cannot tell the difference. The body is
 
 - first, assignments without loads (pure), among them one or more of the thread's global
   index: ``kj.grid(1)``, or ``blockIdx.x * blockDim.x + threadIdx.x`` (any order, with
-  conversions), each variable assigned once;
-- then either straight-line statements, or one ``if`` (no ``else``) around straight-line
-  statements; straight-line statements are assignments and stores;
+  conversions); every copy assigns its own renamed variables;
+- then either straight-line statements (the first one that loads ends the prefix), or one
+  ``if`` (no ``else``) around straight-line statements; straight-line statements are
+  assignments and stores;
 - no loop, barrier, warp or block collective, atomic, shared or local array, device-function
   call, print, random number or any other intrinsic than arithmetic (``math``, ``cmath``,
   ``bits``, ``complex``); no other read of a thread or block index, block or grid size.
@@ -58,7 +59,7 @@ GRID_PARAM = "__kaiojit_grid"  # the user's grid.x, a parameter after the kernel
 BLOCK_VAR = "__kaiojit_block"
 
 _PLAIN_OPS = frozenset(("const", "var", "param", "binop", "unop", "not", "cmp", "and", "or",
-                        "select", "cast", "shape", "tuple", "getitem"))
+                        "select", "cast", "shape", "tuple", "getitem", "reuse"))
 _ARITHMETIC = ("math.", "cmath.", "bits.", "complex.")
 _CONDITIONAL = frozenset(("and", "or", "select"))  # operands not always evaluated
 
@@ -74,8 +75,9 @@ def _shape(kfunc: KFunction) -> tuple[list[Assign], Expr | None, list[Stmt]] | N
     stmts = list(kfunc.body)
     if stmts and isinstance(stmts[-1], Return) and stmts[-1].value is None:
         stmts.pop()
-    k = 0
-    while k < len(stmts) and isinstance(stmts[k], Assign):
+    k = 0  # the prefix: the leading assignments without loads (every copy runs them)
+    while (k < len(stmts) and isinstance(stmts[k], Assign)
+           and (is_thread_index(stmts[k].value) or _allowed(stmts[k].value, loads=False))):
         k += 1
     prefix, rest = stmts[:k], stmts[k:]
     cond = None
@@ -87,16 +89,7 @@ def _shape(kfunc: KFunction) -> tuple[list[Assign], Expr | None, list[Stmt]] | N
     rest = [s for s in rest if not _is_assert(s)]
     if not rest or not all(isinstance(s, (Assign, Store)) for s in rest):
         return None
-    assigned: set[str] = set()
-    has_index = False
-    for s in prefix:
-        if s.target in assigned or s.target in dict(kfunc.params):
-            return None
-        assigned.add(s.target)
-        if is_thread_index(s.value):
-            has_index = True
-        elif not _allowed(s.value, loads=False):
-            return None
+    has_index = any(is_thread_index(s.value) for s in prefix)
     for s in rest:
         exprs = (s.value,) if isinstance(s, Assign) else (s.array, *s.indices, s.value)
         if not all(_allowed(e, loads=True) for e in exprs):
@@ -143,19 +136,22 @@ def coarsen(kfunc: KFunction, factor: int = FACTOR) -> KFunction:
             value = (_at_block(s.value, virtual) if is_thread_index(s.value)
                      else _renamed(s.value, names))
             body.append(Assign(_target(s.target, k, names, locals_), value, s.loc))
-        inside = _bin("<", _cast(virtual, T.int64), grid, T.bool_, op="cmp")
-        copy_cond = _renamed(cond, names) if cond is not None else None
-        copies.append((k, dict(names), inside, copy_cond))
-    last_inside = copies[-1][2]
-    fast_cond = last_inside
-    for _, _, _, c in copies:
-        if c is not None:
-            fast_cond = Expr("and", T.bool_, (fast_cond, c), loc=loc)
+        copies.append((k, dict(names), virtual))
+
+    def inside(virtual: Expr) -> Expr:  # the virtual block is one the user launched
+        return _bin("<", _cast(virtual, T.int64), grid, T.bool_, op="cmp")
+
+    def test(first: Expr, names: dict) -> Expr:  # a fresh copy of the condition each time
+        return first if cond is None else Expr("and", T.bool_,
+                                               (first, _renamed(cond, names)), loc=loc)
+    fast_cond = inside(copies[-1][2])
+    for _, names, _ in copies:
+        fast_cond = test(fast_cond, names)
     fast = _interleaved(stmts, copies, locals_)
     tail: list[Stmt] = []
-    for k, names, inside, c in copies:
-        test = inside if c is None else Expr("and", T.bool_, (inside, c), loc=loc)
-        tail.append(If(test, _copy(stmts, k, dict(names), locals_), [], loc))
+    for k, names, virtual in copies:
+        tail.append(If(test(inside(virtual), names), _copy(stmts, k, dict(names), locals_),
+                       [], loc))
     body.append(If(fast_cond, fast, tail, loc))
     return KFunction(
         name=kfunc.name, qualname=kfunc.qualname,
@@ -169,13 +165,14 @@ def _copy(stmts: list[Stmt], k: int, names: dict[str, str], locals_: dict) -> li
     """Copy ``k`` of straight-line statements, its variables renamed."""
     out: list[Stmt] = []
     for s in stmts:
+        memo: dict = {}
         if isinstance(s, Assign):
-            value = _renamed(s.value, names)
+            value = _renamed(s.value, names, memo)
             out.append(Assign(_target(s.target, k, names, locals_), value, s.loc))
         else:
-            out.append(Store(_renamed(s.array, names),
-                             tuple(_renamed(i, names) for i in s.indices),
-                             _renamed(s.value, names), s.loc))
+            out.append(Store(_renamed(s.array, names, memo),
+                             tuple(_renamed(i, names, memo) for i in s.indices),
+                             _renamed(s.value, names, memo), s.loc))
     return out
 
 
@@ -183,35 +180,43 @@ def _interleaved(stmts: list[Stmt], copies: list, locals_: dict) -> list[Stmt]:
     """Every copy's statements with their loads taken out first, statement by statement."""
     counter = iter(range(1 << 30))
     split = _with_loads_first(stmts, lambda t: _fresh(t, counter, locals_))
-    per_copy = [_copy(split, k, dict(names), locals_) for k, names, _, _ in copies]
+    per_copy = [_copy(split, k, dict(names), locals_) for k, names, _ in copies]
     return [s for group in zip(*per_copy) for s in group]
 
 
 def _with_loads_first(stmts: list[Stmt], fresh: Callable[[T.Type], str]) -> list[Stmt]:
     out: list[Stmt] = []
     for s in stmts:
+        memo: dict = {}
         if isinstance(s, Assign):
-            out.append(Assign(s.target, _take_loads(s.value, out, fresh), s.loc))
+            out.append(Assign(s.target, _take_loads(s.value, out, fresh, memo), s.loc))
         else:
-            array = _take_loads(s.array, out, fresh)
-            indices = tuple(_take_loads(i, out, fresh) for i in s.indices)
-            out.append(Store(array, indices, _take_loads(s.value, out, fresh), s.loc))
+            array = _take_loads(s.array, out, fresh, memo)
+            indices = tuple(_take_loads(i, out, fresh, memo) for i in s.indices)
+            out.append(Store(array, indices, _take_loads(s.value, out, fresh, memo), s.loc))
     return out
 
 
-def _take_loads(e: Expr, out: list[Stmt], fresh: Callable[[T.Type], str]) -> Expr:
+def _take_loads(e: Expr, out: list[Stmt], fresh: Callable[[T.Type], str], memo: dict) -> Expr:
     """``e`` with each load it always evaluates assigned to a temporary first (into ``out``,
-    operands before the loads that use them)."""
+    operands before the loads that use them); a node shared within the statement is taken
+    once (``memo``)."""
+    done = memo.get(id(e))
+    if done is not None:
+        return done
     if e.op in _CONDITIONAL:
-        return e
-    args = tuple(_take_loads(a, out, fresh) for a in e.args)
-    if any(a is not b for a, b in zip(args, e.args)):
-        e = Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
-    if e.op == "load" and isinstance(e.type, T.ScalarType):
-        name = fresh(e.type)
-        out.append(Assign(name, e, e.loc))
-        return Expr("var", e.type, (), name, e.loc)
-    return e
+        new = e
+    else:
+        args = tuple(_take_loads(a, out, fresh, memo) for a in e.args)
+        new = e
+        if any(a is not b for a, b in zip(args, e.args)):
+            new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
+        if new.op == "load" and isinstance(new.type, T.ScalarType):
+            name = fresh(new.type)
+            out.append(Assign(name, new, new.loc))
+            new = Expr("var", new.type, (), name, new.loc)
+    memo[id(e)] = new
+    return new
 
 
 def _fresh(t: T.Type, counter, locals_: dict) -> str:
@@ -226,15 +231,23 @@ def _target(name: str, k: int, names: dict[str, str], locals_: dict) -> str:
     return new
 
 
-def _renamed(e: Expr, names: dict[str, str]) -> Expr:
+def _renamed(e: Expr, names: dict[str, str], memo: dict | None = None) -> Expr:
+    """A fresh copy of ``e`` with the copy's variable names. Nodes shared within one statement
+    (a ``reuse`` node: evaluated at its first use, its later uses dominated by it) stay shared
+    within the copy (``memo``, one per statement); no node is shared between two copies, or
+    between the interleaved form and the per-copy one, where the first use would not
+    dominate the other."""
+    memo = {} if memo is None else memo
+    done = memo.get(id(e))
+    if done is not None:
+        return done
     if e.op == "var" and e.attr in names:
-        return Expr("var", e.type, (), names[e.attr], e.loc, e.weak)
-    if not e.args:
-        return e
-    args = tuple(_renamed(a, names) for a in e.args)
-    if all(a is b for a, b in zip(args, e.args)):
-        return e
-    return Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
+        new = Expr("var", e.type, (), names[e.attr], e.loc, e.weak)
+    else:
+        new = Expr(e.op, e.type, tuple(_renamed(a, names, memo) for a in e.args), e.attr,
+                   e.loc, e.weak)
+    memo[id(e)] = new
+    return new
 
 
 def _at_block(e: Expr, virtual: Expr) -> Expr:

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None,
                     help="stop handing out programs after this many seconds")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-    ap.add_argument("--size", choices=("tiny", "small", "normal", "stream"),
+    ap.add_argument("--size", choices=("tiny", "small", "normal", "stream", "elementwise"),
                     default="normal")
     ap.add_argument("--shrink-seconds", type=float, default=60.0)
     ap.add_argument("--no-ptxas", action="store_true", help="skip assembling the PTX")

@@ -25,6 +25,9 @@ executions (GPU, cpu backend, reference) must agree:
 
 Size ``stream`` makes kernels without loops (one block of at most ``N_INPUT`` threads) that
 also read inputs at the thread's own index, ``a[tid]``: what the L2 prefetch pass works on.
+Size ``elementwise`` makes straight-line kernels over several blocks that read no thread index
+but ``tid``: kernels with a coarse entry (kaiojit/kir/coarsen.py), which the harness runs on
+the cpu backend beside the kernel's own entry.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Generator(ExprGenerator):
     def __init__(self, seed: int):
         super().__init__(seed)
         self.counter_use: dict[tuple[str, int], tuple] = {}  # (dtype, element) -> op family
+        self.elementwise = False  # size "elementwise"
 
     # --- blocks ----------------------------------------------------------------------------------
 
@@ -79,6 +83,10 @@ class Generator(ExprGenerator):
             if ctx.loop:
                 kinds.append("jump")
             return getattr(self, f"s_{r.choice(kinds)}")(ctx)
+        if self.elementwise:  # straight-line: what a coarse entry takes
+            kind = r.choice(["newvar", "newvar", "reassign", "store", "store", "store",
+                             "inexact", "augstore"])
+            return getattr(self, f"s_{kind}")(ctx)
         kinds = ["newvar", "newvar", "reassign", "store", "store", "store", "if", "tuple",
                  "atomic", "inexact", "augstore"]
         loops = not self.stream  # a stream program's kernel has none (device functions may)
@@ -503,6 +511,10 @@ SIZES = {  # top-level statements, device functions, deepest expression
     # one-element-a-thread kernel does (the arrays kir.analysis.streamed_arrays finds, which
     # the NVPTX lowering prefetches); one block of at most N_INPUT threads
     "stream": ((3, 8), (0, 1), 2),
+    # straight-line statements only, inputs read at the thread's own index too, no thread
+    # index but tid, several blocks: a kernel with a coarse entry (kaiojit/kir/coarsen.py),
+    # which the harness runs beside the kernel's own
+    "elementwise": ((3, 9), (0, 0), 2),
 }
 
 
@@ -515,10 +527,15 @@ def generate(seed: int, size: str = "normal") -> Program:
     if size == "stream":
         g.stream = True
         g.block, grid = r.choice([32, 64]), 1  # every thread's own index is an input's
+    elif size == "elementwise":
+        g.stream = g.elementwise = True
+        g.block, grid = r.choice([32, 64]), r.choice([1, 2, 3, 4, 5, 6, 7, 9, 13])
     else:
         g.block = r.choice([32, 64, 64, 96])
         grid = r.choice([1, 2])
     for name, t in (("tid", "int64"), ("tx", "int32"), ("lane", "int32")):
+        if g.elementwise and name != "tid":
+            continue
         g.declare(name, t)
         g.scope.readonly.add(name)
     for _ in range(r.randint(*functions)):
@@ -531,7 +548,8 @@ def generate(seed: int, size: str = "normal") -> Program:
         body += g.s_store(top)
     return Program(seed=seed, grid=grid, block=g.block, kernel=body, functions=g.functions,
                    slots=dict(g.slots), inputs=tuple(sorted(g.inputs)),
-                   counters=tuple(sorted(g.counters)), tolerance=dict(g.tolerance))
+                   counters=tuple(sorted(g.counters)), tolerance=dict(g.tolerance),
+                   elementwise=g.elementwise)
 
 
 __all__ = ["generate", "is_float"]

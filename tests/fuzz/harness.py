@@ -82,8 +82,8 @@ def make_arguments(p: Program, rng: np.random.Generator) -> dict:
     for t in p.counters:
         args[f"c_{t}"] = (rng.integers(0, 50, N_COUNTERS).astype(t) if S.is_float(t)
                           else input_array(t, N_COUNTERS, rng))
-    for t in p.inputs:
-        args[f"a_{t}"] = input_array(t, N_INPUT, rng)
+    for t in p.inputs:  # a[tid] reads too: at least one element a thread
+        args[f"a_{t}"] = input_array(t, max(N_INPUT, p.threads), rng)
     for t in p.inputs:
         args[f"s_{t}"] = S.NP[t](input_array(t, 1, rng)[0])
     return args
@@ -126,6 +126,24 @@ def run_backend(kernel, p: Program, args: dict, backend: str) -> dict:
         device = {k: (kj.to_device(v) if isinstance(v, np.ndarray) else v)
                   for k, v in args.items()}
         kernel[p.grid, p.block](*(device[n] for n in p.params()))
+        return {k: v.copy_to_host() for k, v in device.items() if k.startswith(("o_", "c_"))}
+    finally:
+        set_backend(previous)
+
+
+def run_coarse_cpu(kernel, p: Program, args: dict) -> dict:
+    """An elementwise program's coarse entry on the cpu backend (tests/coarse.py), launched
+    as the runtime launches the program's grid through it."""
+    import kaiojit as kj
+    from kaiojit.runtime import set_backend
+    from tests.coarse import host_entries, launch_coarse
+
+    previous = set_backend("cpu")
+    try:
+        _, coarse = host_entries(kernel, signature_of(p, args))
+        device = {k: (kj.to_device(v) if isinstance(v, np.ndarray) else v)
+                  for k, v in args.items()}
+        launch_coarse(coarse, p.grid, p.block, tuple(device[n] for n in p.params()))
         return {k: v.copy_to_host() for k, v in device.items() if k.startswith(("o_", "c_"))}
     finally:
         set_backend(previous)
@@ -182,6 +200,13 @@ def check(p: Program, backends: tuple[str, ...] = ("cpu",), ptxas: str | None = 
                 t1 = time.perf_counter()
                 results[backend] = run_backend(kernel, p, args, backend)
                 times[f"run_{backend}"] = time.perf_counter() - t1
+            if p.elementwise:
+                t1 = time.perf_counter()
+                try:
+                    results["coarse-cpu"] = run_coarse_cpu(kernel, p, args)
+                except ValueError as e:  # the generator made a kernel without one
+                    return Outcome("invalid", f"elementwise program: {e}", times=times)
+                times["run_coarse"] = time.perf_counter() - t1
             outcome_ptx = None
             if ptxas:
                 t1 = time.perf_counter()
@@ -192,9 +217,13 @@ def check(p: Program, backends: tuple[str, ...] = ("cpu",), ptxas: str | None = 
                                if spec.kind == "nvptx")
                 else:
                     ptx = kj.compile_ptx(kernel, signature_of(p, args))
+                ptxs = [ptx]
+                if p.elementwise:  # the coarse entry's PTX, assembled with the kernel's
+                    coarse = kernel.compile(signature_of(p, args)).coarse
+                    ptxs += [coarse.ptx] if coarse is not None else []
                 times["compile_ptx"] = time.perf_counter() - t1
-                outcome_ptx = (pool.submit(ptxas_check, ptx, ptxas) if pool
-                               else _done(ptxas_check(ptx, ptxas)))
+                outcome_ptx = (pool.submit(_ptxas_all, ptxs, ptxas) if pool
+                               else _done(_ptxas_all(ptxs, ptxas)))
     except Exception as e:  # noqa: BLE001  (any exception on a valid program is kaiojit's bug)
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return Outcome("internal", detail[-3000:], times=times)
@@ -207,6 +236,11 @@ def check(p: Program, backends: tuple[str, ...] = ("cpu",), ptxas: str | None = 
         if diff:
             return Outcome("disagree", "\n".join(diff), "cuda/cpu", times, outcome_ptx)
     return Outcome("agree", times=times, ptx=outcome_ptx)
+
+
+def _ptxas_all(ptxs: list[str], ptxas: str) -> str | None:
+    """The first complaint of ptxas about any of ``ptxs``, or None."""
+    return next((c for c in (ptxas_check(ptx, ptxas) for ptx in ptxs) if c), None)
 
 
 def _done(value) -> Future:

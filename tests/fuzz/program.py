@@ -63,6 +63,9 @@ class Program:
     counters: tuple  # dtypes with an atomic counter array
     tolerance: dict = field(default_factory=dict)  # (dtype, slot) -> ulps allowed
     name: str = "kern"
+    # size "elementwise": the kernel reads no thread index but ``tid`` (no ``tx``, ``lane``),
+    # so it has a coarse entry (kaiojit/kir/coarsen.py), checked against its own entry
+    elementwise: bool = False
 
     @property
     def threads(self) -> int:
@@ -231,7 +234,8 @@ def render(p: Program) -> str:
         out.append("")
     out += ["", "@kj.jit(contract=False)", f"def {p.name}({', '.join(p.params())}):"]
     out.append("    tid = kj.grid(1)")
-    out.append("    tx = kj.threadIdx.x")
-    out.append("    lane = kj.laneid")
+    if not p.elementwise:
+        out.append("    tx = kj.threadIdx.x")
+        out.append("    lane = kj.laneid")
     block_source(p.kernel, 1, out)
     return "\n".join(out) + "\n"

@@ -55,6 +55,21 @@ def test_stream_programs_are_prefetched_and_agree(tmp_path):
     assert report.counts["agree"] == n, report.summary()
 
 
+def test_elementwise_programs_agree_through_their_coarse_entries(tmp_path):
+    """Programs of size "elementwise" (straight-line, several blocks, no thread index but
+    ``tid``) all have a coarse entry (kaiojit/kir/coarsen.py); the harness runs it on the cpu
+    backend as the runtime launches a grid through it, beside the kernel's own entry, and
+    ptxas assembles both PTX modules."""
+    ptxas = find_tool("ptxas")
+    if ptxas is None and in_ci():
+        pytest.fail(f"CI=true and {NOT_FOUND}")
+    n = PROGRAMS // 6
+    report = campaign("cpu", n, seed=FIRST_SEED, jobs=min(2, os.cpu_count() or 1),
+                      out=str(tmp_path), size="elementwise", ptxas=ptxas, shrink_seconds=20)
+    assert report.generated == n, report.summary()
+    assert report.counts["agree"] == n, report.summary()  # "invalid": one without the entry
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_bad_programs_are_rejected_at_their_line(kind):
     for seed in range(3):

@@ -14,6 +14,7 @@ import kaiojit as kj
 from kaiojit.compiler import compile_kernel
 from kaiojit.kir.coarsen import FACTOR, coarsenable
 from kaiojit.target import coarse_entry
+from tests.coarse import host_entries, launch_coarse
 
 # the compiler's own function, not the ptxas check's wrapper (which compiles the coarse entry)
 UNWRAPPED_COMPILE = compile_kernel
@@ -52,6 +53,12 @@ def moved(out, x, n):
     if i < n:
         i = n - 1 - i
         out[i] = x[i] + 1.0
+
+
+def loads_first(out, x, n):
+    i = kj.grid(1)
+    v = x[i] * 2.0  # the first load ends the prefix: no copy loads outside the grid
+    out[i] = v + n
 
 
 def tid_only(out, x, n):
@@ -105,6 +112,7 @@ def nested_if(out, x, n):
     (unguarded, F32x2, True),
     (shaped, F32x2, True),
     (moved, F32x2, True),
+    (loads_first, F32x2, True),
     (tid_only, F32x2, False),
     (grid_stride, F32x2, False),
     (with_else, F32x2, False),
@@ -174,6 +182,13 @@ def through_and_else(out, x, y, n):
         y[i] = out[i] + (x[i + 1] if i + 1 < n else 0.0)  # a copy reads back its own store
 
 
+def chained_and_augmented(out, x, n):
+    i = kj.grid(1)
+    if 0 <= i < n:  # a chained comparison: its middle operand evaluated once
+        out[i] = x[i]
+        out[i] *= x[i] if -1.0 < x[i] < 1.0 else 2.0  # an augmented store: its index once
+
+
 def integers(out, x, n, d):
     i = kj.blockIdx.x * kj.blockDim.x + kj.threadIdx.x
     if i < n and x[i] % 3 != 1:
@@ -184,28 +199,6 @@ def complex_math(out, z, n):
     i = kj.grid(1)
     if i < n:
         out[i] = abs(z[i]) + math.exp(-abs(z[i].imag))
-
-
-def host_entries(pyfunc, sig: str):
-    """The cpu backend's loaded kernel of ``pyfunc`` and of its coarse entry (compiled by the
-    host pipeline as a kernel of its own, the grid extent its last parameter)."""
-    import dataclasses
-
-    from kaiojit import types as T
-    from kaiojit.compiler import Metadata, run_stages
-    from kaiojit.kir.coarsen import GRID_PARAM, coarsen
-    from kaiojit.runtime.backend import get_backend
-
-    backend = get_backend()
-    own = kj.jit(pyfunc).compile(sig, backend.target_spec())
-    coarse_kfunc = coarsen(own.kfunc)
-    sig2 = T.Signature((*own.signature.args, T.int64), own.signature.return_type)
-    meta = Metadata(symbol=f"{own.name}_coarse", options=own.options, target=own.target,
-                    signature=sig2)
-    image = run_stages(coarse_kfunc, meta, start="llvm_unoptimized")
-    coarse = dataclasses.replace(own, name=meta.symbol, signature=sig2, image=image,
-                                 arg_names=(*own.arg_names, GRID_PARAM), kfunc=coarse_kfunc)
-    return backend.load_kernel(own), backend.load_kernel(coarse)
 
 
 def f32(rng, size):
@@ -239,6 +232,10 @@ CASES = {
                                       + 1j * rng.standard_normal(size), np.int64(n)], (0,)),
     "unguarded": (unguarded, F32x2, lambda rng, n, size: [
         nan32(rng, size), f32(rng, size), np.int64(rng.integers(1, 9))], (0,)),
+    "chained": (chained_and_augmented, F32x2, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), np.int64(n)], (0,)),
+    "loads first": (loads_first, F32x2, lambda rng, n, size: [
+        nan32(rng, size), f32(rng, size), np.int64(rng.integers(1, 9))], (0,)),
 }
 
 
@@ -257,16 +254,20 @@ def test_the_coarse_entry_computes_what_the_own_entry_does_on_the_cpu(cpu, case)
     blocks inside) and the per-copy form: the same bits as the kernel's own entry, and
     nothing written past what the user's grid covers (the arrays run a block further)."""
     pyfunc, sig, make, outputs = CASES[case]
-    own, coarse = host_entries(pyfunc, sig)
+    own, coarse = host_entries(kj.jit(pyfunc), sig)
     rng = np.random.default_rng()
     block = int(rng.choice([32, 64]))
     for blocks in (1, 2, 3, 4, 5, 7, 8, int(rng.integers(9, 40))):
-        n = blocks * block - (0 if pyfunc is unguarded else int(rng.integers(0, block // 2)))
+        exact = pyfunc in (unguarded, loads_first)  # no bounds test: the grid is the size
+        n = blocks * block - (0 if exact else int(rng.integers(0, block // 2)))
         args = make(rng, n, blocks * block + block)
         results = []
-        for loaded, grid, extra in ((own, blocks, ()), (coarse, (blocks + 3) // 4, (blocks,))):
+        for entry in ("own", "coarse"):
             dev = [kj.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-            loaded.launch((grid,), (block,), None, 0, (*dev, *extra))
+            if entry == "own":
+                own.launch((blocks,), (block,), None, 0, tuple(dev))
+            else:
+                launch_coarse(coarse, blocks, block, tuple(dev))
             results.append([dev[k].copy_to_host() for k in outputs])
         for got_own, got_coarse in zip(*results):
             np.testing.assert_array_equal(got_coarse, got_own)
