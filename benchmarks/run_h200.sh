@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -25,6 +25,9 @@ for step in $steps; do
     tests|all)
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
         timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
+    coarse)  # the whole suite with every launch that can through a coarse entry (kir/coarsen.py)
+        KAIOJIT_COARSE_MIN_THREADS=0 timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rf 2>&1 \
+            | tee "$OUT/coarse_tests.log" | tail -15 ;;
     launch|all)
         PYTHONPATH=.:$NP22 timeout 200 python3 benchmarks/launch_overhead.py 2>&1 | tee "$OUT/launch.log" | tail -20 ;;&
     launch5)
@@ -50,6 +53,7 @@ for step in $steps; do
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     fuzz)  # one device call of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
+        # (FUZZ_SIZE=elementwise with KAIOJIT_COARSE_MIN_THREADS=0: the GPU runs coarse entries)
         ft=${FUZZ_TIMEOUT:-540}
         timeout $ft python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} --size ${FUZZ_SIZE:-small} --budget $((ft - 90)) \
             --out "$OUT/fuzz-failures" 2>&1 | tee "$OUT/fuzz.log" | tail -25 ;;

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
+from kaiojit.runtime import launch as launch_module
 from kaiojit import types as T
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.mock import MockBackend
@@ -20,6 +21,13 @@ def mock():
     previous = set_backend(backend)
     yield backend
     set_backend(previous)
+
+
+@pytest.fixture
+def below_coarse_threshold(monkeypatch):
+    """These launches check the user's grid: below the threshold at which a kernel's coarse
+    entry takes a quarter of the blocks, whatever KAIOJIT_COARSE_MIN_THREADS says."""
+    monkeypatch.setattr(launch_module, "COARSE_MIN_THREADS", 1 << 22)
 
 
 def saxpy_py(out, x, y, a, n):
@@ -48,7 +56,7 @@ def test_lazy_specializes_once_per_signature(mock):
     assert len(mock.launches) == 3
 
 
-def test_launch_packs_arguments_in_order(mock):
+def test_launch_packs_arguments_in_order(mock, below_coarse_threshold):
     k = kj.jit(saxpy_py)
     rng = np.random.default_rng()
     n = int(rng.integers(10, 1000))
@@ -149,7 +157,7 @@ def test_bad_configuration_shape():
         k[1]
 
 
-def test_launch_method_and_forall(mock):
+def test_launch_method_and_forall(mock, below_coarse_threshold):
     k = kj.jit(saxpy_py)
     n = 1000
     x, y, out = fresh(n), fresh(n), fresh(n)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
+from kaiojit.runtime import launch as launch_module
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.mock import MockBackend
 
@@ -19,6 +20,13 @@ def mock():
     previous = set_backend(backend)
     yield backend
     set_backend(previous)
+
+
+@pytest.fixture
+def below_coarse_threshold(monkeypatch):
+    """These launches check the user's grid: below the threshold at which a kernel's coarse
+    entry takes a quarter of the blocks, whatever KAIOJIT_COARSE_MIN_THREADS says."""
+    monkeypatch.setattr(launch_module, "COARSE_MIN_THREADS", 1 << 22)
 
 
 def make_kernel():
@@ -48,7 +56,7 @@ def general_bytes(mock, kernel, grid, block, args):
 
 
 @pytest.mark.parametrize("layout_a", [False, True])
-def test_fast_path_packs_what_the_general_path_packs(mock, layout_a):
+def test_fast_path_packs_what_the_general_path_packs(mock, below_coarse_threshold, layout_a):
     rng = np.random.default_rng()
     k = make_kernel()
     launcher = k[3, 128]
