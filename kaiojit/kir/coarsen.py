@@ -51,8 +51,7 @@ from .. import types as T
 from ..target import COARSE_FACTOR
 from .analysis import is_thread_index, unconverted
 from .intrinsics import lookup
-from .nodes import (Assign, Expr, ExprStmt, If, KFunction, Return, Stmt, Store,
-                    intrinsic_key)
+from .nodes import Assign, Expr, ExprStmt, If, KFunction, Return, Stmt, Store, intrinsic_key
 
 FACTOR = COARSE_FACTOR
 GRID_PARAM = "__kaiojit_grid"  # the user's grid.x, a parameter after the kernel's own

@@ -10,6 +10,7 @@ import kaiojit as kj
 from kaiojit.runtime import launch as launch_module
 from tests.lower.test_coarsen import axpy_in_place, moved, saxpy, shaped, unguarded
 
+
 def test_large_launches_take_the_coarse_entry_with_the_grid_extent(mock, monkeypatch):
     monkeypatch.setattr(launch_module, "COARSE_MIN_THREADS", 4096)
     rng = np.random.default_rng()
