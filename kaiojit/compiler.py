@@ -429,14 +429,34 @@ class CoarseEntry:
         self._args = (pyfunc, signature, options, spec, specialize_device)
         self._ptx: str | None = None
         self._lock = threading.Lock()
+        # cache=True: where the PTX is kept on disk, ``(load() -> str | None, store(ptx))``
+        self._disk: tuple[Callable[[], str | None], Callable[[str], None]] | None = None
+
+    def keep_on_disk(self, load: Callable[[], str | None], store: Callable[[str], None]) -> None:
+        """Read the PTX with ``load()`` before compiling it, and ``store`` what is compiled
+        (at once, if it is compiled already)."""
+        with self._lock:
+            self._disk = (load, store)
+            if self._ptx is not None:
+                store(self._ptx)
 
     @property
     def ptx(self) -> str:
         if self._ptx is None:
             with self._lock:
                 if self._ptx is None:
-                    self._ptx = self._compile()
+                    self._ptx = self._load_or_compile()
         return self._ptx
+
+    def _load_or_compile(self) -> str:
+        if self._disk is None:
+            return self._compile()
+        load, store = self._disk
+        ptx = load()
+        if ptx is None:
+            ptx = self._compile()
+            store(ptx)
+        return ptx
 
     def _compile(self) -> str:
         pyfunc, signature, options, spec, specialize_device = self._args

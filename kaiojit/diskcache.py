@@ -137,6 +137,23 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
     store(key, entry)
 
 
+def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
+    """Keep the kernel's coarse entry, once a launch has compiled it, beside the kernel's
+    own cache entry (under ``key`` with a suffix), and read it from there next time."""
+    if ck.coarse is None:
+        return
+    coarse_key = key + "-coarse"
+
+    def load_ptx() -> str | None:
+        entry = load(coarse_key)
+        ptx = entry.get("ptx") if entry is not None else None
+        return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
+
+    def store_ptx(ptx: str) -> None:
+        store(coarse_key, {"name": ck.coarse.name, "ptx": ptx})
+    ck.coarse.keep_on_disk(load_ptx, store_ptx)
+
+
 def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
                 target: TargetSpec) -> CompiledKernel | None:
     """The kernel cached under ``key``, or None; no stage runs (and LLVM is not loaded)."""

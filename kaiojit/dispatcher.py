@@ -429,6 +429,7 @@ def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) 
     if ck is None:
         ck = _compile_user_facing(dispatcher, sig, spec)
         diskcache.store_kernel(key, ck)
+    diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
     return ck
 
 

@@ -164,12 +164,34 @@ def test_the_coarse_entry_compiles_when_first_asked():
     assert coarse_entry(ck.name) in ck.coarse.ptx and "compiled>" in repr(ck.coarse)
 
 
-def test_a_cache_hit_still_has_its_coarse_entry(tmp_path, monkeypatch):
+def test_a_cached_kernel_keeps_its_coarse_entry_once_compiled(tmp_path, monkeypatch):
+    from kaiojit import diskcache
+    from kaiojit.types import parse_signature
+
+    monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
+    ck = UNWRAPPED_COMPILE(saxpy, parse_signature(F32x3), kj.jit(saxpy).options,
+                           kj.target.TargetSpec(), None)
+    diskcache.keep_coarse_entry("k" * 40, ck)
+    assert not list(tmp_path.rglob("*.kjc"))  # nothing compiled, nothing kept
+    ptx = ck.coarse.ptx
+    assert [p.name for p in tmp_path.rglob("*.kjc")] == ["k" * 40 + "-coarse.kjc"]
+    again = UNWRAPPED_COMPILE(saxpy, parse_signature(F32x3), kj.jit(saxpy).options,
+                              kj.target.TargetSpec(), None)
+    diskcache.keep_coarse_entry("k" * 40, again)
+    again.coarse._compile = None  # the kept PTX answers
+    assert again.coarse.ptx == ptx
+
+
+def test_a_cache_hit_still_has_its_coarse_entry_and_reads_it_from_the_cache(tmp_path,
+                                                                             monkeypatch):
     monkeypatch.setenv("KAIOJIT_CACHE_DIR", str(tmp_path))
     first = kj.jit(saxpy, cache=True).compile(F32x3)
+    ptx = first.coarse.ptx  # compiled on first use (here by the ptxas check), and kept
+    assert len(list(tmp_path.rglob("*-coarse.kjc"))) == 1
     hit = kj.jit(saxpy, cache=True).compile(F32x3)
     assert hit.timings.get("cache") and hit.coarse is not None
-    assert hit.coarse.ptx == first.coarse.ptx
+    hit.coarse._compile = None  # a second compile would fail: the cache must answer
+    assert hit.coarse.ptx == ptx
 
 
 # --- the coarse entry's results on the cpu backend, against the kernel's own entry ----------
