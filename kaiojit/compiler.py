@@ -412,8 +412,8 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
         static_shared_bytes=static_shared_bytes(kfunc), uses_sync=uses_sync(kfunc),
         options=options, target=meta.target, kfunc=kfunc, timings=meta.timings,
         fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
-        coarse=(CoarseEntry(pyfunc, signature, options, meta.target, symbol, specialize_device)
-                if meta.coarsenable else None),
+        coarse=(CoarseEntry(pyfunc, signature, options, meta.target, symbol, specialize_device,
+                            kfunc) if meta.coarsenable else None),
     )
 
 
@@ -424,9 +424,11 @@ class CoarseEntry:
     about twice the kernel's own compile); its last parameter is the user's grid extent."""
 
     def __init__(self, pyfunc, signature: T.Signature, options: CompileOptions,
-                 spec: TargetSpec, symbol: str, specialize_device=None):
+                 spec: TargetSpec, symbol: str, specialize_device=None,
+                 kfunc: kir.KFunction | None = None):
         self.name = coarse_entry(symbol)
         self._args = (pyfunc, signature, options, spec, specialize_device)
+        self._kfunc = kfunc  # the kernel's KIR; None for a disk-cache hit (typed again)
         self._ptx: str | None = None
         self._lock = threading.Lock()
         # cache=True: where the PTX is kept on disk, ``(load() -> str | None, store(ptx))``
@@ -462,7 +464,7 @@ class CoarseEntry:
         pyfunc, signature, options, spec, specialize_device = self._args
         meta = Metadata(symbol=self.name, options=options, target=spec, signature=signature,
                         specialize_device=specialize_device)
-        kfunc = run_stages(pyfunc, meta, stop="kir")  # typed again: a cache hit has no KIR
+        kfunc = self._kfunc or run_stages(pyfunc, meta, stop="kir")
         return run_stages(coarsen.coarsen(kfunc), meta, start="llvm_unoptimized")
 
     def __repr__(self) -> str:

@@ -26,8 +26,9 @@ from .options import CompileOptions, cache_dir, store_bytes
 from .target import HostImage, TargetSpec
 from .types import runtime_signature
 
-CACHE_VERSION = "7"  # 7: coarse entries; 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams;
-# 6: block-mode host kernels without the loop vectorizer
+# 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams; 6: block-mode host
+# kernels without the loop vectorizer; 7: whether a kernel has a coarse entry
+CACHE_VERSION = "7"
 
 
 def _describe_global(value, seen: set) -> str | None:

@@ -176,7 +176,7 @@ class CudaBackend:
         """The loaded form of a compiled kernel (cached per kernel; loaded per device)."""
         loaded = load_kernel(self, kernel)
         packed = len(loaded.packer.layout.kinds)  # and a coarse entry's grid extent last
-        check_entry_params(kernel.ptx, kernel.name, packed - bool(loaded.coarse))
+        check_entry_params(kernel.ptx, kernel.name, packed - bool(loaded.coarse_factor))
         return loaded
 
     def load_module(self, image: str, device: int) -> Any:

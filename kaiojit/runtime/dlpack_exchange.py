@@ -37,9 +37,10 @@ from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime import cbuiltins
-from kaiojit.runtime.dlpack import _KIND_CODES, K_DL_BFLOAT, K_DL_CUDA
+from kaiojit.runtime.dlpack import (_KIND_CODES, K_DL_BFLOAT, K_DL_CUDA, _capsule_is_valid,
+                                    _capsule_pointer)
 
-API_CAPSULE_NAME = b"dlpack_exchange_api"
+API_CAPSULE_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")
 API_MAJOR = 1  # the DLPackExchangeAPI layout read here
 
 _READER_IR = """
@@ -269,7 +270,7 @@ def export_function(cls: type) -> int | None:
     address = None
     capsule = cls.__dict__.get("__dlpack_c_exchange_api__")
     if capsule is not None and _capsule_is_valid(capsule, API_CAPSULE_NAME):
-        api = _ApiHeader.from_address(_capsule_get(capsule, API_CAPSULE_NAME))
+        api = _ApiHeader.from_address(_capsule_pointer(capsule, API_CAPSULE_NAME))
         # a newer major version may link an older one that still has this layout
         while api.major != API_MAJOR and api.prev_api:
             api = _ApiHeader.from_address(api.prev_api)
@@ -325,14 +326,6 @@ def _compile() -> dict[str, Any]:
                 cbuiltins.METH_FASTCALL,
                 b"Read arrays through their DLPack exchange API into a parameter buffer.")
         return _compiled
-
-
-_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_get.restype = ctypes.c_void_p
-_capsule_get.argtypes = (ctypes.py_object, ctypes.c_char_p)
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
 
 
 __all__ = ["ArrayRead", "dtype_word", "export_function", "reader"]

@@ -218,8 +218,10 @@ class ModuleKernel:
         self.backend = backend
         self.image = image
         self.name = image.name
-        self.coarse = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
-        self.packer = ArgPacker(image.signature.args, image.arg_names, trailing=bool(self.coarse))
+        # how many of the user's blocks a block of the coarse entry does (0: none)
+        self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
+        self.packer = ArgPacker(image.signature.args, image.arg_names,
+                                trailing=bool(self.coarse_factor))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
@@ -323,7 +325,7 @@ class ModuleKernel:
         gx, gy, gz = config.grid
         bx, by, bz = config.block
         threads = bx * by * bz
-        if (not self.coarse or gx * threads < COARSE_MIN_THREADS or config.cluster
+        if (not self.coarse_factor or gx * threads < COARSE_MIN_THREADS or config.cluster
                 or config.shared_mem):
             return dk.fn, config.grid, None
         if not dk.coarse_tried:
@@ -332,7 +334,7 @@ class ModuleKernel:
                     dk.load_coarse(self.backend, self.image)
         if dk.coarse_fn is None or threads > dk.coarse_max_threads:
             return dk.fn, config.grid, None
-        k = self.coarse
+        k = self.coarse_factor
         return dk.coarse_fn, ((gx + k - 1) // k, gy, gz), gx
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
