@@ -37,8 +37,13 @@ from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime import cbuiltins
-from kaiojit.runtime.dlpack import (_KIND_CODES, K_DL_BFLOAT, K_DL_CUDA, _capsule_is_valid,
-                                    _capsule_pointer)
+from kaiojit.runtime.dlpack import (
+    _KIND_CODES,
+    K_DL_BFLOAT,
+    K_DL_CUDA,
+    _capsule_is_valid,
+    _capsule_pointer,
+)
 
 API_CAPSULE_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")
 API_MAJOR = 1  # the DLPackExchangeAPI layout read here
