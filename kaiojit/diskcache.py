@@ -27,8 +27,9 @@ from .target import HostImage, TargetSpec
 from .types import runtime_signature
 
 # 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams; 6: block-mode host
-# kernels without the loop vectorizer; 7: whether a kernel has a coarse entry
-CACHE_VERSION = "7"
+# kernels without the loop vectorizer; 7: whether a kernel has a coarse entry; 8: PTX with
+# 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py)
+CACHE_VERSION = "8"
 
 
 def _describe_global(value, seen: set) -> str | None:

@@ -11,7 +11,9 @@ import re
 def respell(ptx: str) -> str:
     ptx = spell_negations_feeding_min_max(ptx)
     ptx = spell_integer_abs(ptx)
-    return spell_float_min_max_with_zero(ptx)
+    ptx = spell_shift_left_by_31(ptx)
+    ptx = spell_float_min_max_with_zero(ptx)
+    return spell_half_min_max_with_zero(ptx)
 
 
 _MIN_MAX_OPERANDS = re.compile(
@@ -65,6 +67,32 @@ def spell_integer_abs(ptx: str) -> str:
     return _ABS.sub(spelled, ptx)
 
 
+_SHL_31 = re.compile(r"\tshl\.b64 \t(%rd\d+), (%rd\d+), 31;")
+
+
+def spell_shift_left_by_31(ptx: str) -> str:
+    """Write ``shl.b64 d, s, 31`` as two 32-bit shifts of ``s``'s halves: the high half a
+    funnel shift of both (``shf.l.wrap.b32``), the low half ``shl.b32`` (the same value).
+
+    ptxas 13.0, where ``s`` is uniform (a kernel parameter) in a kernel that uses the uniform
+    datapath widely (a coarse entry), multiplies ``s``'s low half by ``0x80000000`` in one
+    ``UIMAD.WIDE.U32`` and then subtracts the low half from the high word, as for a multiply
+    by ``-2**31``: the GPU computed ``-(s << 31)`` (fuzzer seed 40884802674). ptxas keeps the
+    halves' shifts as two ``USHF``."""
+    if ", 31;" not in ptx:
+        return ptx
+
+    def spelled(m: re.Match) -> str:
+        d, s = m.groups()
+        return ("\t{\n\t.reg .b32 %shl_lo, %shl_hi;\n"
+                f"\tmov.b64 \t{{%shl_lo, %shl_hi}}, {s};\n"
+                "\tshf.l.wrap.b32 \t%shl_hi, %shl_lo, %shl_hi, 31;\n"
+                "\tshl.b32 \t%shl_lo, %shl_lo, 31;\n"
+                f"\tmov.b64 \t{d}, {{%shl_lo, %shl_hi}};\n\t}}")
+
+    return _SHL_31.sub(spelled, ptx)
+
+
 # a float min with +0.0, or max with -0.0, as an immediate operand
 _FREG = r"%(?:rd?|fd?)\d+"
 _ZERO_MIN_MAX = re.compile(
@@ -98,3 +126,41 @@ def spell_float_min_max_with_zero(ptx: str) -> str:
                 f"\tselp.{ty} \t{d}, {a}, {zero}, %pz;\n\t}}")
 
     return _ZERO_MIN_MAX.sub(spelled, ptx)
+
+
+_HALF_MIN_MAX = re.compile(r"\t(min|max)\.(f16|bf16) \t(%rs\d+), (%rs\d+), (%rs\d+);")
+_HALF_ZERO = re.compile(r"\tmov\.b16 \t(%rs\d+), (0x0000|0x8000);")
+_HALF_PLUS_ZERO, _HALF_MINUS_ZERO = "0x0000", "0x8000"
+
+
+def spell_half_min_max_with_zero(ptx: str) -> str:
+    """``spell_float_min_max_with_zero`` for float16 and bfloat16, whose constants the PTX
+    holds in registers: ``min.f16 d, a, z`` with ``z`` set once to +0.0 (``mov.b16 z,
+    0x0000``) becomes ``setp.lt.f16`` and ``selp.b16`` (``max`` with -0.0 likewise; fuzzer
+    seed 40884802958, ``min(kj.float16(0.0), -0.0)`` gave -0.0). A register written anywhere
+    else in the module is left alone."""
+    if "\tmin.f16" not in ptx and "\tmax.f16" not in ptx and ".bf16 \t" not in ptx:
+        return ptx
+    zeros = {r: z for r, z in _HALF_ZERO.findall(ptx)}
+    if not zeros:
+        return ptx
+    written = {}
+    for r in re.findall(r"[a-z][\w.]* \t(%rs\d+),", ptx):  # destinations, predicated too
+        written[r] = written.get(r, 0) + 1
+    for r in re.findall(r"\{([^}]*)\}, ", ptx):  # unpacking moves: mov.b32 {%rs1, %rs2}, %r1
+        for reg in re.findall(r"%rs\d+", r):
+            written[reg] = written.get(reg, 0) + 2
+    zeros = {r: z for r, z in zeros.items() if written.get(r) == 1}
+
+    def spelled(m: re.Match) -> str:
+        op, ty, d, x, y = m.groups()
+        zero = _HALF_PLUS_ZERO if op == "min" else _HALF_MINUS_ZERO
+        z = x if zeros.get(x) == zero else y if zeros.get(y) == zero else None
+        if z is None:
+            return m.group(0)
+        a = y if z == x else x
+        cmp = "lt" if op == "min" else "gt"
+        return (f"\t{{\n\t.reg .pred %pz;\n\tsetp.{cmp}.{ty} \t%pz, {a}, {z};\n"
+                f"\tselp.b16 \t{d}, {a}, {z}, %pz;\n\t}}")
+
+    return _HALF_MIN_MAX.sub(spelled, ptx)

@@ -504,3 +504,75 @@ def test_a_collective_over_an_invariant_division_under_a_lane_test(kj_backend):
             want[ids] = int((a[ids % 8] > pivot).any())
         assert want[lanes >= 1].any()  # the vote has something to find
         np.testing.assert_array_equal(o, want)
+
+
+# seed 40884802674 (H200, size "elementwise", through the coarse entry): `s << 31` of a
+# 64-bit kernel parameter gave -(s << 31). ptxas 13.0 made the shift a UIMAD.WIDE.U32 by
+# 0x80000000 and subtracted the low half from the high word, as for a multiply by -2**31;
+# shl.b64 by 31 is now written as two 32-bit shifts of the halves
+@kj.jit
+def shift_left_by_31(o, a, s):
+    tid = kj.grid(1)
+    o[tid, 0] = s << 31
+    o[tid, 1] = a[tid] << 31
+    o[tid, 2] = (s << 31) + a[tid]
+
+
+@pytest.mark.parametrize("coarse", [False, True], ids=["own", "coarse"])
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64])
+def test_shift_left_by_31_of_a_parameter(kj_backend, monkeypatch, dtype, coarse):
+    from kaiojit.runtime import launch as launch_module
+
+    monkeypatch.setattr(launch_module, "COARSE_MIN_THREADS", 0 if coarse else 1 << 62)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 256, dtype=dtype, endpoint=True)
+    with np.errstate(over="ignore"):
+        big = dtype(info.max) - dtype(rng.integers(0, 1 << 20))
+        for s in (dtype(rng.integers(1, 1 << 20)), big):
+            o = rng.integers(0, 1 << 40, (256, 3)).astype(dtype)
+            shift_left_by_31[8, 32](o, a, s)
+            want = np.stack([np.full(256, s << dtype(31)), a << dtype(31),
+                             (s << dtype(31)) + a], axis=1)
+            np.testing.assert_array_equal(o, want)
+
+
+def test_ptx_has_no_64_bit_shift_left_by_31():
+    ck = shift_left_by_31.compile("void(uint64[:, ::1], uint64[::1], uint64)")
+    for ptx in (ck.ptx, ck.coarse.ptx):
+        assert not re.search(r"\tshl\.b64 .*, 31;", ptx)
+        assert "shf.l.wrap.b32" in ptx
+
+
+# seed 40884802958 (H200, size "elementwise"): min(kj.float16(0.0), a[tid]) gave -0.0 for
+# a[tid] = -0.0, as seed 38539905713 did for float64: LLVM made the select a min.f16, whose
+# +0.0 the PTX holds in a register. float16 and bfloat16 min with +0.0 (max with -0.0) are now
+# written as setp and selp too
+@kj.jit
+def half_min_max_with_a_signed_zero(o, a):
+    tid = kj.grid(1)
+    o[tid, 0] = min(0.0, a[tid])
+    o[tid, 1] = max(-0.0, a[tid])
+    o[tid, 2] = min(a[tid], 0.0)
+    o[tid, 3] = max(0.0, a[tid])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_min_and_max_with_a_zero_keep_pythons_zero(kj_backend, dtype):
+    np_dtype = kj.types.SCALARS[dtype].np_dtype
+    a64 = rng.standard_normal(64)
+    a64[rng.choice(64, 8, replace=False)] = -0.0
+    a64[rng.choice(64, 8, replace=False)] = 0.0
+    a = a64.astype(np_dtype)
+    o = np.full((64, 4), np.nan, np_dtype)
+    half_min_max_with_a_signed_zero[2, 32](o, a)
+    want = np.array([[min(0.0, x), max(-0.0, x), min(x, 0.0), max(0.0, x)]
+                     for x in a.astype(np.float64)], np.float64)
+    got = o.astype(np.float64)
+    assert _same_bits(got, want).all(), (got[~_same_bits(got, want)], a)
+
+
+@pytest.mark.parametrize("dtype, ty", [("float16", "f16"), ("bfloat16", "bf16")])
+def test_ptx_has_no_half_min_with_a_plus_zero(dtype, ty):
+    ptx = kj.compile_ptx(half_min_max_with_a_signed_zero, f"void({dtype}[:, ::1], {dtype}[::1])")
+    assert not re.search(rf"\tmin\.{ty} ", ptx)
+    assert f"setp.lt.{ty}" in ptx
