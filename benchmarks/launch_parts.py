@@ -139,9 +139,20 @@ def _foreign_arrays(kind: str, kj, out, x, y):
 
         if kj.backend() == "cuda":
             return tuple(cupy.random.standard_normal(N, dtype=cupy.float32) for _ in range(3))
+        return tuple(_host_cupy(cupy, a) for a in (out, x, y))
     except ImportError:
         pass
     return ndarray(out), ndarray(x), ndarray(y)
+
+
+def _host_cupy(cupy, array):
+    """A real ``cupy.ndarray`` over the mock backend's (host) memory of ``array``: CuPy imports
+    and builds arrays over unowned memory without a GPU, so its attribute reads are timed as
+    they are on one."""
+    from cupy.cuda import memory
+
+    mem = memory.UnownedMemory(array.ptr, array.size * 4, array, device_id=array.device_id)
+    return cupy.ndarray(array.shape, dtype=np.float32, memptr=memory.MemoryPointer(mem, 0))
 
 
 def _foreign_reads(kind: str, v) -> Callable[[], None]:
