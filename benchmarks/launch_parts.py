@@ -169,17 +169,27 @@ def _foreign_reads(kind: str, v) -> Callable[[], None]:
 
 def _exchange_reader(kind: str, v) -> Callable[..., bool] | None:
     """The native reader the fast form calls for three such arrays, where their class
-    publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch 2.11), writing into a
-    scratch buffer (``kaiojit/runtime/dlpack_exchange.py``)."""
+    publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch 2.11,
+    ``kaiojit/runtime/dlpack_exchange.py``) or, for CuPy, where its attributes are C getters
+    (``kaiojit/runtime/getset_reader.py``), writing into a scratch buffer."""
     import ctypes
 
     from kaiojit.runtime import dlpack_exchange as dx
     from kaiojit.runtime.interop import array_extractor
 
-    if dx.export_function(type(v)) is None:
-        return None
+    from kaiojit.runtime import getset_reader as gr
+
     _, _, _, t, device = array_extractor(type(v))(v)
     scratch = ctypes.create_string_buffer(64)
+    if kind == "cupy" and gr.readable(type(v), type(v.data)):
+        reads = [(gr.ArrayRead(type(v), v.dtype, 1, t.dtype, bool(t.align), 16 * k),
+                  type(v.data)) for k in range(3)]
+        read = gr.reader(reads, ctypes.addressof(scratch), device, scratch)
+        if not read(v, v, v):
+            raise AssertionError("the native reader refused the benchmark's arrays")
+        return read
+    if dx.export_function(type(v)) is None:
+        return None
     reads = [dx.ArrayRead(type(v), 1, t.dtype, bool(t.align), 16 * k) for k in range(3)]
     read = dx.reader(reads, ctypes.addressof(scratch), device, scratch)
     if not read(v, v, v):
@@ -284,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"({type(fo).__module__})", _foreign_reads(kind, fx)))
         reader = _exchange_reader(kind, fo)
         if reader is not None:
-            parts.append((f"{kind}: the native read of the three (DLPack exchange)",
+            how = "C getters" if kind == "cupy" else "DLPack exchange"
+            parts.append((f"{kind}: the native read of the three ({how})",
                           lambda fo=fo, fx=fx, fy=fy, reader=reader: reader(fo, fx, fy)))
         wholes.append((f"whole, {kind} arrays ({type(fo).__module__})",
                        lambda fo=fo, fx=fx, fy=fy: saxpy[GRID, BLOCK](fo, fx, fy, a, n)))

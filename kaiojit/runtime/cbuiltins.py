@@ -15,6 +15,7 @@ and whose other items keep what that data points into alive.
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 from llvmlite import binding as llvm
@@ -50,6 +51,27 @@ def compile_ir(text: str, python_symbols: tuple[str, ...]) -> llvm.ExecutionEngi
     return engine
 
 
+class CompiledMethod:
+    """One builtin's C function, compiled from ``text`` on first use (once per process) and
+    kept with its engine: ``method()`` is its :class:`MethodDef` (``METH_FASTCALL``)."""
+
+    def __init__(self, text: str, python_symbols: tuple[str, ...], name: str, doc: str):
+        self._args = (text, python_symbols, name, doc)
+        self._lock = threading.Lock()
+        self._compiled: tuple[Any, MethodDef] | None = None
+
+    def method(self) -> MethodDef:
+        if self._compiled is None:
+            with self._lock:
+                if self._compiled is None:
+                    text, symbols, name, doc = self._args
+                    engine = compile_ir(text, symbols)  # owns the code
+                    self._compiled = (engine, MethodDef(
+                        name.encode(), engine.get_function_address(name), METH_FASTCALL,
+                        doc.encode()))
+        return self._compiled[1]
+
+
 def make_builtin(method: MethodDef, data_address: int, *owners: Any) -> Any:
     """A builtin function of ``method`` whose ``self`` is ``(capsule of data_address,
     *owners)``."""
@@ -65,4 +87,5 @@ _cfunction_new.restype = ctypes.py_object
 _cfunction_new.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
 
 
-__all__ = ["METH_FASTCALL", "METH_NOARGS", "MethodDef", "compile_ir", "make_builtin"]
+__all__ = ["METH_FASTCALL", "METH_NOARGS", "CompiledMethod", "MethodDef", "compile_ir",
+           "make_builtin"]

@@ -31,7 +31,6 @@ arrays written into the buffer: the buffer is the fast form's own, rewritten eve
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,8 +257,10 @@ class ArrayRead:
     offset: int
 
 
-_lock = threading.Lock()
-_compiled: dict[str, Any] = {}
+_READER = cbuiltins.CompiledMethod(
+    _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1)), _PYTHON_SYMBOLS,
+    "kaiojit_read_arrays",
+    "Read arrays through their DLPack exchange API into a parameter buffer.")
 _exports: dict[type, int | None] = {}
 
 
@@ -314,23 +315,10 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
         entry.itemsize, entry.aligned = a.dtype.itemsize, int(a.aligned)
     spec = Spec(len(arrays), buffer_address, device_type, device_id,
                 ctypes.addressof(entries))
-    method = (_compiled or _compile())["method"]
+    method = _READER.method()
     classes = tuple(a.cls for a in arrays)  # the entries hold their addresses
     return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, classes,
                                   *owners)
-
-
-def _compile() -> dict[str, Any]:
-    with _lock:
-        if not _compiled:
-            text = _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1))
-            engine = cbuiltins.compile_ir(text, _PYTHON_SYMBOLS)
-            _compiled["engine"] = engine  # owns the code
-            _compiled["method"] = cbuiltins.MethodDef(
-                b"kaiojit_read_arrays", engine.get_function_address("kaiojit_read_arrays"),
-                cbuiltins.METH_FASTCALL,
-                b"Read arrays through their DLPack exchange API into a parameter buffer.")
-        return _compiled
 
 
 __all__ = ["ArrayRead", "dtype_word", "export_function", "reader"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.runtime import dlpack_exchange
+from kaiojit.runtime import dlpack_exchange, getset_reader
 from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
 from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
@@ -85,6 +85,8 @@ class _Code:
         self.has_device_array = False
         # arrays read natively through their DLPack exchange API, after the packing
         self.reads: list[tuple[str, dlpack_exchange.ArrayRead]] = []
+        # arrays read natively through their classes' C getters (CuPy), after the packing
+        self.getset_reads: list[tuple[str, tuple[getset_reader.ArrayRead, type]]] = []
 
     def const(self, name: str, value: Any) -> str:
         self.env[name] = value
@@ -158,11 +160,18 @@ def _generate(name: str, code: _Code, ncall: int, with_record: bool) -> Callable
         code.env["BUF"] = code.env["SLOTS"].raw
         lines.append(f"            PACK(BUF, 0, {', '.join(code.values)})")
     indent = " " * 12
-    if code.reads:  # after the packing, whose pad bytes cover these arrays' slots
-        slots = code.env["SLOTS"]
+    reads = []  # after the packing, whose pad bytes cover these arrays' slots
+    slots = code.env["SLOTS"]
+    if code.reads:
         code.env["READ"] = dlpack_exchange.reader([r for _, r in code.reads], slots.address,
                                                   code.env["DEV"], slots)
-        lines.append(f"{indent}if READ({', '.join(v for v, _ in code.reads)}):")
+        reads.append(f"READ({', '.join(v for v, _ in code.reads)})")
+    if code.getset_reads:
+        code.env["READ_GETSET"] = getset_reader.reader(
+            [r for _, r in code.getset_reads], slots.address, code.env["DEV"], slots)
+        reads.append(f"READ_GETSET({', '.join(v for v, _ in code.getset_reads)})")
+    if reads:
+        lines.append(f"{indent}if {' and '.join(reads)}:")
         indent += "    "
     lines += [
         f"{indent}rc = LAUNCH({'REC' if with_record else ''})",
@@ -286,8 +295,18 @@ def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
 
 
 def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
-    """A CuPy array: class, dtype, C-contiguity and device tested, the pointer read from
-    ``a.data.ptr``."""
+    """A CuPy array: where its class's attributes are C getters (CuPy's Cython class), one
+    native call after the packing reads it with the launch's other such arrays
+    (:mod:`kaiojit.runtime.getset_reader`); otherwise class, dtype, C-contiguity and device
+    tested, the pointer read from ``a.data.ptr``."""
+    memory_cls = value.data.__class__
+    if getset_reader.readable(value.__class__, memory_cls):
+        offset = struct.calcsize("<" + "".join(code.fmt))
+        read = getset_reader.ArrayRead(value.__class__, value.dtype, t.ndim, t.dtype,
+                                       bool(t.align), offset)
+        code.getset_reads.append((v, (read, memory_cls)))
+        code.fmt.append(f"{8 * (1 + t.ndim)}x")
+        return
     code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
                     f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",
                     f"{v}._c_contiguous", f"({v}_m := {v}.data).device_id == DEV"]

@@ -149,3 +149,80 @@ class ExchangeTensor(Tensor):
         super().__init__(array, **kw)
         self.exports = 0
         self.export_fails = False
+
+
+# --- a CuPy-like array class whose attributes are C getters (as CuPy's Cython class) ----------
+
+_GETTER = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p)
+_PY_TP_GETSET = 73  # typeslots.h
+_TPFLAGS = (1 << 18) | (1 << 10)  # Py_TPFLAGS_DEFAULT (version tag) | Py_TPFLAGS_BASETYPE
+
+
+class _GetSetDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("get", _GETTER), ("set", ctypes.c_void_p),
+                ("doc", ctypes.c_char_p), ("closure", ctypes.c_void_p)]
+
+
+class _TypeSlot(ctypes.Structure):
+    _fields_ = [("slot", ctypes.c_int), ("pfunc", ctypes.c_void_p)]
+
+
+class _TypeSpec(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("basicsize", ctypes.c_int),
+                ("itemsize", ctypes.c_int), ("flags", ctypes.c_uint),
+                ("slots", ctypes.POINTER(_TypeSlot))]
+
+
+_type_from_spec = ctypes.pythonapi.PyType_FromSpec
+_type_from_spec.restype = ctypes.py_object
+_type_from_spec.argtypes = (ctypes.POINTER(_TypeSpec),)
+_kept: list = []  # what the C types point into: their specs, getter tables and callbacks
+
+
+def c_getter_type(name: str, attributes: tuple[str, ...]) -> type:
+    """A C type (``PyType_FromSpec``) whose ``attributes`` are getset descriptors; each C
+    getter (a ctypes callback) returns the instance's ``_values[attribute]``."""
+    table = (_GetSetDef * (len(attributes) + 1))()
+    for entry, attribute in zip(table, attributes, strict=False):
+        entry.name = attribute.encode()
+        entry.get = _GETTER(lambda obj, closure, a=attribute: obj._values[a])
+    slots = (_TypeSlot * 2)((_PY_TP_GETSET, ctypes.addressof(table)), (0, None))
+    spec = _TypeSpec(name.encode(), 0, 0, _TPFLAGS, slots)
+    _kept.append((table, slots, spec, [e.get for e in table]))
+    return _type_from_spec(ctypes.byref(spec))
+
+
+_CMemoryBase = c_getter_type("kaiojit_fake.MemoryPointer", ("ptr", "device_id"))
+_CArrayBase = c_getter_type("kaiojit_fake.ndarray",
+                            ("dtype", "_c_contiguous", "data", "shape", "ndim", "size"))
+
+
+class CMemory(_CMemoryBase):
+    def __init__(self, ptr, device_id: int):
+        self._values = {"ptr": ptr, "device_id": device_id}
+
+
+class CArray(_CArrayBase):
+    """A CuPy-like array over a DeviceArray whose ``dtype``, ``_c_contiguous``, ``data`` (a
+    :class:`CMemory`), ``shape``, ``ndim`` and ``size`` are C getters of its class, as in
+    CuPy's Cython ``ndarray``: what :mod:`kaiojit.runtime.getset_reader` calls. ``set`` changes
+    what a getter returns."""
+
+    def __init__(self, array, device: int | None = None):
+        self.array = array
+        self.strides = array.strides
+        self._values = {
+            "dtype": np.dtype(array.dtype), "shape": array.shape, "ndim": len(array.shape),
+            "size": int(np.prod(array.shape)),
+            "_c_contiguous": array.strides == _c_strides(array.shape, array.dtype.itemsize),
+            "data": CMemory(array.ptr, array.device_id if device is None else device)}
+
+    def set(self, attribute: str, value) -> None:
+        if attribute in ("ptr", "device_id"):
+            self._values["data"]._values[attribute] = value
+        else:
+            self._values[attribute] = value
+
+
+CArray.__module__ = "cupy.fake"  # kaiojit's interop reads cupy.ndarray by module and name
+CArray.__name__ = CArray.__qualname__ = "ndarray"

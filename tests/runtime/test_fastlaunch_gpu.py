@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.runtime import dlpack_exchange
+from kaiojit.runtime import dlpack_exchange, getset_reader
 from kaiojit.runtime.fastlaunch import source_of
 
 pytestmark = pytest.mark.gpu
@@ -48,6 +48,8 @@ def test_foreign_arrays_launch_fast_and_fall_back(cuda, library):
     assert callable(saxpy[grid, 256]) and saxpy[grid, 256].__class__.__name__ == "function"
     if library == "torch" and dlpack_exchange.export_function(lib.Tensor) is not None:
         assert "READ(a0, a1)" in source_of(saxpy[grid, 256])  # one native read of both
+    if library == "cupy" and getset_reader.readable(lib.ndarray, lib.cuda.MemoryPointer):
+        assert "READ_GETSET(a0, a1)" in source_of(saxpy[grid, 256])  # through the C getters
     # unaligned (off by one element) and strided: other specializations, still right
     x = RNG.standard_normal(2 * n + 1).astype(np.float32)
     y = RNG.standard_normal(n).astype(np.float32)

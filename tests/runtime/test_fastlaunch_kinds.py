@@ -18,7 +18,7 @@ from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.fastlaunch import source_of
 from kaiojit.runtime.mock import MockBackend
 from kaiojit.errors import TypingError
-from tests.runtime.fake_arrays import Tensor, ndarray
+from tests.runtime.fake_arrays import CArray, Tensor, ndarray
 
 RNG = np.random.default_rng()
 
@@ -115,7 +115,7 @@ def test_a_kept_older_fast_form_hands_over_to_the_newer_one(mock, saxpy):
     assert mock.launches[-1].params == general_bytes(mock, saxpy, 2, 64, args)
 
 
-@pytest.mark.parametrize("kind", [Tensor, ndarray])
+@pytest.mark.parametrize("kind", [Tensor, ndarray, CArray], ids=["torch", "cupy", "cupy-c-getters"])
 def test_foreign_arrays_take_the_fast_path_and_fall_back(mock, kind, saxpy):
     n = int(RNG.integers(64, 512))
     a = np.float32(RNG.uniform(-4, 4))

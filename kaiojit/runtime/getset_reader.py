@@ -1,0 +1,389 @@
+"""Reading CuPy arrays at launch through their C getters, in native code.
+
+CuPy 14 publishes no DLPack C exchange API (:mod:`kaiojit.runtime.dlpack_exchange`), and the
+facts a launch needs of a ``cupy.ndarray`` are Cython attributes: ``dtype``,
+``_c_contiguous``, ``shape``, and its ``data`` (a ``MemoryPointer``) with ``ptr`` and
+``device_id``. Read from Python each is a generic attribute lookup that ends in a C getter,
+~25 ns apiece, ~220 ns an array. Each of those attributes is a ``getset_descriptor`` of the
+class: its ``PyGetSetDef`` holds the getter's C function and closure. The builtin made here,
+one per fast form (:mod:`kaiojit.runtime.fastlaunch`), calls those functions directly. For
+each array it:
+
+1. tests the array's class (``PyObject_Type``) against the one the fast form was built for
+   (a getter is only valid for its class);
+2. calls the ``dtype`` getter and tests the result's identity (NumPy's builtin dtypes are
+   singletons; the fast form keeps the one it was built with);
+3. calls ``_c_contiguous`` (``True`` or not);
+4. calls ``data``, tests the ``MemoryPointer``'s class, and calls its ``ptr`` and
+   ``device_id`` getters; the device must be the launch's;
+5. for a vector calls ``ndim`` and ``size``; otherwise calls ``shape`` (a tuple) and tests its
+   length against the rank;
+6. tests the alignment the kernel was specialized on, as the Python form does;
+7. writes the pointer and the extents into the fast form's parameter buffer.
+
+Any getter that fails (an exception set) is a miss, with the exception cleared: the fast form
+then takes the general path, which reads the array again and reports what is wrong. The
+getters are looked up once per class, through the class's MRO as attribute lookup does (a
+``getset_descriptor`` is a data descriptor: nothing on an instance overrides it), and each
+descriptor is checked to be of the class and the name looked up before its ``PyGetSetDef`` is
+read; a class whose attributes are not C getters keeps the Python form.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from kaiojit import types as kt
+from kaiojit.runtime import cbuiltins
+
+# the facts read of an array, and of its ``data`` (``MemoryPointer``)
+# (the reader's getter slots 0-3 and 6-7; a vector's rank and length are read from ``ndim``
+# and ``size``, as ``shape`` builds a tuple)
+ARRAY_ATTRIBUTES = ("dtype", "_c_contiguous", "data", "shape", "ndim", "size")
+MEMORY_ATTRIBUTES = ("ptr", "device_id")
+_SLOTS = (0, 1, 2, 3, 6, 7, 4, 5)  # where each getter, array's then memory's, goes
+
+_READER_IR = """
+%Getter = type { ptr, ptr }
+%Entry = type { ptr, ptr, ptr, [8 x %Getter], i64, i64, i64, i64 }
+%Spec = type { i64, ptr, i64, ptr, ptr }
+
+declare ptr @PyTuple_GetItem(ptr, i64)
+declare i64 @PyTuple_Size(ptr)
+declare ptr @PyCapsule_GetPointer(ptr, ptr)
+declare ptr @PyObject_Type(ptr)
+declare void @Py_DecRef(ptr)
+declare void @PyErr_Clear()
+declare ptr @PyErr_Occurred()
+declare ptr @PyBool_FromLong(i64)
+declare i64 @PyLong_AsUnsignedLongLong(ptr)
+declare i64 @PyLong_AsLongLong(ptr)
+declare i64 @PyLong_AsSsize_t(ptr)
+
+; getter %which of entry %e (ARRAY_ATTRIBUTES, then MEMORY_ATTRIBUTES) called on %obj
+define internal ptr @get(ptr %e, i32 %which, ptr %obj) {
+  %fn.at = getelementptr %Entry, ptr %e, i32 0, i32 3, i32 %which, i32 0
+  %fn = load ptr, ptr %fn.at
+  %closure.at = getelementptr %Entry, ptr %e, i32 0, i32 3, i32 %which, i32 1
+  %closure = load ptr, ptr %closure.at
+  %value = call ptr %fn(ptr %obj, ptr %closure)
+  ret ptr %value
+}
+
+; the C function of a METH_FASTCALL builtin read(*arrays): self is (capsule of a %Spec, owners)
+define ptr @kaiojit_read_getset_arrays(ptr %self, ptr %args, i64 %nargs) {
+start:
+  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
+  %no.capsule = icmp eq ptr %capsule, null
+  br i1 %no.capsule, label %fail, label %open
+open:
+  %spec = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
+  %no.spec = icmp eq ptr %spec, null
+  br i1 %no.spec, label %fail, label %count
+count:
+  %count.n = load i64, ptr %spec
+  %count.ok = icmp eq i64 %count.n, %nargs
+  br i1 %count.ok, label %setup, label %miss
+setup:
+  %buffer.at = getelementptr %Spec, ptr %spec, i32 0, i32 1
+  %buffer = load ptr, ptr %buffer.at
+  %device.at = getelementptr %Spec, ptr %spec, i32 0, i32 2
+  %device = load i64, ptr %device.at
+  %true.at = getelementptr %Spec, ptr %spec, i32 0, i32 3
+  %true = load ptr, ptr %true.at
+  %entries.at = getelementptr %Spec, ptr %spec, i32 0, i32 4
+  %entries = load ptr, ptr %entries.at
+  br label %next.array
+next.array:
+  %i = phi i64 [ 0, %setup ], [ %i.next, %written ]
+  %all.read = icmp eq i64 %i, %count.n
+  br i1 %all.read, label %hit, label %class.test
+class.test:
+  %e = getelementptr %Entry, ptr %entries, i64 %i
+  %obj.at = getelementptr ptr, ptr %args, i64 %i
+  %obj = load ptr, ptr %obj.at
+  %type = call ptr @PyObject_Type(ptr %obj)
+  call void @Py_DecRef(ptr %type)
+  %want.type = load ptr, ptr %e
+  %type.ok = icmp eq ptr %type, %want.type
+  br i1 %type.ok, label %dtype, label %miss
+dtype:
+  %dt = call ptr @get(ptr %e, i32 0, ptr %obj)
+  %dt.null = icmp eq ptr %dt, null
+  br i1 %dt.null, label %error, label %dtype.test
+dtype.test:
+  %want.dt.at = getelementptr %Entry, ptr %e, i32 0, i32 1
+  %want.dt = load ptr, ptr %want.dt.at
+  %dt.ok = icmp eq ptr %dt, %want.dt
+  call void @Py_DecRef(ptr %dt)
+  br i1 %dt.ok, label %contiguity, label %miss
+contiguity:
+  %cc = call ptr @get(ptr %e, i32 1, ptr %obj)
+  %cc.null = icmp eq ptr %cc, null
+  br i1 %cc.null, label %error, label %contiguity.test
+contiguity.test:
+  %cc.ok = icmp eq ptr %cc, %true
+  call void @Py_DecRef(ptr %cc)
+  br i1 %cc.ok, label %data, label %miss
+data:
+  %mp = call ptr @get(ptr %e, i32 2, ptr %obj)
+  %mp.null = icmp eq ptr %mp, null
+  br i1 %mp.null, label %error, label %data.class
+data.class:
+  %mp.type = call ptr @PyObject_Type(ptr %mp)
+  call void @Py_DecRef(ptr %mp.type)
+  %want.mp.type.at = getelementptr %Entry, ptr %e, i32 0, i32 2
+  %want.mp.type = load ptr, ptr %want.mp.type.at
+  %mp.type.ok = icmp eq ptr %mp.type, %want.mp.type
+  br i1 %mp.type.ok, label %memory.read, label %data.miss
+data.miss:
+  call void @Py_DecRef(ptr %mp)
+  br label %miss
+memory.read:
+  %ptr.obj = call ptr @get(ptr %e, i32 4, ptr %mp)
+  %dev.obj = call ptr @get(ptr %e, i32 5, ptr %mp)
+  call void @Py_DecRef(ptr %mp)
+  %ptr.null = icmp eq ptr %ptr.obj, null
+  %dev.null = icmp eq ptr %dev.obj, null
+  %either.null = or i1 %ptr.null, %dev.null
+  br i1 %either.null, label %pointer.error, label %pointer.values
+pointer.error:
+  br i1 %ptr.null, label %pointer.error.dev, label %pointer.error.ptr
+pointer.error.ptr:
+  call void @Py_DecRef(ptr %ptr.obj)
+  br label %pointer.error.dev
+pointer.error.dev:
+  br i1 %dev.null, label %error, label %pointer.error.dev.ref
+pointer.error.dev.ref:
+  call void @Py_DecRef(ptr %dev.obj)
+  br label %error
+pointer.values:
+  %pointer = call i64 @PyLong_AsUnsignedLongLong(ptr %ptr.obj)
+  %dev = call i64 @PyLong_AsLongLong(ptr %dev.obj)
+  call void @Py_DecRef(ptr %ptr.obj)
+  call void @Py_DecRef(ptr %dev.obj)
+  %conversion.failed = call ptr @PyErr_Occurred()
+  %conversion.bad = icmp ne ptr %conversion.failed, null
+  br i1 %conversion.bad, label %error, label %device.test
+device.test:
+  %dev.ok = icmp eq i64 %dev, %device
+  br i1 %dev.ok, label %rank.choice, label %miss
+rank.choice:
+  %ndim.at = getelementptr %Entry, ptr %e, i32 0, i32 5
+  %ndim = load i64, ptr %ndim.at
+  %offset.at = getelementptr %Entry, ptr %e, i32 0, i32 4
+  %offset = load i64, ptr %offset.at
+  %slot = getelementptr i8, ptr %buffer, i64 %offset
+  %extents = getelementptr i8, ptr %slot, i64 8
+  %is.vector = icmp eq i64 %ndim, 1
+  br i1 %is.vector, label %vector, label %shape
+vector:
+  %rank.obj = call ptr @get(ptr %e, i32 6, ptr %obj)
+  %rank.obj.null = icmp eq ptr %rank.obj, null
+  br i1 %rank.obj.null, label %error, label %vector.size
+vector.size:
+  %vector.rank = call i64 @PyLong_AsLongLong(ptr %rank.obj)
+  call void @Py_DecRef(ptr %rank.obj)
+  %size.obj = call ptr @get(ptr %e, i32 7, ptr %obj)
+  %size.obj.null = icmp eq ptr %size.obj, null
+  br i1 %size.obj.null, label %error, label %vector.values
+vector.values:
+  %size = call i64 @PyLong_AsSsize_t(ptr %size.obj)
+  call void @Py_DecRef(ptr %size.obj)
+  %vector.failed = call ptr @PyErr_Occurred()
+  %vector.bad = icmp ne ptr %vector.failed, null
+  br i1 %vector.bad, label %error, label %vector.test
+vector.test:
+  %vector.ok = icmp eq i64 %vector.rank, 1
+  br i1 %vector.ok, label %vector.write, label %miss
+vector.write:
+  store i64 %pointer, ptr %slot, align 1
+  store i64 %size, ptr %extents, align 1
+  br label %alignment
+shape:
+  %shape.obj = call ptr @get(ptr %e, i32 3, ptr %obj)
+  %shape.null = icmp eq ptr %shape.obj, null
+  br i1 %shape.null, label %error, label %rank.test
+rank.test:
+  %rank = call i64 @PyTuple_Size(ptr %shape.obj)
+  %rank.ok = icmp eq i64 %rank, %ndim
+  br i1 %rank.ok, label %write, label %shape.miss
+shape.miss:
+  call void @Py_DecRef(ptr %shape.obj)
+  %rank.failed = call ptr @PyErr_Occurred()
+  %rank.bad = icmp ne ptr %rank.failed, null
+  br i1 %rank.bad, label %error, label %miss
+write:
+  store i64 %pointer, ptr %slot, align 1
+  br label %extent.loop
+extent.loop:
+  %j = phi i64 [ 0, %write ], [ %j.next, %extent.copy ]
+  %last = phi i64 [ 0, %write ], [ %value, %extent.copy ]
+  %extents.done = icmp eq i64 %j, %ndim
+  br i1 %extents.done, label %extents.read, label %extent.copy
+extent.copy:
+  %item = call ptr @PyTuple_GetItem(ptr %shape.obj, i64 %j)
+  %value = call i64 @PyLong_AsSsize_t(ptr %item)
+  %to = getelementptr i64, ptr %extents, i64 %j
+  store i64 %value, ptr %to, align 1
+  %j.next = add i64 %j, 1
+  br label %extent.loop
+extents.read:
+  call void @Py_DecRef(ptr %shape.obj)
+  %extent.failed = call ptr @PyErr_Occurred()
+  %extent.bad = icmp ne ptr %extent.failed, null
+  br i1 %extent.bad, label %error, label %alignment
+alignment:
+  %row.extent = phi i64 [ 0, %vector.write ], [ %last, %extents.read ]
+  %itemsize.at = getelementptr %Entry, ptr %e, i32 0, i32 6
+  %itemsize = load i64, ptr %itemsize.at
+  %row = mul i64 %row.extent, %itemsize
+  %both = or i64 %pointer, %row
+  %low = and i64 %both, ALIGN_MASK
+  %misaligned = icmp ne i64 %low, 0
+  %aligned.at = getelementptr %Entry, ptr %e, i32 0, i32 7
+  %aligned.flag = load i64, ptr %aligned.at
+  %wants.aligned = icmp ne i64 %aligned.flag, 0
+  %alignment.ok = xor i1 %misaligned, %wants.aligned
+  br i1 %alignment.ok, label %written, label %miss
+written:
+  %i.next = add i64 %i, 1
+  br label %next.array
+error:
+  call void @PyErr_Clear()
+  br label %miss
+hit:
+  %yes = call ptr @PyBool_FromLong(i64 1)
+  ret ptr %yes
+miss:
+  %no = call ptr @PyBool_FromLong(i64 0)
+  ret ptr %no
+fail:
+  ret ptr null
+}
+"""
+
+_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyCapsule_GetPointer", "PyObject_Type",
+                   "Py_DecRef", "PyErr_Clear", "PyErr_Occurred", "PyBool_FromLong",
+                   "PyLong_AsUnsignedLongLong", "PyLong_AsLongLong", "PyLong_AsSsize_t")
+
+
+class _Getter(ctypes.Structure):
+    _fields_ = [("get", ctypes.c_void_p), ("closure", ctypes.c_void_p)]
+
+
+class Entry(ctypes.Structure):
+    """One array of a reader: its class, the dtype it must have, its ``data``'s class, the eight
+    getters (dtype, _c_contiguous, data, shape, ptr, device_id, ndim, size), its slot's byte
+    offset in the buffer, its
+    rank, element size, and whether the kernel was specialized as aligned."""
+
+    _fields_ = [("cls", ctypes.c_void_p), ("dtype", ctypes.c_void_p),
+                ("memory_cls", ctypes.c_void_p), ("getters", _Getter * 8),
+                ("offset", ctypes.c_int64), ("ndim", ctypes.c_int64),
+                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+
+
+class Spec(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
+                ("device_id", ctypes.c_int64), ("true", ctypes.c_void_p),
+                ("entries", ctypes.c_void_p)]
+
+
+class _GetSetDescr(ctypes.Structure):
+    """``PyGetSetDescrObject`` (descrobject.h: ``PyDescr_COMMON`` then ``d_getset``), the
+    same in CPython 3.8 to 3.13."""
+
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
+                ("d_type", ctypes.c_void_p), ("d_name", ctypes.c_void_p),
+                ("d_qualname", ctypes.c_void_p), ("d_getset", ctypes.c_void_p)]
+
+
+class _GetSetDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("get", ctypes.c_void_p), ("set", ctypes.c_void_p),
+                ("doc", ctypes.c_char_p), ("closure", ctypes.c_void_p)]
+
+
+@dataclass(frozen=True)
+class ArrayRead:
+    """What the reader expects of one argument: its class, the dtype object it must have, its
+    rank and element type, whether the kernel was specialized as 16-byte aligned, and its
+    slot's byte offset in the buffer."""
+
+    cls: type
+    dtype: Any
+    ndim: int
+    scalar: kt.ScalarType
+    aligned: bool
+    offset: int
+
+
+_READER = cbuiltins.CompiledMethod(
+    _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1)), _PYTHON_SYMBOLS,
+    "kaiojit_read_getset_arrays",
+    "Read arrays through their classes' C getters into a parameter buffer.")
+_getters: dict[tuple[type, str], tuple[int, int, Any] | None] = {}
+
+
+def c_getter(cls: type, name: str) -> tuple[int, int, Any] | None:
+    """``(function, closure, descriptor)`` of the C getter that ``getattr(x, name)`` calls for
+    an ``x`` of class ``cls``, or None where that attribute is not a C getter (a property, a
+    plain attribute, a getter-less descriptor). The descriptor is returned to be kept alive."""
+    key = (cls, name)
+    try:
+        return _getters[key]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        descriptor = base.__dict__.get(name)
+        if descriptor is None:
+            continue
+        if type(descriptor) is types.GetSetDescriptorType:
+            raw = _GetSetDescr.from_address(id(descriptor))
+            definition = _GetSetDef.from_address(raw.d_getset) if raw.d_getset else None
+            # the layout read is the one assumed: the descriptor names its class and name
+            if (definition is not None and raw.d_type == id(base) and definition.get
+                    and definition.name == name.encode()):
+                found = (definition.get, definition.closure or 0, descriptor)
+        break
+    _getters[key] = found
+    return found
+
+
+def readable(cls: type, memory_cls: type) -> bool:
+    """Whether arrays of ``cls`` whose ``data`` is of ``memory_cls`` can be read here."""
+    return (all(c_getter(cls, n) for n in ARRAY_ATTRIBUTES)
+            and all(c_getter(memory_cls, n) for n in MEMORY_ATTRIBUTES))
+
+
+def reader(arrays: list[tuple[ArrayRead, type]], buffer_address: int, device_id: int,
+           *owners: Any) -> Any:
+    """The builtin ``read(*arrays) -> bool`` for ``arrays`` (each an :class:`ArrayRead` and
+    its ``data``'s class, which must be :func:`readable`), writing into the buffer at
+    ``buffer_address``, which ``owners`` keep alive."""
+    entries = (Entry * len(arrays))()
+    keep: list[Any] = []
+    for entry, (a, memory_cls) in zip(entries, arrays, strict=True):
+        found = ([c_getter(a.cls, n) for n in ARRAY_ATTRIBUTES]
+                 + [c_getter(memory_cls, n) for n in MEMORY_ATTRIBUTES])
+        if not all(found):
+            raise ValueError(f"{a.cls.__qualname__}: its array facts are not all C getters")
+        for slot, (get, closure, descriptor) in zip(_SLOTS, found, strict=True):
+            entry.getters[slot].get, entry.getters[slot].closure = get, closure
+            keep.append(descriptor)
+        entry.cls, entry.dtype, entry.memory_cls = id(a.cls), id(a.dtype), id(memory_cls)
+        entry.offset, entry.ndim = a.offset, a.ndim
+        entry.itemsize, entry.aligned = a.scalar.itemsize, int(a.aligned)
+        keep += [a.cls, a.dtype, memory_cls]
+    spec = Spec(len(arrays), buffer_address, device_id, id(True), ctypes.addressof(entries))
+    method = _READER.method()
+    return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, tuple(keep),
+                                  *owners)
+
+
+__all__ = ["ARRAY_ATTRIBUTES", "MEMORY_ATTRIBUTES", "ArrayRead", "c_getter", "readable",
+           "reader"]
