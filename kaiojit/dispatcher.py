@@ -297,7 +297,9 @@ class Dispatcher:
                 arg_types.append(constexpr_type(a) if name in self.constexpr_params
                                  else rt.typeof(a))
             except TypeError as e:
-                raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
+                if not (self._eager and isinstance(a, int)):
+                    raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
+                arg_types.append(T.int64)  # past int64: the declared width wraps it, as C does
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()

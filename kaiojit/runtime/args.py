@@ -40,7 +40,19 @@ def _typeof_numpy(a: np.ndarray) -> kt.ArrayType:
     return array_type(scalar, a.ndim, layout)
 
 
+def _typeof_int(v: int) -> kt.ScalarType:
+    """A Python int is an int64; one outside int64's range has no type to pass it as (it
+    would wrap): a ``TypeError`` saying so."""
+    if -(1 << 63) <= v < 1 << 63:
+        return kt.int64
+    hint = " (np.uint64(...) passes an unsigned one)" if 0 <= v < 1 << 64 else ""
+    raise TypeError(f"the Python int {v} does not fit int64, the type a Python int is passed "
+                    f"as{hint}")
+
+
 def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
+    if cls is int or (issubclass(cls, int) and not issubclass(cls, (bool, np.generic))):
+        return _typeof_int
     if cls in _SCALAR_OF_PYTHON:
         t = _SCALAR_OF_PYTHON[cls]
         return lambda v: t
@@ -58,8 +70,6 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return operator.attrgetter("type")
     if issubclass(cls, bool):
         return lambda v: kt.bool_
-    if issubclass(cls, int):
-        return lambda v: kt.int64
     if issubclass(cls, float):
         return lambda v: kt.float64
     if issubclass(cls, complex):

@@ -47,6 +47,41 @@ def test_typeof_python_and_numpy_scalars():
         assert rt.typeof(np.dtype(dtype).type(1)) == kt.from_dtype(dtype)
 
 
+def test_typeof_python_ints_past_int64_is_an_error_not_a_wrap():
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    for v in (lo, hi, int(RNG.integers(lo, hi, dtype=np.int64))):
+        assert rt.typeof(v) is kt.int64
+    with pytest.raises(TypeError, match=rf"^the Python int {hi + 1} does not fit int64, the type "
+                                        r"a Python int is passed as \(np\.uint64\(\.\.\.\) "
+                                        r"passes an unsigned one\)$"):
+        rt.typeof(hi + 1)
+    for v in (lo - 1, 1 << 64, -(1 << 70)):
+        with pytest.raises(TypeError, match=rf"^the Python int {v} does not fit int64, the type "
+                                            r"a Python int is passed as$"):
+            rt.typeof(v)
+
+
+def test_a_python_int_past_int64_names_the_parameter_after_fast_launches(mock):
+    import kaiojit as kj
+
+    @kj.jit
+    def shift(out, s):
+        out[0] = s >> 3
+
+    out = rt.device_array(1, np.int64)
+    small = int(RNG.integers(1, 1 << 40))
+    shift[1, 1](out, small)
+    shift[1, 1](out, small)  # the fast form now
+    count = len(mock.launches)
+    big = (1 << 63) + int(RNG.integers(1, 1 << 40))
+    with pytest.raises(TypeError, match=rf"<locals>\.shift\(\): parameter 's': the Python int "
+                                        rf"{big} does not fit int64"):
+        shift[1, 1](out, big)
+    assert len(mock.launches) == count  # nothing launched with a wrapped value
+    shift[1, 1](out, np.uint64(big))  # the unsigned spelling: its own specialization
+    assert big.to_bytes(8, "little") in mock.launches[-1].params
+
+
 def test_typeof_numpy_layouts():
     a = np.zeros((4, 6), np.float32)
     assert str(rt.typeof(a)) == "float32[:, ::1]"
