@@ -24,7 +24,7 @@ from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
 from kaiojit.runtime.tensormap import TensorMap
 
-_SCALAR_OF_PYTHON = {bool: kt.bool_, int: kt.int64, float: kt.float64, complex: kt.complex128}
+_SCALAR_OF_PYTHON = {bool: kt.bool_, float: kt.float64, complex: kt.complex128}  # int: _typeof_int
 
 
 # --- typeof -------------------------------------------------------------------------------------

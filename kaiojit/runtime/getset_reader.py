@@ -39,12 +39,11 @@ from typing import Any
 from kaiojit import types as kt
 from kaiojit.runtime import cbuiltins
 
-# the facts read of an array, and of its ``data`` (``MemoryPointer``)
-# (the reader's getter slots 0-3 and 6-7; a vector's rank and length are read from ``ndim``
-# and ``size``, as ``shape`` builds a tuple)
+# the facts read of an array, and of its ``data`` (``MemoryPointer``), in the order of the
+# reader's getter slots (a vector's rank and length are read from ``ndim`` and ``size``, as
+# ``shape`` builds a tuple)
 ARRAY_ATTRIBUTES = ("dtype", "_c_contiguous", "data", "shape", "ndim", "size")
 MEMORY_ATTRIBUTES = ("ptr", "device_id")
-_SLOTS = (0, 1, 2, 3, 6, 7, 4, 5)  # where each getter, array's then memory's, goes
 
 _READER_IR = """
 %Getter = type { ptr, ptr }
@@ -143,8 +142,8 @@ data.miss:
   call void @Py_DecRef(ptr %mp)
   br label %miss
 memory.read:
-  %ptr.obj = call ptr @get(ptr %e, i32 4, ptr %mp)
-  %dev.obj = call ptr @get(ptr %e, i32 5, ptr %mp)
+  %ptr.obj = call ptr @get(ptr %e, i32 6, ptr %mp)
+  %dev.obj = call ptr @get(ptr %e, i32 7, ptr %mp)
   call void @Py_DecRef(ptr %mp)
   %ptr.null = icmp eq ptr %ptr.obj, null
   %dev.null = icmp eq ptr %dev.obj, null
@@ -181,13 +180,13 @@ rank.choice:
   %is.vector = icmp eq i64 %ndim, 1
   br i1 %is.vector, label %vector, label %shape
 vector:
-  %rank.obj = call ptr @get(ptr %e, i32 6, ptr %obj)
+  %rank.obj = call ptr @get(ptr %e, i32 4, ptr %obj)
   %rank.obj.null = icmp eq ptr %rank.obj, null
   br i1 %rank.obj.null, label %error, label %vector.size
 vector.size:
   %vector.rank = call i64 @PyLong_AsLongLong(ptr %rank.obj)
   call void @Py_DecRef(ptr %rank.obj)
-  %size.obj = call ptr @get(ptr %e, i32 7, ptr %obj)
+  %size.obj = call ptr @get(ptr %e, i32 5, ptr %obj)
   %size.obj.null = icmp eq ptr %size.obj, null
   br i1 %size.obj.null, label %error, label %vector.values
 vector.values:
@@ -277,9 +276,8 @@ class _Getter(ctypes.Structure):
 
 class Entry(ctypes.Structure):
     """One array of a reader: its class, the dtype it must have, its ``data``'s class, the eight
-    getters (dtype, _c_contiguous, data, shape, ptr, device_id, ndim, size), its slot's byte
-    offset in the buffer, its
-    rank, element size, and whether the kernel was specialized as aligned."""
+    getters (``ARRAY_ATTRIBUTES``, then ``MEMORY_ATTRIBUTES``), its slot's byte offset in the
+    buffer, its rank, element size, and whether the kernel was specialized as aligned."""
 
     _fields_ = [("cls", ctypes.c_void_p), ("dtype", ctypes.c_void_p),
                 ("memory_cls", ctypes.c_void_p), ("getters", _Getter * 8),
@@ -372,8 +370,8 @@ def reader(arrays: list[tuple[ArrayRead, type]], buffer_address: int, device_id:
                  + [c_getter(memory_cls, n) for n in MEMORY_ATTRIBUTES])
         if not all(found):
             raise ValueError(f"{a.cls.__qualname__}: its array facts are not all C getters")
-        for slot, (get, closure, descriptor) in zip(_SLOTS, found, strict=True):
-            entry.getters[slot].get, entry.getters[slot].closure = get, closure
+        for slot, (get, closure, descriptor) in zip(entry.getters, found, strict=True):
+            slot.get, slot.closure = get, closure
             keep.append(descriptor)
         entry.cls, entry.dtype, entry.memory_cls = id(a.cls), id(a.dtype), id(memory_cls)
         entry.offset, entry.ndim = a.offset, a.ndim
