@@ -121,3 +121,58 @@ def test_vectorized_shared_kernels_compute_the_same(kj_backend):
     kj.jit(k_shared_store_float4)[1, 32](out, kj.to_device(x))
     s = x.reshape(32, 4).astype(np.float64) * 2
     np.testing.assert_allclose(out.copy_to_host(), s[::-1, 0] + s[::-1, 3], rtol=1e-5, atol=1e-5)
+
+
+def k_pair_transpose(out, a):
+    # 8 x 8 tiles, a block of 4 x 8 threads, each thread two adjacent columns of a row
+    tile = kj.shared.array((8, 9), kj.float32)
+    tx, ty = kj.threadIdx.x, kj.threadIdx.y
+    bx, by = kj.blockIdx.x * 8, kj.blockIdx.y * 8
+    n0, n1 = a.shape
+    c = 2 * tx
+    if by + 8 <= n0 and bx + 8 <= n1:
+        v0 = a[by + ty, bx + c]
+        v1 = a[by + ty, bx + c + 1]
+        tile[ty, c] = v0
+        tile[ty, c + 1] = v1
+        kj.syncthreads()
+        out[bx + ty, by + c] = tile[c, ty]
+        out[bx + ty, by + c + 1] = tile[c + 1, ty]
+    else:
+        for j in range(2):
+            if by + ty < n0 and bx + c + j < n1:
+                tile[ty, c + j] = a[by + ty, bx + c + j]
+        kj.syncthreads()
+        for j in range(2):
+            if bx + ty < n1 and by + c + j < n0:
+                out[bx + ty, by + c + j] = tile[c + j, ty]
+
+
+def test_2d_rows_of_the_aligned_specialization_pair_into_v2_accesses():
+    # the row stride is a multiple of 16 bytes and the column even: one 64-bit load and store
+    aligned = kj.compile_ptx(k_pair_transpose,
+                             "void(float32[:, ::1, align=16], float32[:, ::1, align=16])")
+    assert count(r"ld\.global\.nc\.v2\.[fb]32", aligned) == 1
+    assert count(r"st\.global\.v2\.[fb]32", aligned) == 1
+    general = kj.compile_ptx(k_pair_transpose, "void(float32[:, ::1], float32[:, ::1])")
+    assert count(r"\.global(\.nc)?\.v2\.", general) == 0
+
+
+def test_pair_transpose_is_right_aligned_and_not(kj_backend):
+    rng = np.random.default_rng()
+    kern = kj.jit(k_pair_transpose)
+    for rows, cols, off in ((16, 24, 0), (13, 21, 0), (16, 25, 1)):
+        # 21 columns make an 84-byte row stride; (16, 25) sliced off by one element starts 4
+        # bytes in with a 100-byte stride: neither is aligned
+        host = rng.standard_normal((rows, cols)).astype(np.float32)
+        a = kj.to_device(host)
+        if off:
+            host, a = host[:, off:], a[:, off:]
+        n0, n1 = host.shape
+        out = kj.to_device(np.full((n1, n0), np.nan, np.float32))
+        kern[((n1 + 7) // 8, (n0 + 7) // 8), (4, 8)](out, a)
+        np.testing.assert_array_equal(out.copy_to_host(), host.T)
+        assert a.kaiojit_type.align == (16 if cols % 4 == 0 and not off else 0)
+    # the sliced array's rows are not contiguous with each other: strided, not C
+    assert {str(s.args[1]) for s in kern.signatures} == {
+        "float32[:, ::1, align=16]", "float32[:, ::1]", "float32[:, :]"}
