@@ -86,11 +86,18 @@ class _Code:
         # arrays read natively through their DLPack exchange API, after the packing
         self.reads: list[tuple[str, dlpack_exchange.ArrayRead]] = []
         # arrays read natively through their classes' C getters (CuPy), after the packing
-        self.getset_reads: list[tuple[str, tuple[getset_reader.ArrayRead, type]]] = []
+        self.getset_reads: list[tuple[str, getset_reader.ArrayRead]] = []
 
     def const(self, name: str, value: Any) -> str:
         self.env[name] = value
         return name
+
+    def native_slot(self, ndim: int) -> int:
+        """Pad bytes in the packing for an array a native reader writes (its pointer and
+        ``ndim`` extents): their byte offset in the buffer."""
+        offset = struct.calcsize("<" + "".join(self.fmt))
+        self.fmt.append(f"{8 * (1 + ndim)}x")
+        return offset
 
 
 def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
@@ -280,9 +287,8 @@ def _exchange(code: _Code, v: str, t: kt.ArrayType, cls: type) -> None:
     2.11): one native call after the packing reads every such array of the launch, tests it
     and writes its slots (:mod:`kaiojit.runtime.dlpack_exchange`); the packing leaves pad
     bytes there."""
-    offset = struct.calcsize("<" + "".join(code.fmt))
+    offset = code.native_slot(t.ndim)
     code.reads.append((v, dlpack_exchange.ArrayRead(cls, t.ndim, t.dtype, bool(t.align), offset)))
-    code.fmt.append(f"{8 * (1 + t.ndim)}x")
 
 
 def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
@@ -301,11 +307,9 @@ def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
     tested, the pointer read from ``a.data.ptr``."""
     memory_cls = value.data.__class__
     if getset_reader.readable(value.__class__, memory_cls):
-        offset = struct.calcsize("<" + "".join(code.fmt))
-        read = getset_reader.ArrayRead(value.__class__, value.dtype, t.ndim, t.dtype,
-                                       bool(t.align), offset)
-        code.getset_reads.append((v, (read, memory_cls)))
-        code.fmt.append(f"{8 * (1 + t.ndim)}x")
+        offset = code.native_slot(t.ndim)
+        code.getset_reads.append((v, getset_reader.ArrayRead(
+            value.__class__, memory_cls, value.dtype, t.ndim, t.dtype, bool(t.align), offset)))
         return
     code.guards += [f"{v}.__class__ is {code.const(f'C{i}', value.__class__)}",
                     f"{v}.dtype is {code.const(f'DT{i}', value.dtype)}",

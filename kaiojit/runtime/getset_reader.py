@@ -149,14 +149,8 @@ memory.read:
   %dev.null = icmp eq ptr %dev.obj, null
   %either.null = or i1 %ptr.null, %dev.null
   br i1 %either.null, label %pointer.error, label %pointer.values
-pointer.error:
-  br i1 %ptr.null, label %pointer.error.dev, label %pointer.error.ptr
-pointer.error.ptr:
+pointer.error:  ; Py_DecRef is Py_XDECREF: a null is left alone
   call void @Py_DecRef(ptr %ptr.obj)
-  br label %pointer.error.dev
-pointer.error.dev:
-  br i1 %dev.null, label %error, label %pointer.error.dev.ref
-pointer.error.dev.ref:
   call void @Py_DecRef(ptr %dev.obj)
   br label %error
 pointer.values:
@@ -307,11 +301,12 @@ class _GetSetDef(ctypes.Structure):
 
 @dataclass(frozen=True)
 class ArrayRead:
-    """What the reader expects of one argument: its class, the dtype object it must have, its
-    rank and element type, whether the kernel was specialized as 16-byte aligned, and its
-    slot's byte offset in the buffer."""
+    """What the reader expects of one argument: its class and its ``data``'s class (both
+    :func:`readable`), the dtype object it must have, its rank and element type, whether the
+    kernel was specialized as 16-byte aligned, and its slot's byte offset in the buffer."""
 
     cls: type
+    memory_cls: type
     dtype: Any
     ndim: int
     scalar: kt.ScalarType
@@ -358,25 +353,23 @@ def readable(cls: type, memory_cls: type) -> bool:
             and all(c_getter(memory_cls, n) for n in MEMORY_ATTRIBUTES))
 
 
-def reader(arrays: list[tuple[ArrayRead, type]], buffer_address: int, device_id: int,
-           *owners: Any) -> Any:
-    """The builtin ``read(*arrays) -> bool`` for ``arrays`` (each an :class:`ArrayRead` and
-    its ``data``'s class, which must be :func:`readable`), writing into the buffer at
+def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners: Any) -> Any:
+    """The builtin ``read(*arrays) -> bool`` for ``arrays``, writing into the buffer at
     ``buffer_address``, which ``owners`` keep alive."""
     entries = (Entry * len(arrays))()
     keep: list[Any] = []
-    for entry, (a, memory_cls) in zip(entries, arrays, strict=True):
+    for entry, a in zip(entries, arrays, strict=True):
         found = ([c_getter(a.cls, n) for n in ARRAY_ATTRIBUTES]
-                 + [c_getter(memory_cls, n) for n in MEMORY_ATTRIBUTES])
+                 + [c_getter(a.memory_cls, n) for n in MEMORY_ATTRIBUTES])
         if not all(found):
             raise ValueError(f"{a.cls.__qualname__}: its array facts are not all C getters")
         for slot, (get, closure, descriptor) in zip(entry.getters, found, strict=True):
             slot.get, slot.closure = get, closure
             keep.append(descriptor)
-        entry.cls, entry.dtype, entry.memory_cls = id(a.cls), id(a.dtype), id(memory_cls)
+        entry.cls, entry.dtype, entry.memory_cls = id(a.cls), id(a.dtype), id(a.memory_cls)
         entry.offset, entry.ndim = a.offset, a.ndim
         entry.itemsize, entry.aligned = a.scalar.itemsize, int(a.aligned)
-        keep += [a.cls, a.dtype, memory_cls]
+        keep += [a.cls, a.dtype, a.memory_cls]
     spec = Spec(len(arrays), buffer_address, device_id, id(True), ctypes.addressof(entries))
     method = _READER.method()
     return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, tuple(keep),

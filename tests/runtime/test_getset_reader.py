@@ -31,7 +31,7 @@ def reader_of(arrays, aligned=True):
     reads, offset = [], 0
     for a in arrays:
         t = kt.from_dtype(a.dtype)
-        reads.append((gr.ArrayRead(type(a), a.dtype, a.ndim, t, aligned, offset), type(a.data)))
+        reads.append(gr.ArrayRead(type(a), type(a.data), a.dtype, a.ndim, t, aligned, offset))
         offset += 8 * (1 + a.ndim)
     return gr.reader(reads, ctypes.addressof(buffer), 0, buffer), buffer
 
