@@ -153,13 +153,23 @@ class ExchangeTensor(Tensor):
 
 # --- a CuPy-like array class whose attributes are C getters (as CuPy's Cython class) ----------
 
-_GETTER = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p)
+# one C getter for every attribute: it calls the Python function its closure points to, so a
+# function that raises makes it return NULL with the exception set, as a Cython getter does
+_GETTER_IR = """
+declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)
+
+define ptr @kaiojit_fake_getter(ptr %obj, ptr %closure) {
+  %value = call ptr (ptr, ...) @PyObject_CallFunctionObjArgs(ptr %closure, ptr %obj, ptr null)
+  ret ptr %value
+}
+"""
+_getter_engine = None
 _PY_TP_GETSET = 73  # typeslots.h
 _TPFLAGS = (1 << 18) | (1 << 10)  # Py_TPFLAGS_DEFAULT (version tag) | Py_TPFLAGS_BASETYPE
 
 
 class _GetSetDef(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("get", _GETTER), ("set", ctypes.c_void_p),
+    _fields_ = [("name", ctypes.c_char_p), ("get", ctypes.c_void_p), ("set", ctypes.c_void_p),
                 ("doc", ctypes.c_char_p), ("closure", ctypes.c_void_p)]
 
 
@@ -181,14 +191,21 @@ _kept: list = []  # what the C types point into: their specs, getter tables and 
 
 def c_getter_type(name: str, attributes: tuple[str, ...]) -> type:
     """A C type (``PyType_FromSpec``) whose ``attributes`` are getset descriptors; each C
-    getter (a ctypes callback) returns the instance's ``_values[attribute]``."""
+    getter returns the instance's ``_values[attribute]``, and raises ``KeyError`` (the getter
+    returns NULL) where that entry is missing."""
+    global _getter_engine
+    if _getter_engine is None:
+        from kaiojit.runtime.cbuiltins import compile_ir
+
+        _getter_engine = compile_ir(_GETTER_IR, ("PyObject_CallFunctionObjArgs",))
+    getter = _getter_engine.get_function_address("kaiojit_fake_getter")
     table = (_GetSetDef * (len(attributes) + 1))()
-    for entry, attribute in zip(table, attributes, strict=False):
-        entry.name = attribute.encode()
-        entry.get = _GETTER(lambda obj, closure, a=attribute: obj._values[a])
+    functions = [lambda obj, a=attribute: obj._values[a] for attribute in attributes]
+    for entry, attribute, function in zip(table, attributes, functions, strict=False):
+        entry.name, entry.get, entry.closure = attribute.encode(), getter, id(function)
     slots = (_TypeSlot * 2)((_PY_TP_GETSET, ctypes.addressof(table)), (0, None))
     spec = _TypeSpec(name.encode(), 0, 0, _TPFLAGS, slots)
-    _kept.append((table, slots, spec, [e.get for e in table]))
+    _kept.append((table, slots, spec, functions))
     return _type_from_spec(ctypes.byref(spec))
 
 

@@ -7,6 +7,7 @@ what the reader was built for."""
 from __future__ import annotations
 
 import ctypes
+import sys
 
 import numpy as np
 import pytest
@@ -77,6 +78,24 @@ def test_each_fact_that_differs_is_a_miss_with_no_exception_left(mock, change, v
     assert read(x, m) is False
     target._values.update(before[0])
     target._values["data"]._values.update(before[1])
+    assert read(x, m) is True
+
+
+@pytest.mark.parametrize("attribute", gr.ARRAY_ATTRIBUTES + gr.MEMORY_ATTRIBUTES)
+def test_a_raising_getter_is_a_miss_that_clears_its_exception_and_keeps_no_reference(
+        mock, attribute):
+    x, m = CArray(device(64)), CArray(device((8, 16)))
+    read, _ = reader_of([x, m])
+    target = m if attribute == "shape" else x  # a vector's extent is read from ndim and size
+    values = target._values["data"]._values if attribute in gr.MEMORY_ATTRIBUTES \
+        else target._values
+    saved = values.pop(attribute)  # its getter now raises KeyError and returns NULL
+    with pytest.raises(KeyError):
+        getattr(target.data if attribute in gr.MEMORY_ATTRIBUTES else target, attribute)
+    held = {k: sys.getrefcount(v) for k, v in values.items()}
+    assert all(read(x, m) is False for _ in range(50))
+    assert {k: sys.getrefcount(v) for k, v in values.items()} == held
+    values[attribute] = saved
     assert read(x, m) is True
 
 
