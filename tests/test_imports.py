@@ -6,7 +6,8 @@ name`` counts as an import of ``pkg.name`` when that is a module, else of ``pkg`
 packages that Python initializes on the way to a module are not counted: a package's
 ``__init__`` importing its submodules would otherwise close a circle with each of them.
 
-Stages, earliest first: base (types, errors, options, target, language) < kir < frontend <
+Stages, earliest first: base (types, scalars, floatbits, abi, errors, options, target,
+language) < kir < frontend <
 lower < intrinsics < compiler < dispatcher, launcher, sass, display. A module imports its own
 stage or earlier ones. The runtime imports the base and itself only, and only the last stage
 imports it. ``kaiojit/__init__.py``, ``__main__.py``, ``testing.py`` and ``diskcache.py`` are
@@ -30,6 +31,7 @@ LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectori
 _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "tools": BASE, "linking": BASE,
+    "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,

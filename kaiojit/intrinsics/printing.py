@@ -50,7 +50,9 @@ def _lower(fl, e: Expr):
             continue
         if t.is_float:
             parts.append("%f")
-            if t.bits < 64:
+            if t.float_format is not None:  # fp8: its bits, widened by conversion
+                v = convert(fl, v, t, T.float64)
+            elif t.bits < 64:
                 v = fl.builder.fpext(v, ir.DoubleType())
         elif t.is_bool:
             parts.append("%d")

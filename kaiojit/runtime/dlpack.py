@@ -20,16 +20,15 @@ import numpy as np
 from kaiojit import types as kt
 
 K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
-_KIND_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, UInt, Float, Complex, Bool
-_CODE_KINDS = {code: kind for kind, code in _KIND_CODES.items()}
-K_DL_BFLOAT = 4  # kDLBfloat: bfloat16 (ml_dtypes' dtype, whose NumPy kind is 'V')
-_CODE_KINDS[K_DL_BFLOAT] = "bf"
 
 
 def _dl_code(dtype: np.dtype) -> int | None:
-    if dtype.name == "bfloat16":
-        return K_DL_BFLOAT
-    return _KIND_CODES.get(dtype.kind)
+    """DLPack's type code of a NumPy dtype: its kaiojit type's (``ScalarType.dlpack_code``)."""
+    try:
+        t = kt.from_dtype(dtype)
+    except TypeError:
+        return None
+    return t.dlpack_code if isinstance(t, kt.ScalarType) else None
 
 
 class DLDevice(ctypes.Structure):
@@ -163,14 +162,11 @@ def consume(obj: Any) -> ImportedTensor:
         raise TypeError("__dlpack__ did not return an unconsumed 'dltensor' capsule")
     address = _capsule_pointer(capsule, ctypes.addressof(_NAME))
     t = DLManagedTensor.from_address(address).dl_tensor
-    if t.dtype.lanes != 1 or t.dtype.code not in _CODE_KINDS:
+    scalar = kt.from_dlpack_code(t.dtype.code, t.dtype.bits) if t.dtype.lanes == 1 else None
+    if scalar is None:
         raise TypeError(f"DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits, "
                         f"{t.dtype.lanes} lanes) has no kaiojit type")
-    kind = _CODE_KINDS[t.dtype.code]
-    if kind == "bf":
-        dtype = kt.bfloat16_dtype()
-    else:
-        dtype = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
+    dtype = scalar.np_dtype
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = (tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
                if t.strides else None)
