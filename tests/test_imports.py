@@ -38,6 +38,11 @@ _STAGES: dict[str, int] = {
     "occupancy_api": LAST,
     "occupancy_calc": BASE, "resources": 5,
 }
+# what an intrinsic family may import besides kaiojit.intrinsics.api (issue 25): the ground
+GROUND = frozenset({"kaiojit.types", "kaiojit.scalars", "kaiojit.floatbits", "kaiojit.abi",
+                    "kaiojit.errors", "kaiojit.language", "kaiojit.target", "kaiojit.tma_host",
+                    "kaiojit.linking"})
+INTRINSIC_API = "kaiojit.intrinsics.api"
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
 
 # Circles and imports against the order outside the runtime, which other parts of the
@@ -284,3 +289,20 @@ def test_package_imports_run_one_way(graph):
     assert not new, "imports against the stage order:\n" + "\n".join(new)
     gone = sorted(PENDING_ORDER - problems.keys())
     assert not gone, f"these imports are gone: delete them from PENDING_ORDER: {gone}"
+
+
+def test_intrinsic_families_import_only_the_api_and_the_ground(graph):
+    """A family (kaiojit/intrinsics/*.py) writes against one module, kaiojit.intrinsics.api,
+    and the ground modules: where a helper lives is the api's business."""
+    families = [m for m in graph if m.startswith("kaiojit.intrinsics.") and m != INTRINSIC_API]
+    assert len(families) > 10
+    problems = [f"{m}:{line} imports {t}" for m in sorted(families)
+                for t, line in sorted(graph[m].items())
+                if t != INTRINSIC_API and t not in GROUND]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_ground_imports_nothing_above_it(graph):
+    problems = [f"{m}:{line} imports {t}" for m in sorted(GROUND)
+                for t, line in sorted(graph[m].items()) if t not in GROUND]
+    assert not problems, "\n".join(problems)

@@ -12,11 +12,24 @@ import math
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args, float_type, scalar_arg
-from ..frontend.values import result_scalar
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, FLOAT, INT, SCALAR, Intrinsic, Operands, Same, register
-from ..lower.ops import compare, convert, math_call
+from .api import (
+    ANY_TARGET,
+    FLOAT,
+    INT,
+    SCALAR,
+    Expr,
+    Intrinsic,
+    Operands,
+    Same,
+    call_args,
+    compare,
+    convert,
+    float_type,
+    math_call,
+    register,
+    result_scalar,
+    scalar_arg,
+)
 
 # math functions of one float argument whose result has the argument's type
 UNARY = (
@@ -144,7 +157,7 @@ def _lower_isinf(finite: bool):
 
 def _math(name: str, operands, lowering=_lower_call, calls=None) -> None:
     register(Intrinsic(name=f"math.{name}", operands=operands, lowering={ANY_TARGET: lowering},
-                       calls=calls or {}, pure=True))
+                       calls=calls or {}, pure=True, elementwise=True))
 
 
 _NUMPY_OF = {}

@@ -9,11 +9,17 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, PRINTABLE, Intrinsic, Operands, register
-from ..lower.llvmtypes import I32
-from ..lower.ops import convert
+from .api import (
+    ANY_TARGET,
+    I32,
+    PRINTABLE,
+    Expr,
+    Intrinsic,
+    Operands,
+    convert,
+    register,
+    type_words,
+)
 
 
 def _typing(typer, node):

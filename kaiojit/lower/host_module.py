@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .. import abi, kir
+from .. import kir
 from .. import types as T
+from ..abi import SLOT_BYTES, slot_offsets
 from ..kir.analysis import shared_layout, uses_sync
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
@@ -90,7 +91,7 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     params = []
     for slot, part, ty in _slot_parts(kfunc):
-        ptr = b.gep(slots, [ir.Constant(I64, abi.SLOT_BYTES * slot)], source_etype=I8)
+        ptr = b.gep(slots, [ir.Constant(I64, SLOT_BYTES * slot)], source_etype=I8)
         # a tensor map is its 128 bytes in the slots: the kernel gets their address
         params.append(ptr if part == T.PARAM_TENSORMAP else b.load(ptr, typ=ty))
     grid = [ctx_word(b, ctx, CTX_GRID + a) for a in range(3)]
@@ -124,7 +125,7 @@ def _slot_parts(kfunc) -> list[tuple[int, str, ir.Type]]:
     them (the one layout rule, :func:`kaiojit.abi.slot_offsets`)."""
     flat = Target.flat_param_types(kfunc)
     parts = [part for _, t in kfunc.params for part in T.param_parts(t)]
-    first, _ = abi.slot_offsets(parts)
+    first, _ = slot_offsets(parts)
     return [(slot, part, ty) for slot, part, (_, ty) in zip(first, parts, flat)]
 
 
