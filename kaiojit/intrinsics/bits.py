@@ -7,20 +7,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from .api import (
-    ANY_TARGET,
-    I1,
-    I32,
-    INT,
-    Expr,
-    Intrinsic,
-    Operands,
-    Same,
-    call_args,
-    register,
-    scalar_arg,
-    type_words,
-)
+from .api import (ANY_TARGET, I1, I32, INT, Expr, Intrinsic, Operands, Same, call_args, register,
+                  scalar_arg, type_words)
 
 
 def _typing(name: str):

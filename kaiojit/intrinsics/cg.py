@@ -20,19 +20,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from .api import (
-    ANY_TARGET,
-    I8,
-    I32,
-    I64,
-    PTR,
-    Expr,
-    Intrinsic,
-    Operands,
-    call_args,
-    inline_asm,
-    register,
-)
+from .api import (ANY_TARGET, I8, I32, I64, PTR, Expr, Intrinsic, Operands, call_args, inline_asm,
+                  register)
 
 GRID_BARRIER_SYMBOL = "kaiojit_grid_barrier"
 FLIP = 0x80000000

@@ -11,21 +11,8 @@ from __future__ import annotations
 import cmath
 
 from .. import types as T
-from .api import (
-    ANY_TARGET,
-    FLOAT,
-    Expr,
-    Intrinsic,
-    Kind,
-    Operands,
-    Same,
-    call_args,
-    complexops,
-    math_call,
-    register,
-    result_scalar,
-    scalar_arg,
-)
+from .api import (ANY_TARGET, FLOAT, Expr, Intrinsic, Kind, Operands, Same, call_args, complexops,
+                  math_call, register, result_scalar, scalar_arg)
 
 COMPLEX = Kind("a complex number", lambda t: isinstance(t, T.ScalarType) and t.is_complex)
 

@@ -12,24 +12,8 @@ import math
 
 from .. import language as L
 from .. import types as T
-from .api import (
-    ANY_TARGET,
-    FLOAT,
-    INT,
-    SCALAR,
-    Expr,
-    Intrinsic,
-    Operands,
-    Same,
-    call_args,
-    compare,
-    convert,
-    float_type,
-    math_call,
-    register,
-    result_scalar,
-    scalar_arg,
-)
+from .api import (ANY_TARGET, FLOAT, INT, SCALAR, Expr, Intrinsic, Operands, Same, call_args,
+                  compare, convert, float_type, math_call, register, result_scalar, scalar_arg)
 
 # math functions of one float argument whose result has the argument's type
 UNARY = (

@@ -9,17 +9,8 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from .api import (
-    ANY_TARGET,
-    I32,
-    PRINTABLE,
-    Expr,
-    Intrinsic,
-    Operands,
-    convert,
-    register,
-    type_words,
-)
+from .api import (ANY_TARGET, I32, PRINTABLE, Expr, Intrinsic, Operands, convert, register,
+                  type_words)
 
 
 def _typing(typer, node):

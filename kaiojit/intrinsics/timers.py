@@ -13,18 +13,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from .api import (
-    I32,
-    I64,
-    PTR,
-    Expr,
-    Intrinsic,
-    Operands,
-    call_args,
-    register,
-    scalar_arg,
-    type_words,
-)
+from .api import (I32, I64, PTR, Expr, Intrinsic, Operands, call_args, register, scalar_arg,
+                  type_words)
 
 MAX_SLEEP_NS = 1_000_000  # the PTX ISA's longest nanosleep
 CLOCK_MONOTONIC = 1  # <time.h> on Linux

@@ -27,26 +27,9 @@ from llvmlite import ir
 from .. import tma_host as H
 from .. import types as T
 from ..target import CTX_LAUNCH, ERR_MBARRIER_STUCK, ERR_TMA, LAUNCH_ERROR
-from .api import (
-    I1,
-    I32,
-    I64,
-    PTR,
-    SHARED,
-    Expr,
-    Intrinsic,
-    Kind,
-    Operands,
-    call_args,
-    const_int,
-    counted_loop,
-    ctx_word,
-    inline_asm,
-    record_error,
-    register,
-    scalar_arg,
-    type_words,
-)
+from .api import (I1, I32, I64, PTR, SHARED, Expr, Intrinsic, Kind, Operands, call_args, const_int,
+                  counted_loop, ctx_word, inline_asm, record_error, register, scalar_arg,
+                  type_words)
 from .api import tma_ptx as P
 
 ARCH = "sm_90"

@@ -14,20 +14,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from .api import (
-    I1,
-    I32,
-    I64,
-    Expr,
-    Intrinsic,
-    Kind,
-    Operands,
-    Same,
-    call_args,
-    inline_asm,
-    register,
-    scalar_arg,
-)
+from .api import (I1, I32, I64, Expr, Intrinsic, Kind, Operands, Same, call_args, inline_asm,
+                  register, scalar_arg)
 
 SHUFFLE_DTYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)
 SHUFFLED = Kind("a 32- or 64-bit integer or float", lambda t: t in SHUFFLE_DTYPES)

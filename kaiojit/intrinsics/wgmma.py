@@ -24,25 +24,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from .api import (
-    ARRAY,
-    I32,
-    I64,
-    Expr,
-    Intrinsic,
-    Kind,
-    Operands,
-    PyObj,
-    const_int,
-    const_shape,
-    dtype_arg,
-    family_state,
-    inline_asm,
-    register,
-    scalar_arg,
-    type_words,
-    wgmma_host,
-)
+from .api import (ARRAY, I32, I64, Expr, Intrinsic, Kind, Operands, PyObj, const_int, const_shape,
+                  dtype_arg, family_state, inline_asm, register, scalar_arg, type_words, wgmma_host)
 
 ARCH = "sm_90a"
 F32 = ir.FloatType()

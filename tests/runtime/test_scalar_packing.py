@@ -20,9 +20,7 @@ from kaiojit import types as kt
 from kaiojit.launcher import Launcher
 from kaiojit.runtime import dlpack, interop
 from kaiojit.runtime import dlpack_exchange as dx
-from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.fastlaunch import source_of
-from kaiojit.runtime.mock import MockBackend
 
 pytest.importorskip("ml_dtypes")  # bfloat16 and fp8 values are ml_dtypes scalars
 
@@ -111,14 +109,6 @@ def test_bfloat16_one_and_a_half_is_one_and_a_half():
     out = kj.to_device(np.full(1, np.nan, np.float32))
     lazy[1, 1](out, ml_dtypes.bfloat16(-2.75))
     assert out.copy_to_host()[0] == -2.75
-
-
-@pytest.fixture
-def mock():
-    backend = MockBackend()
-    previous = set_backend(backend)
-    yield backend
-    set_backend(previous)
 
 
 @pytest.mark.parametrize("t", DTYPES, ids=str)
