@@ -227,15 +227,18 @@ def __getattr__(name: str):
         module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
         value = globals()[name] = getattr(importlib.import_module(module), name)
         return value
+    runtime = importlib.import_module("kaiojit.runtime")
+    if name == "runtime":
+        return runtime
+    if name in runtime.__all__:  # host names first: they need no intrinsic registry (nor LLVM)
+        value = globals()[name] = getattr(runtime, name)
+        return value
     from .kir.intrinsics import public_object
 
     value = public_object(name)
     if value is not None:
         globals()[name] = value
         return value
-    runtime = importlib.import_module("kaiojit.runtime")
-    if name == "runtime":
-        return runtime
     try:
         value = getattr(runtime, name)
     except AttributeError:
