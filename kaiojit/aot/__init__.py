@@ -17,8 +17,8 @@ from kaiojit.aot.manifest import ArtifactError
 
 def export(out_dir, kernels, archs=("sm_90",), target="nvptx"):
     """Export ``kernels`` (``{kernel: [signature, ...]}``) into ``out_dir``; see
-    :func:`kaiojit.aot.export.export`."""
-    from kaiojit.aot.export import export as _export
+    :func:`kaiojit.aot.exporter.export`."""
+    from kaiojit.aot.exporter import export as _export
 
     return _export(out_dir, kernels, archs, target)
 

@@ -104,7 +104,7 @@ def header_text(manifest: Manifest) -> str:
         f'#define KAIOJIT_TARGET "{manifest.target}"', "",
     ]
     for e in manifest.entries:
-        lines.append(f"/* {e.kernel}{e.signature} */")
+        lines.append(f"/* {e.kernel}: {e.signature} */")
         lines.append(_prototype(e) + ";")
         lines.append("")
     lines += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]

@@ -174,7 +174,7 @@ class ExportedModule:
         arch = choose_arch(archs, cc, cubin=True)
         ptx_arch = arch or choose_arch(archs, cc, cubin=False)
         if ptx_arch is None:
-            raise ArtifactError(f"{entry.kernel}{entry.signature}: exported for "
+            raise ArtifactError(f"{entry.kernel}: {entry.signature}: exported for "
                                 f"{', '.join(archs)}; none runs on this device (sm_{cc}): "
                                 f"export for sm_{cc} too")
         ptx = self._read(entry.ptx[ptx_arch], text=True)

@@ -78,7 +78,7 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
 def _compile(dispatcher, sig, spec: TargetSpec):
     ck = dispatcher.compile(sig, spec)
     if ck.options.link or (spec.kind == "nvptx" and ".extern .func" in ck.ptx):
-        raise ExportError(f"kernel {dispatcher.__name__!r}{ck.signature}: it links foreign "
+        raise ExportError(f"kernel {dispatcher.__name__!r}: {ck.signature}: it links foreign "
                           "device code (link= or kj.declare_device), which export does not "
                           "carry yet")
     return ck
@@ -119,7 +119,7 @@ def _export_nvptx(out_dir: str, dispatcher, sig, archs: list[str]) -> Entry:
         done = subprocess.run([ptxas, f"-arch={arch}", "-o", os.path.join(out_dir, cubin_file),
                                os.path.join(out_dir, ptx_file)], capture_output=True, text=True)
         if done.returncode != 0:
-            raise ExportError(f"ptxas refused {ck.py_name}{ck.signature} for {arch}:\n"
+            raise ExportError(f"ptxas refused {ck.py_name}: {ck.signature} for {arch}:\n"
                               f"{done.stderr.strip()}")
         entry.ptx[arch] = ptx_file
         entry.cubins[arch] = cubin_file
@@ -133,7 +133,7 @@ def _export_host(dispatcher, sig) -> tuple[Entry, bytes]:
     image = ck.image
     own = [s for s in image.symbols if s.startswith(OWN_SYMBOL_PREFIX)]
     if own:
-        raise ExportError(f"kernel {ck.py_name}{ck.signature}: its host code calls kaiojit's "
+        raise ExportError(f"kernel {ck.py_name}: {ck.signature}: its host code calls kaiojit's "
                           f"own native functions ({', '.join(own)}: tensor copies), which a "
                           "shared library cannot carry; export it for nvptx")
     from kaiojit.runtime.cooperative import GRID_SYNC_SITE
@@ -192,7 +192,7 @@ def _check_unique(entries: list[Entry]) -> None:
     seen: dict[str, str] = {}
     for e in entries:
         if e.c_name in seen:
-            raise ExportError(f"{e.kernel}{e.signature} is exported twice (C name {e.c_name})")
+            raise ExportError(f"{e.kernel}: {e.signature} is exported twice (C name {e.c_name})")
         seen[e.c_name] = e.signature
 
 
