@@ -71,3 +71,19 @@ def oob(out, n):
     """Writes past the end of ``out`` when ``n`` > 0: a bounds fault under debug=True."""
     i = kj.grid(1)
     out[i + n] = 1.0
+
+
+@kj.jit
+def tile_copy(src, dst, scale, tag):
+    """A tensor map among other kinds of parameter (exported for the GPU only)."""
+    tile = kj.shared.array((32, 32), kj.float32)
+    bar = kj.shared.array(1, kj.uint64)
+    if kj.threadIdx.x == 0:
+        kj.mbarrier.init(bar, 1)
+    kj.syncthreads()
+    if kj.threadIdx.x == 0:
+        kj.mbarrier.arrive_expect_tx(bar, 32 * 32 * 4)
+        kj.tma.load(tile, src, 0, 0, bar)
+    kj.mbarrier.wait(bar, 0)
+    i = kj.threadIdx.x
+    dst[0, i] = kj.float64(tile[0, i]) * scale.real + kj.float64(tag)
