@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-import kaiojit.aot as aot
+from kaiojit import aot
 from kaiojit.runtime.backend import set_backend
 from tests.aot import kernels as K
 

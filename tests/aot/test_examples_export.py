@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-import kaiojit.aot as aot
+from kaiojit import aot
 from kaiojit.aot.exporter import ExportError
 from kaiojit.dispatcher import Dispatcher
 from kaiojit.runtime.backend import set_backend
