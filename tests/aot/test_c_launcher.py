@@ -147,3 +147,57 @@ K_SCALARS = ("void(float64[::1], bool, int8, int16, int32, int64, uint8, uint16,
              "uint64, float16, bfloat16, float32, float64, complex64)")
 K_RANKS = ("void(float32[::1], float32[::1], float32[:, ::1], float32[:, :, :], "
            "float32[::1, :])")
+
+
+COOP_PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "kaiojit_kernels.h"
+
+int main(int argc, char **argv)
+{
+    long n = atol(argv[1]);
+    unsigned blocks = (unsigned)atoi(argv[2]);
+    float *x = (float *)malloc(sizeof(float) * (size_t)n), partial[64], out[1] = {0};
+    FILE *f = fopen(argv[3], "rb");
+    if (!x || !f || fread(x, sizeof(float), (size_t)n, f) != (size_t)n) return 3;
+    fclose(f);
+    int64_t shape[1] = {n}, np_[1] = {blocks}, one[1] = {1};
+    kaiojit_launch_config c = {{blocks, 1, 1}, {256, 1, 1}, 0, NULL, {0, 0, 0}};
+    int rc = kaiojit_grid_sum__f32_1dC__f32_1dC__f32_1dC(&c, x, shape, partial, np_, out, one);
+    printf("%.9g\n", (double)out[0]);
+    return rc;
+}
+"""
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_a_grid_synchronizing_kernel_runs_from_c(tmp_path):
+    """numba's grid-sync example (a cooperative launch): every block on a thread of its own."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(K.__file__), "..", "..", "examples", "grid_sync.py")
+    spec = importlib.util.spec_from_file_location("example_c_grid_sync", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    out = str(tmp_path / "coop")
+    previous = set_backend("cpu")
+    try:
+        manifest = aot.export(out, {example.grid_sum: ["void(float32[::1], float32[::1], "
+                                                       "float32[::1])"]}, target="host")
+    finally:
+        set_backend(previous)
+    assert manifest.entries[0].cooperative
+    with open(os.path.join(out, "main.c"), "w") as f:
+        f.write(COOP_PROGRAM)
+    _compile([CC, "-std=c99", "-Wall", "-Werror", "-o", "main", "main.c", "kaiojit_kernels.c",
+              "-L.", "-lkaiojit_kernels", "-lpthread", "-lm", f"-Wl,-rpath,{out}"], out)
+    rng = np.random.default_rng()
+    n = int(rng.integers(5000, 20000))
+    x = rng.random(n, dtype=np.float32)
+    x.tofile(tmp_path / "x")
+    blocks = int(rng.integers(3, 9))
+    done = subprocess.run([os.path.join(out, "main"), str(n), str(blocks), str(tmp_path / "x")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-5)
