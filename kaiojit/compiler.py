@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from .frontend.typer import type_function
 from .kir import coarsen
 from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
 from .kir.intrinsics import lookup
-from .options import CONFIG, CompileOptions, Config
+from .options import CONFIG, CompileOptions, Config, write_dump
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
 
@@ -384,11 +383,7 @@ def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None
 
 
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    text = meta.texts[stage.name]
-    path = os.path.join(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}")
-    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
-        f.write(text)
+    write_dump(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}", meta.texts[stage.name])
 
 
 # --- compiling ----------------------------------------------------------------------------------------

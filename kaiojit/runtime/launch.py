@@ -10,7 +10,6 @@ raised at the launch that caused it.
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 import warnings
@@ -18,6 +17,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kaiojit import env
 from kaiojit.errors import CudaError, LaunchError
 from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
@@ -38,7 +38,7 @@ DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
 # entry, where it has one (kaiojit/kir/coarsen.py): a quarter of the blocks still fill the GPU
 # several times over (the H200 holds 132 x 2048 threads). KAIOJIT_COARSE_MIN_THREADS (read
 # once, at import) changes it: 0 sends every launch it can through the coarse entry (tests).
-COARSE_MIN_THREADS = int(os.environ.get("KAIOJIT_COARSE_MIN_THREADS", str(1 << 22)))
+COARSE_MIN_THREADS = env.get("KAIOJIT_COARSE_MIN_THREADS")
 
 
 class KernelImage(Protocol):

@@ -28,13 +28,27 @@ def test_import_does_not_load_the_driver_bindings():
 
 
 def test_environment_chooses_the_backend():
-    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="mock")
+    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="CPU")
+    assert r.stdout.strip() == "cpu", r.stderr
+    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="mock",
+             KAIOJIT_MOCK_BACKEND="1")
     assert r.stdout.strip() == "mock", r.stderr
 
 
 def test_unknown_backend_name():
     r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="tpu")
-    assert "ValueError: unknown kaiojit backend 'tpu'; choose one of cpu, cuda, mock" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == \
+        "ValueError: KAIOJIT_BACKEND='tpu': takes one of cpu, cuda"
+
+
+def test_the_mock_backend_is_not_chosen_by_accident():
+    """The mock backend runs no kernel: KAIOJIT_BACKEND=mock alone is an error, not a
+    program whose kernels silently do nothing."""
+    r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="mock")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        "ValueError: KAIOJIT_BACKEND='mock': takes one of cpu, cuda; the mock backend runs no "
+        "kernel and is for kaiojit's own tests, which set KAIOJIT_MOCK_BACKEND=1 beside it")
 
 
 @pytest.mark.skipif(rt.is_cuda_available(), reason="checks the machine without CUDA")
