@@ -163,4 +163,5 @@ def forget(*names: str) -> None:
             _values.pop(name, None)
 
 
-__all__ = ["DUMP_STAGES", "KNOBS", "LAUNCH_MODES", "Knob", "dump_stages", "forget", "get", "invalid", "raw"]
+__all__ = ["DUMP_STAGES", "KNOBS", "LAUNCH_MODES", "Knob", "dump_stages", "forget", "get",
+           "invalid", "raw"]
