@@ -10,14 +10,13 @@ strides in bytes. A NumPy array is staged: copied to the device for the launch a
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kaiojit import types as kt
-from kaiojit.errors import PerformanceWarning
+from kaiojit.errors import PerformanceWarning, warn_user
 from kaiojit.runtime.interop import array_extractor, instance_extractor
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
@@ -280,9 +279,8 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
 
 
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
-    warnings.warn(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
-                  "and back after it; pass a kj.DeviceArray to avoid the copies",
-                  PerformanceWarning, stacklevel=5)
+    warn_user(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
+              "and back after it; pass a kj.DeviceArray to avoid the copies", PerformanceWarning)
     try:
         kt.from_dtype(a.dtype)
     except TypeError as e:
