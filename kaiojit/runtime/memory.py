@@ -143,7 +143,13 @@ class DeviceArray:
     # --- interop exports ------------------------------------------------------------------
 
     @property
-    def __cuda_array_interface__(self) -> dict:
+    def is_host_memory(self) -> bool:
+        """Whether the memory is the host's, for kernels the host runs (the cpu backend): it
+        is then exported as host memory (``__array_interface__``, DLPack's CPU device), never
+        as CUDA memory. (The mock backend's host buffers stand for CUDA memory.)"""
+        return self.backend.name == "cpu"
+
+    def _interface(self) -> dict:
         contiguous = self.kaiojit_type.layout == "C"
         return {
             "shape": self.shape,
@@ -151,8 +157,22 @@ class DeviceArray:
             "data": (self.ptr, False),
             "strides": None if contiguous else self.strides,
             "version": 3,
-            "stream": None,
         }
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.is_host_memory:
+            raise AttributeError("a DeviceArray of the cpu backend is host memory: it has "
+                                 "__array_interface__ and __dlpack__ (a CPU device), not "
+                                 "__cuda_array_interface__")
+        return {**self._interface(), "stream": None}
+
+    @property
+    def __array_interface__(self) -> dict:
+        if not self.is_host_memory:
+            raise AttributeError("a DeviceArray in device memory has no __array_interface__; "
+                                 "copy_to_host() makes a NumPy array of it")
+        return self._interface()
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:

@@ -149,3 +149,35 @@ def test_sizes_are_exact_python_ints(kj_backend):
     b = rt.device_array((n, 5), np.complex128)
     assert (b.size, b.nbytes) == (5 * n, 80 * n)
     assert b.reshape(5, n).size == 5 * n
+
+
+def test_cpu_arrays_are_host_memory_to_numpy_and_torch(kj_backend):
+    """The cpu backend's arrays speak the host's interfaces (NumPy's array interface, DLPack
+    on the CPU), never __cuda_array_interface__ with a host pointer (torch would start CUDA)."""
+    torch = pytest.importorskip("torch")
+    if kj_backend != "cpu":
+        pytest.skip("the cpu backend's memory")
+    host = RNG.standard_normal((5, 6))
+    a = rt.to_device(host)
+    assert not hasattr(a, "__cuda_array_interface__")
+    with pytest.raises(AttributeError, match="host memory: it has __array_interface__ and "
+                                             "__dlpack__"):
+        a.__cuda_array_interface__  # noqa: B018
+    view = a[1:, ::2]
+    for seen, expected in ((np.asarray(a), host), (np.asarray(view), host[1:, ::2]),
+                           (np.from_dlpack(view), host[1:, ::2])):
+        assert np.array_equal(seen, expected)
+    assert np.asarray(view).__array_interface__["data"][0] == a.ptr + 48 + 0
+    for t, expected in ((torch.as_tensor(a), host), (torch.from_dlpack(view), host[1:, ::2]),
+                        (torch.as_tensor(view), host[1:, ::2])):
+        assert t.device.type == "cpu"
+        assert np.array_equal(t.numpy(), expected)
+    shared = torch.as_tensor(a)
+    shared[2, 3] = 7.5  # one memory: a write through torch is the array's
+    assert a.copy_to_host()[2, 3] == 7.5 and np.asarray(a)[2, 3] == 7.5
+
+
+def test_device_memory_has_no_host_array_interface(mock):
+    a = rt.to_device(RNG.standard_normal(4))
+    assert not hasattr(a, "__array_interface__")
+    assert a.__cuda_array_interface__["data"] == (a.ptr, False)
