@@ -152,9 +152,13 @@ def from_dlpack(obj: Any) -> DeviceArray:
     if int(device_type) not in accepted:
         raise TypeError(f"a DLPack tensor on device type {int(device_type)}; kaiojit's "
                         f"{backend.name} backend takes device type {backend.dlpack_device_type()}")
-    t = dlpack.consume(obj)
-    view = DeviceArray(t.shape, t.strides, t.dtype, t.ptr, t.device_id, obj, backend)
-    weakref.finalize(view, dlpack.release, t.address).atexit = False
+
+    def view_of(t: dlpack.ImportedTensor) -> tuple[DeviceArray, int]:
+        return DeviceArray(t.shape, t.strides, t.dtype, t.ptr, t.device_id, obj, backend), \
+            t.address
+
+    view, address = dlpack.consume(obj, accepted, view_of)
+    weakref.finalize(view, dlpack.release, address).atexit = False
     return view
 
 
