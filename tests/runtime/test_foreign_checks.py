@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import kaiojit.runtime as rt
-from kaiojit.runtime import dlpack
+import kaiojit as kj
+from kaiojit.runtime import dlpack, interop
 
 RNG = np.random.default_rng()
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -82,3 +83,71 @@ def test_a_taken_dlpack_tensor_is_released_once_when_its_view_dies(kj_backend):
     del view
     gc.collect()
     assert producer.deleted == 1
+
+
+class CAI:
+    """A foreign array speaking only __cuda_array_interface__, with whatever dict it is given."""
+
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+@kj.jit
+def double_into(out, x):
+    i = kj.grid(1)
+    if i < x.size:
+        out[i] = 2.0 * x[i]
+
+
+def _good_cai(a: rt.DeviceArray) -> dict:
+    return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ptr, False), "version": 3,
+            "strides": None}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"shape": None}, r"__cuda_array_interface__\['shape'\] = None: takes a tuple of ints"),
+    ({"shape": (8.0,)}, r"__cuda_array_interface__\['shape'\] = \(8.0,\): takes a tuple of "),
+    ({"shape": (-8,)}, r"__cuda_array_interface__\['shape'\] = \(-8,\): extents must be 0 or "),
+    ({"typestr": "<q9"}, r"__cuda_array_interface__\['typestr'\] = '<q9': "),
+    ({"typestr": None}, r"__cuda_array_interface__\['typestr'\] = None: "),
+    ({"data": 12345}, r"__cuda_array_interface__\['data'\] = 12345: takes a tuple \(pointer: "
+                      r"int, read_only: bool\)"),
+    ({"data": ("0x10", False)}, r"__cuda_array_interface__\['data'\] = \('0x10', False\)"),
+    ({"data": (0, False)}, r"__cuda_array_interface__\['data'\] is a NULL pointer for an array "
+                           r"of shape \(8,\)"),
+    ({"data": (None, False)}, r"__cuda_array_interface__\['data'\] is a NULL pointer"),
+    ({"strides": (8, 8)}, r"__cuda_array_interface__\['strides'\] = \(8, 8\) has 2 entries for "
+                          r"a shape of 1 dimensions"),
+])
+def test_a_malformed_cuda_array_interface_names_the_field_and_parameter(kj_backend, change,
+                                                                         message):
+    """The cpu backend takes CAI objects over host memory; a NULL pointer used to segfault."""
+    x = rt.to_device(RNG.standard_normal(8))
+    out = rt.to_device(np.full(8, np.nan))
+    cai = {**_good_cai(x), **change}
+    with pytest.raises(TypeError, match=rf"parameter 'x': {message}"):
+        double_into[1, 8](out, CAI(cai))
+    assert np.isnan(out.copy_to_host()).all()
+
+
+def test_a_missing_field_and_a_non_dict_are_named(kj_backend):
+    x = rt.to_device(RNG.standard_normal(8))
+    out = rt.to_device(np.full(8, np.nan))
+    cai = _good_cai(x)
+    del cai["typestr"]
+    with pytest.raises(TypeError, match=r"^double_into\(\): parameter 'x': "
+                                        r"__cuda_array_interface__ has no 'typestr'$"):
+        double_into[1, 8](out, CAI(cai))
+    with pytest.raises(TypeError, match=r"parameter 'x': __cuda_array_interface__ is a list, "
+                                        r"not a dict"):
+        double_into[1, 8](out, CAI([x.ptr]))
+
+
+def test_a_well_formed_cuda_array_interface_still_launches(kj_backend):
+    host = RNG.standard_normal(8)
+    x = rt.to_device(host)
+    out = rt.to_device(np.full(8, np.nan))
+    double_into[1, 8](out, CAI({**_good_cai(x), "data": [x.ptr, False], "shape": [8]}))
+    np.testing.assert_array_equal(out.copy_to_host(), 2.0 * host)
+    empty = {**_good_cai(x), "shape": (0,), "data": (0, False)}  # no elements: NULL is fine
+    assert interop.cai_info(empty)[:2] == (0, (0,))
