@@ -118,7 +118,8 @@ class CpuKernel:
         self.name = image.py_name
         self.device = 0
         self.fn = self  # on its one device, the kernel is its own function handle
-        self.packer = ArgPacker(image.signature.args, image.arg_names)
+        self.packer = ArgPacker(image.signature.args, image.arg_names,
+                                 written=getattr(image, "written_arrays", None))
         self._slots = ThreadSlots(self.packer.layout)
         self._configs = ConfigCache()
         self._run = self.code.run

@@ -81,18 +81,16 @@ def _cai_info(obj: Any) -> ArrayInfo:
     return cai_info(obj.__cuda_array_interface__)
 
 
+cai_extractor: Extractor = _cai_info  # the extractor of CAI arrays (the packer asks which)
+
+
 def cai_info(cai: dict) -> ArrayInfo:
     """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3), each field checked: a
     ``TypeError`` names the field that is malformed (the caller names the parameter)."""
-    return _cai_fields(cai)[0]
+    return _cai_fields(cai)
 
 
-def cai_is_readonly(cai: dict) -> bool:
-    """Whether a ``__cuda_array_interface__`` dict marks its memory read-only."""
-    return _cai_fields(cai)[1]
-
-
-def _cai_fields(cai: Any) -> tuple[ArrayInfo, bool]:
+def _cai_fields(cai: Any) -> ArrayInfo:
     if not isinstance(cai, dict):
         raise TypeError(f"__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
     if cai.get("mask") is not None:
@@ -125,7 +123,7 @@ def _cai_fields(cai: Any) -> tuple[ArrayInfo, bool]:
     layout = layout_of(shape, strides, scalar.itemsize)
     t = array_type(scalar, len(shape), layout,
                    alignment(ptr, shape, strides, scalar.itemsize, layout))
-    return (ptr, shape, strides if layout == "A" else None, t, -1), bool(data[1])
+    return ptr, shape, strides if layout == "A" else None, t, -1
 
 
 def _is_int(value: Any, none_ok: bool = False) -> bool:

@@ -258,7 +258,8 @@ class ModuleKernel:
         # how many of the user's blocks a block of the coarse entry does (0: none)
         self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names,
-                                trailing=bool(self.coarse_factor))
+                                trailing=bool(self.coarse_factor),
+                                written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}

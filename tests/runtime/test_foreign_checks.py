@@ -151,3 +151,21 @@ def test_a_well_formed_cuda_array_interface_still_launches(kj_backend):
     np.testing.assert_array_equal(out.copy_to_host(), 2.0 * host)
     empty = {**_good_cai(x), "shape": (0,), "data": (0, False)}  # no elements: NULL is fine
     assert interop.cai_info(empty)[:2] == (0, (0,))
+
+
+def test_a_read_only_cuda_array_interface_is_refused_where_the_kernel_writes(kj_backend):
+    """Which parameters a kernel writes comes from the compiled kernel: a read-only array is
+    fine to read, an error (before the launch) to write."""
+    host = RNG.standard_normal(8)
+    x = rt.to_device(host)
+    out = rt.to_device(np.full(8, np.nan))
+    read_only_x = CAI({**_good_cai(x), "data": (x.ptr, True)})
+    double_into[1, 8](out, read_only_x)
+    np.testing.assert_array_equal(out.copy_to_host(), 2.0 * host)
+    target = rt.to_device(np.full(8, np.nan))
+    with pytest.raises(ValueError, match=r"^parameter 'out': the kernel writes this array, and "
+                                         r"its __cuda_array_interface__ marks it read-only "
+                                         r"\(data\[1\] is True\)$"):
+        double_into[1, 8](CAI({**_good_cai(target), "data": (target.ptr, True)}), x)
+    assert np.isnan(target.copy_to_host()).all()
+    assert double_into.compile(double_into.signatures[-1]).written_arrays == {"out"}
