@@ -77,21 +77,22 @@ def test_dump_takes_all_and_refuses_unknown_stages(knobs):
 
 
 def test_every_knob_kaiojit_reads_is_declared():
-    """No KAIOJIT_* variable is read outside kaiojit/env.py, and each one the code names is
-    in its table."""
+    """No KAIOJIT_* variable is read outside kaiojit/env.py, every knob read through it is
+    declared there, and every declared knob is read somewhere."""
     import re
 
     package = os.path.dirname(kj.__file__)
-    named = set()
+    read = set()
     for folder, _, files in os.walk(package):
         for f in files:
             if not f.endswith(".py"):
                 continue
             text = open(os.path.join(folder, f), encoding="utf-8").read()
             if f != "env.py" or folder != package:
-                assert not re.search(r"environ(\.get)?[\[(]\s*['\"]KAIOJIT_", text), f
-            named.update(re.findall(r"\bKAIOJIT_[A-Z_]+[A-Z]\b", text))
-    assert named <= set(env.KNOBS), named - set(env.KNOBS)
+                assert not re.search(r"(environ(\.get)?[\[(]|getenv\()\s*['\"]KAIOJIT_", text), f
+            read.update(re.findall(r"\benv\.(?:get|raw|invalid)\(\s*['\"](KAIOJIT_[A-Z_]+)", text))
+    assert read <= set(env.KNOBS), read - set(env.KNOBS)
+    assert set(env.KNOBS) <= read, set(env.KNOBS) - read
 
 
 def _run(folder, code: str, **knobs: str) -> subprocess.CompletedProcess:
