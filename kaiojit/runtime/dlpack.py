@@ -207,6 +207,12 @@ def _dtype_of(dl: DLDataType) -> np.dtype:
     (``ScalarType.dlpack_code``)."""
     scalar = kt.from_dlpack_code(dl.code, dl.bits) if dl.lanes == 1 else None
     if scalar is None:
+        kind = _CODE_NAMES.get(dl.code)
+        named = f" ({kind}{dl.bits})" if kind else ""
         raise TypeError(f"DLPack dtype (code {dl.code}, {dl.bits} bits, {dl.lanes} lanes) has "
-                        "no kaiojit type")
+                        f"no kaiojit type{named}")
     return scalar.np_dtype
+
+
+# the DLPack type codes' names, for a message about a dtype kaiojit has no type for
+_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
