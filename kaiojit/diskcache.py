@@ -1,36 +1,173 @@
 """The on-disk cache of compiled kernels (``@kj.jit(cache=True)``).
 
-An entry is the last stage's output of the target's pipeline (PTX, or the host's object code)
-with what a launch and inspection need (entry name, parameter names, shared bytes, the kir and
-optimized LLVM text, and for the host its block mode and fault sites). Its key covers
-everything the compile depended on: the kernel's source, the values of the module-level
-constants it reads, the source of every device function it calls (recursively), the
-signature, the options, the target (for the host: this CPU and LLVM's version) and kaiojit's
-version, so a stale entry cannot be hit. An entry is a header line (key and a digest of the
-rest) and a JSON payload; one that fails either check is a miss, and the compile rewrites it.
-Entries are written atomically.
+An entry is a compiled kernel's record (:meth:`CompiledKernel.to_record`: the last stage's
+output and what a launch and inspection need), keyed on everything the compile depended on:
+
+* what is known before compiling (the *lookup key*): the kernel's module, name, file and
+  source, the signature, the options, the target (for the host: this CPU and LLVM's version),
+  Python's and kaiojit's versions;
+* what typing read (the *dependency record*, kaiojit/frontend/deps.py): every global and
+  attribute it resolved with a fingerprint of its value, every device function compiled in
+  with its source and its own reads, every foreign declaration, and where each function
+  starts, which matters where line numbers reach the output (``debug``, ``lineinfo``, and
+  the host's fault reports).
+
+The lookup key names an index of the records compiled under it (the latest few). A lookup
+resolves each record's reads again in the running program; the first record that still holds
+names the entry (its key is the lookup key and the record's digest). A record that no longer
+holds is a stale entry and is never used; the compile adds its new record to the index.
+
+Which files are trusted, how they are written and the size limit: kaiojit/cachefiles.py.
 """
 
 from __future__ import annotations
 
-import binascii
-import dataclasses
 import hashlib
 import json
-import os
 import sys
 import types as pytypes
 
-from .compiler import CoarseEntry, CompiledKernel
-from .options import CompileOptions, cache_dir, store_bytes
+from .cachefiles import load_entry, store_entry
+from .compiler import CompiledKernel
+from .frontend.deps import source_digest, still_holds
+from .options import CompileOptions
 from .target import HostImage, TargetSpec
-from .types import runtime_signature
 
 # 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams; 6: block-mode host
 # kernels without the loop vectorizer; 7: whether a kernel has a coarse entry; 8: PTX with
-# 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py)
-CACHE_VERSION = "8"
+# 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py);
+# 9: keys from dependency records, entries as CompiledKernel records
+CACHE_VERSION = "9"
+INDEX_RECORDS = 8  # records kept per lookup key (a global switched back and forth still hits)
 
+
+def lines_matter(options: CompileOptions, target: TargetSpec) -> bool:
+    """Whether line numbers reach the compiled code: debug information and fault reports on
+    the GPU with ``debug``/``lineinfo``; on the host, fault reports always name the line."""
+    return options.debug or options.lineinfo or target.kind == "host"
+
+
+def lookup_key(pyfunc, signature, options: CompileOptions, target: TargetSpec,
+               version: str) -> str | None:
+    """The key of the kernel's index: what is known before compiling (None: no source)."""
+    source = source_digest(pyfunc)
+    if source is None:
+        return None
+    code = pyfunc.__code__
+    parts = [CACHE_VERSION, version, sys.version, pyfunc.__module__, pyfunc.__qualname__,
+             code.co_filename, source, str(signature), repr(options), repr(target)]
+    if target.kind == "host":
+        from .target import host_machine_id
+        parts.append(host_machine_id())
+    return _digest(parts)
+
+
+def entry_key(lookup: str, record: dict) -> str:
+    """The key of the entry compiled under ``lookup`` with dependency record ``record``."""
+    return _digest([lookup, json.dumps(record, sort_keys=True)])
+
+
+def _digest(parts) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+# --- JSON entries -----------------------------------------------------------------------------
+
+def load(key: str, suffix: str = ".kjc"):
+    """The JSON payload stored under ``key``, or None (absent, untrusted, damaged or stale)."""
+    payload = load_entry(key, suffix)
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
+def store(key: str, value, suffix: str = ".kjc", **about) -> None:
+    store_entry(key, suffix, json.dumps(value).encode(), **about)
+
+
+# --- compiled kernels -------------------------------------------------------------------------------
+
+def load_kernel(lookup: str, pyfunc, signature, options: CompileOptions,
+                target: TargetSpec) -> tuple[CompiledKernel, str] | None:
+    """The kernel cached under ``lookup`` whose dependency record still holds, with its entry
+    key; None if there is none. No stage runs (and LLVM is not loaded)."""
+    index = load(lookup, ".idx")
+    if not isinstance(index, list):
+        return None
+    lines = lines_matter(options, target)
+    for candidate in index:
+        try:
+            record, key = candidate["record"], candidate["entry"]
+        except (TypeError, KeyError):
+            return None
+        if not still_holds(pyfunc, record, lines) or key != entry_key(lookup, record):
+            continue
+        entry = load(key)
+        if not isinstance(entry, dict):
+            return None
+        try:
+            ck = CompiledKernel.from_record(entry, pyfunc, signature, options, target)
+        except ValueError:
+            return None
+        if isinstance(ck.image, HostImage) and not _calls_only_allowed(ck.image):
+            return None
+        return ck, key
+    return None
+
+
+def _calls_only_allowed(image: HostImage) -> bool:
+    """Whether the object code leaves undefined only names kaiojit's code may call (MCJIT
+    would otherwise resolve any function of the process: ``system``)."""
+    from .hostsyms import host_symbol_allowed, undefined_symbols
+
+    try:
+        return all(host_symbol_allowed(n) for n in undefined_symbols(image.object_code))
+    except ValueError:
+        return False
+
+
+def store_kernel(lookup: str, ck: CompiledKernel) -> str | None:
+    """Cache a compiled kernel under its lookup key and dependency record; the entry's key
+    (None: the compile read something no record can follow, and is not cached)."""
+    record = ck.kfunc.deps if ck.kfunc is not None else None
+    if record is None:
+        return None
+    key = entry_key(lookup, record)
+    store(key, ck.to_record(), what="kernel", name=ck.py_name, kind=ck.target.kind)
+    index = load(lookup, ".idx")
+    index = [c for c in index if isinstance(c, dict) and c.get("entry") != key] \
+        if isinstance(index, list) else []
+    store(lookup, [{"record": record, "entry": key}, *index][:INDEX_RECORDS], ".idx",
+          what="index", name=ck.py_name, kind=ck.target.kind)
+    return key
+
+
+def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
+    """Keep the kernel's coarse entry, once a launch has compiled it, beside the kernel's
+    own cache entry (under ``key`` with a suffix), and read it from there next time."""
+    if ck.coarse is None:
+        return
+    coarse_key = key + "-coarse"
+
+    def load_ptx() -> str | None:
+        entry = load(coarse_key)
+        ptx = entry.get("ptx") if isinstance(entry, dict) else None
+        return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
+
+    def store_ptx(ptx: str) -> None:
+        store(coarse_key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
+              name=ck.py_name, kind=ck.target.kind)
+    ck.coarse.keep_on_disk(load_ptx, store_ptx)
+
+
+# --- the autotuner's key ----------------------------------------------------------------------
 
 def _describe_global(value, seen: set) -> str | None:
     """What a referenced global contributes to the key (None: it cannot change the code)."""
@@ -51,7 +188,8 @@ def _describe_global(value, seen: set) -> str | None:
 
 
 def function_fingerprint(pyfunc, seen: set | None = None) -> str:
-    """A digest of a function's code and of the globals it reads, device functions included."""
+    """A digest of a function's code and of the globals it reads, device functions included
+    (the autotuner's key of a kernel's tuned choice)."""
     seen = set() if seen is None else seen
     code = pyfunc.__code__
     if code in seen:
@@ -82,108 +220,5 @@ def function_fingerprint(pyfunc, seen: set | None = None) -> str:
     return h.hexdigest()
 
 
-def entry_key(pyfunc, signature, options, target, version: str) -> str:
-    parts = [CACHE_VERSION, version, function_fingerprint(pyfunc), str(signature),
-             repr(options), repr(target)]
-    if target.kind == "host":
-        from .target import host_machine_id
-        parts.append(host_machine_id())
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:40]
-
-
-def _path(key: str) -> str:
-    return os.path.join(cache_dir(), key[:2], key + ".kjc")
-
-
-def load(key: str) -> dict | None:
-    """The payload stored under ``key``, or None (absent, unreadable, damaged or stale)."""
-    try:
-        with open(_path(key), "rb") as f:
-            data = f.read()
-        header, _, payload = data.partition(b"\n")
-        meta = json.loads(header)
-        if meta.get("key") != key or meta.get("sha256") != hashlib.sha256(payload).hexdigest():
-            return None
-        entry = json.loads(payload)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return entry if isinstance(entry, dict) else None
-
-
-def store(key: str, entry: dict) -> None:
-    """Write an entry atomically (a failure to write only costs the next process a compile)."""
-    payload = json.dumps(entry).encode()
-    header = json.dumps({"key": key, "sha256": hashlib.sha256(payload).hexdigest()}).encode()
-    store_bytes(_path(key), header + b"\n" + payload)
-
-
-# --- compiled kernels -------------------------------------------------------------------------------
-
-def store_kernel(key: str, ck: CompiledKernel) -> None:
-    """Cache a compiled kernel: its image (the last stage's output) and its metadata."""
-    entry = {"kind": ck.target.kind, "name": ck.name, "arg_names": list(ck.arg_names),
-             "kir": ck.kir, "llvm": ck.llvm, "static_shared_bytes": ck.static_shared_bytes,
-             "uses_sync": ck.uses_sync}
-    if isinstance(ck.image, HostImage):
-        entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
-                     entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
-                     host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites,
-                     symbols=list(ck.image.symbols))
-    else:
-        entry.update(image=ck.image, fault_sites=list(ck.fault_sites), coarse=bool(ck.coarse))
-        entry["arch"] = ck.target.arch  # sm_90a for a kernel with arch-specific features
-    store(key, entry)
-
-
-def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
-    """Keep the kernel's coarse entry, once a launch has compiled it, beside the kernel's
-    own cache entry (under ``key`` with a suffix), and read it from there next time."""
-    if ck.coarse is None:
-        return
-    coarse_key = key + "-coarse"
-
-    def load_ptx() -> str | None:
-        entry = load(coarse_key)
-        ptx = entry.get("ptx") if entry is not None else None
-        return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
-
-    def store_ptx(ptx: str) -> None:
-        store(coarse_key, {"name": ck.coarse.name, "ptx": ptx})
-    ck.coarse.keep_on_disk(load_ptx, store_ptx)
-
-
-def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
-                target: TargetSpec) -> CompiledKernel | None:
-    """The kernel cached under ``key``, or None; no stage runs (and LLVM is not loaded)."""
-    entry = load(key)
-    if entry is None or entry.get("kind") != target.kind:
-        return None
-    try:
-        if target.kind == "host":
-            image = HostImage(
-                object_code=binascii.a2b_base64(entry["image"], strict_mode=True),
-                entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
-                static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]),
-                symbols=tuple(str(n) for n in entry["symbols"]))
-            ptx, fault_sites, coarse = "", (), None
-        else:
-            image = ptx = str(entry["image"])
-            fault_sites = tuple(dict(site) for site in entry["fault_sites"])
-            target = dataclasses.replace(target, arch=str(entry.get("arch", target.arch)))
-            coarse = None
-            if entry.get("coarse"):  # compiled when a launch first takes it, not cached
-                coarse = CoarseEntry(pyfunc, signature, options, target, str(entry["name"]))
-        return CompiledKernel(
-            name=str(entry["name"]), py_name=pyfunc.__name__,
-            signature=runtime_signature(signature),
-            arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",
-            llvm=str(entry["llvm"]), ptx=ptx, image=image,
-            static_shared_bytes=int(entry["static_shared_bytes"]),
-            uses_sync=bool(entry["uses_sync"]), options=options, target=target,
-            timings={"cache": True}, fault_sites=fault_sites, coarse=coarse)
-    except (KeyError, TypeError, ValueError):
-        return None
+__all__ = ["CACHE_VERSION", "entry_key", "function_fingerprint", "keep_coarse_entry",
+           "lines_matter", "load", "load_kernel", "lookup_key", "store", "store_kernel"]

@@ -436,12 +436,16 @@ def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) 
     from . import diskcache
     from .options import VERSION
 
-    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
-    ck = diskcache.load_kernel(key, dispatcher.py_func, sig, dispatcher.options, spec)
-    if ck is None:
+    lookup = diskcache.lookup_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
+    found = None if lookup is None else diskcache.load_kernel(
+        lookup, dispatcher.py_func, sig, dispatcher.options, spec)
+    if found is not None:
+        ck, key = found
+    else:
         ck = _compile_user_facing(dispatcher, sig, spec)
-        diskcache.store_kernel(key, ck)
-    diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
+        key = None if lookup is None else diskcache.store_kernel(lookup, ck)
+    if key is not None:
+        diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
     return ck
 
 
