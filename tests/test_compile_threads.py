@@ -40,7 +40,7 @@ def test_first_compiles_in_threads_share_a_device_function():
         start = threading.Barrier(len(kernels))
         errors: list[BaseException] = []
 
-        def compile_one(kernel):
+        def compile_one(kernel, start=start, errors=errors):
             start.wait()
             try:
                 type_kernel(kernel.py_func, ARGS, _specialize_device)  # a compile's typing

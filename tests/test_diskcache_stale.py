@@ -126,10 +126,10 @@ except kj.KernelError as e:
 print(json.dumps(results))
 """
 
-BEFORE = dict(bump="1.0", scale="2.0", p_scale="3.0", red="1", dt="float64",
-              sig="float64(float64)", padding="")
-AFTER = dict(bump="5.0", scale="7.0", p_scale="11.0", red="4", dt="float32",
-             sig="float32(float32)", padding="\n\n\n")
+BEFORE = {"bump": "1.0", "scale": "2.0", "p_scale": "3.0", "red": "1", "dt": "float64",
+          "sig": "float64(float64)", "padding": ""}
+AFTER = {"bump": "5.0", "scale": "7.0", "p_scale": "11.0", "red": "4", "dt": "float32",
+         "sig": "float32(float32)", "padding": "\n\n\n"}
 
 
 def expected(name: str, x: np.ndarray, values: dict) -> np.ndarray:
@@ -241,5 +241,5 @@ def test_a_closure_variable_is_a_read(tmp_path, monkeypatch):
     record = ck.kfunc.deps
     assert [["factor"], "builtins.float:3.0", {}] in record["reads"]
     assert still_holds(kernel, record, lines=False)
-    factor = 4.0  # noqa: F841 - the closure's cell now holds another value
+    factor = 4.0  # the closure's cell now holds another value
     assert not still_holds(kernel, record, lines=False)
