@@ -1,6 +1,15 @@
-"""``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
+"""kaiojit's command line.
+
+``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
 [--emit kir|llvm_unoptimized|llvm|ptx|sass|resources]``: print one stage of a kernel's compile,
-or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes)."""
+or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes).
+
+``python -m kaiojit cache list|size|clear``: the disk cache's entries (newest use first), its
+size against its limit, or delete it all (docs/cache.md).
+
+Each subcommand is a pair of functions in :data:`COMMANDS`: one adds its arguments to its
+parser, one runs it and returns the exit status.
+"""
 
 from __future__ import annotations
 
@@ -27,18 +36,16 @@ def _load_kernel(spec: str):
         raise SystemExit(f"{path} has no {name!r}") from None
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kaiojit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("ptx", help="print a stage of a kernel's compile")
+def _ptx_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kernel", help="FILE.py:KERNEL")
     p.add_argument("--sig", required=True, help='e.g. "void(float32[:], int32)"')
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass",
                                       "resources"],
                    default="ptx", help="a stage of the nvptx pipeline, sass, or resources")
-    args = parser.parse_args(argv)
 
+
+def _ptx(args) -> int:
     import kaiojit as kj
     from kaiojit.dispatcher import Dispatcher
     from kaiojit.sass import sass_of
@@ -64,6 +71,66 @@ def main(argv=None) -> int:
     else:
         print(ck.stage(args.emit))
     return 0
+
+
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["list", "size", "clear"],
+                   help="list the entries, print the size, or delete every entry")
+
+
+def _cache(args) -> int:
+    import time
+
+    from kaiojit import cachefiles
+    from kaiojit.options import cache_dir
+
+    root = cache_dir()
+    if args.action == "clear":
+        freed = cachefiles.clear()
+        print(f"deleted {_size(freed)} from {root}")
+        return 0
+    try:
+        limit = cachefiles.size_limit()
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    found = sorted(cachefiles.files(read_headers=args.action == "list"),
+                   key=lambda f: f.used, reverse=True)
+    total = sum(f.size for f in found)
+    if args.action == "list":
+        for f in found:
+            about = f.about
+            what = " ".join(str(about[k]) for k in ("what", "kind", "name") if k in about)
+            if about.get("untrusted") or about.get("damaged"):
+                what = "untrusted (not read)" if about.get("untrusted") else "damaged"
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(f.used))
+            print(f"{when}  {_size(f.size):>9}  {os.path.relpath(f.path, root)}  {what}")
+    print(f"{root}: {len(found)} files, {_size(total)} (limit {_size(limit)}, "
+          f"{cachefiles.SIZE_ENV})")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+COMMANDS = {
+    "ptx": ("print a stage of a kernel's compile", _ptx_arguments, _ptx),
+    "cache": ("list, measure or clear the disk cache", _cache_arguments, _cache),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kaiojit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (words, add_arguments, _) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=words))
+    args = parser.parse_args(argv)
+    return COMMANDS[args.command][2](args)
 
 
 if __name__ == "__main__":
