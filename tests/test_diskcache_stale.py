@@ -243,3 +243,54 @@ def test_a_closure_variable_is_a_read(tmp_path, monkeypatch):
     assert still_holds(kernel, record, lines=False)
     factor = 4.0  # the closure's cell now holds another value
     assert not still_holds(kernel, record, lines=False)
+
+
+EDITED_IN_PLACE = """
+import json, sys
+import numpy as np
+import kaiojit as kj
+kj.set_backend("cpu")
+sys.path.insert(0, {dir!r})
+import inplace
+x = np.random.default_rng().uniform(1, 2, 16)
+out = kj.to_device(np.full(16, np.nan))
+inplace.k[1, 16](out, kj.to_device(x))
+first = out.copy_to_host().tolist()
+if {edit}:  # the file changes under the running process, which compiles another signature
+    text = open(inplace.__file__).read()
+    with open(inplace.__file__, "w") as f:
+        f.write(text.replace("* 2.0", "* 5.0"))
+    inplace.k[1, 16](kj.to_device(np.zeros(16, np.float32)), kj.to_device(x.astype(np.float32)))
+(ck,) = [c for c in inplace.k._compiled.values() if "float64" in str(c.signature)]
+print(json.dumps({{"x": x.tolist(), "out": first, "hit": bool(ck.timings.get("cache"))}}))
+"""
+
+
+def test_a_file_edited_under_a_running_process_never_gives_a_stale_entry(tmp_path):
+    """The running process compiles from the text it parsed first; its entries are recorded
+    with that text, so a later process with the edited file does not take them."""
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "inplace.py").write_text(textwrap.dedent("""
+        import kaiojit as kj
+
+        @kj.jit(cache=True)
+        def k(out, x):
+            i = kj.grid(1)
+            if i < x.size:
+                out[i] = x[i] * 2.0
+    """))
+
+    def run_edit(edit: bool) -> dict:
+        env = dict(os.environ, KAIOJIT_CACHE_DIR=str(cache), PYTHONPATH=os.getcwd())
+        r = subprocess.run([sys.executable, "-c", EDITED_IN_PLACE.format(dir=str(src),
+                                                                          edit=edit)],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    before = run_edit(True)  # compiles float64 (x * 2), edits, compiles float32 (still x * 2)
+    np.testing.assert_array_equal(before["out"], np.array(before["x"]) * 2.0)
+    after = run_edit(False)  # the file now says x * 5: nothing compiled from x * 2 is taken
+    assert after["hit"] is False
+    np.testing.assert_array_equal(after["out"], np.array(after["x"]) * 5.0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import linecache
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -34,45 +35,51 @@ _MISSING = object()
 
 # --- source -----------------------------------------------------------------------------------
 
-_DIGESTS: dict[int, tuple[object, str | None]] = {}  # id(code) -> (code, digest); code kept
+_DIGESTS: dict[int, tuple] = {}  # id(code) -> (code, file's stat, digest); code kept alive
 _DIGESTS_LOCK = threading.Lock()
 
 
 def source_digest(pyfunc) -> str | None:
-    """A digest of ``pyfunc``'s source text as its file has it now (None: no source).
-
-    The text runs from the function's first line (its first decorator) through the last line
-    its code reaches, and on over the lines indented deeper than its ``def`` (a trailing
-    annotation has no code): it holds all the text the frontend parses. Read from the file
-    itself (bytes: no decoding, which a cache hit need not pay), or from linecache for code
-    that has no file (a notebook cell). Kept per code object for the process."""
+    """A digest of ``pyfunc``'s source text as its file has it now (None: no source), read
+    as the frontend reads it (linecache; a notebook cell's text too). Kept per code object
+    while the file's size and time stay the same."""
     code = pyfunc.__code__
-    kept = _DIGESTS.get(id(code))
-    if kept is not None and kept[0] is code:
-        return kept[1]
+    filename = code.co_filename
     try:
-        with open(code.co_filename, "rb") as f:
-            lines = f.read().splitlines(keepends=True)
+        st = os.stat(filename)
+        stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
-        lines = [line.encode() for line in linecache.getlines(code.co_filename)]
-    digest = None
-    first = code.co_firstlineno
-    if 0 < first <= len(lines):
-        last = max([end for _, end, _, _ in code.co_positions() if end is not None]
-                   + [line for _, _, line in code.co_lines() if line is not None] + [first])
-        indent = _indent(lines[first - 1])
-        k = last + 1
-        while k <= len(lines):
-            text = lines[k - 1]
-            if text.strip() and _indent(text) <= indent:
-                break
-            if text.strip():
-                last = k
-            k += 1
-        digest = hashlib.sha256(b"".join(lines[first - 1:last])).hexdigest()
+        stamp = None  # no file: linecache's text (a notebook cell) is all there is
+    kept = _DIGESTS.get(id(code))
+    if kept is not None and kept[0] is code and kept[1] == stamp:
+        return kept[2]
+    if stamp is not None:
+        linecache.checkcache(filename)
+    digest = digest_of_lines(code, linecache.getlines(filename))
     with _DIGESTS_LOCK:
-        _DIGESTS[id(code)] = (code, digest)
+        _DIGESTS[id(code)] = (code, stamp, digest)
     return digest
+
+
+def digest_of_lines(code, lines: list[str]) -> str | None:
+    """The digest of the function's text within ``lines`` (its file's lines): from its first
+    line (its first decorator) through the last line its code reaches, and on over the lines
+    indented deeper than its ``def`` (a trailing annotation has no code), so it holds all the
+    text the frontend parses."""
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines):
+        return None
+    last = max([end for _, end, _, _ in code.co_positions() if end is not None] + [first])
+    indent = _indent(lines[first - 1])
+    k = last + 1
+    while k <= len(lines):
+        text = lines[k - 1]
+        if text.strip() and _indent(text) <= indent:
+            break
+        if text.strip():
+            last = k
+        k += 1
+    return hashlib.sha256("".join(lines[first - 1:last]).encode()).hexdigest()
 
 
 def _indent(line: str) -> int:
@@ -180,9 +187,11 @@ class DependencyRecorder:
             return kfunc
         return specialize
 
-    def record(self) -> dict | None:
-        """The record, or None if one of the reads cannot be followed."""
-        source = source_digest(self.pyfunc)
+    def record(self, lines: list[str]) -> dict | None:
+        """The record, or None if one of the reads cannot be followed. ``lines`` are the
+        file's lines the frontend parsed: the record's digest is of the text compiled (the
+        file may have changed since; a record is checked against the file as it is now)."""
+        source = digest_of_lines(self.pyfunc.__code__, lines)
         if not self.complete or source is None:
             return None
         return {"source": source, "where": where(self.pyfunc),
@@ -273,5 +282,5 @@ def still_holds(pyfunc, record, lines: bool) -> bool:
     return True
 
 
-__all__ = ["DependencyRecorder", "RecordingNames", "attribute_path", "fingerprint", "resolve",
-           "source_digest", "still_holds", "where"]
+__all__ = ["DependencyRecorder", "RecordingNames", "attribute_path", "digest_of_lines",
+           "fingerprint", "resolve", "source_digest", "still_holds", "where"]

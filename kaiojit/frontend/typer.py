@@ -131,7 +131,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
             locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
             callees=self.callees,
         )
-        kfunc.deps = self.deps.record()
+        kfunc.deps = self.deps.record(self.src.lines)
         return kfunc
 
     def _reset_pass(self):
