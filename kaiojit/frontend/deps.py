@@ -111,9 +111,10 @@ def fingerprint(value) -> str | None:
     if isinstance(value, (bool, int, float, complex)):  # IntEnum members and other subclasses
         base = next(b for b in (bool, int, float, complex) if isinstance(value, b))
         return f"{_qualified(t)}:{base.__repr__(value)}"
-    if isinstance(value, tuple):
+    if isinstance(value, tuple):  # a named tuple (kj.float32 is one) says its class too
         items = [fingerprint(v) for v in value]
-        return None if None in items else "(" + ",".join(items) + ")"
+        kind = "" if t is tuple else _qualified(t)
+        return None if None in items else kind + "(" + ",".join(items) + ")"
     np = sys.modules.get("numpy")  # NumPy values exist only if the program imported NumPy
     if np is not None:
         if isinstance(value, np.generic):
