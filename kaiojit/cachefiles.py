@@ -28,8 +28,8 @@ from .options import cache_dir
 
 DEFAULT_SIZE_LIMIT = 1 << 30
 SIZE_ENV = "KAIOJIT_CACHE_SIZE"
-# kernels, their record indexes, libdevice subsets, autotuned choices
-SUFFIXES = (".kjc", ".idx", ".bc", ".json")
+# kernels, libdevice subsets, autotuned choices
+SUFFIXES = (".kjc", ".bc", ".json")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 _LOCK = threading.Lock()
@@ -151,10 +151,7 @@ def load_entry(key: str, suffix: str, folder: str | None = None) -> bytes | None
             return None
     except (ValueError, AttributeError):
         return None
-    try:
-        os.utime(path)
-    except OSError:
-        pass
+    touch(path)
     return payload
 
 
@@ -162,15 +159,19 @@ def store_entry(key: str, suffix: str, payload: bytes, folder: str | None = None
                 **about) -> None:
     """Write the entry ``key`` atomically; ``about`` goes into its header (what ``python -m
     kaiojit cache list`` shows). A failure costs a later process a compile, nothing more."""
-    path = entry_path(key, suffix, folder)
+    header = json.dumps({"key": key, "sha256": hashlib.sha256(payload).hexdigest(), **about})
+    write_file(entry_path(key, suffix, folder), header.encode() + b"\n" + payload)
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Write a file of the cache atomically, in a trusted directory (made if absent): a
+    temporary file (mode 0600) renamed into place, removed if anything fails."""
     if not _trusted_parent(path, create=True):
         return
-    header = json.dumps({"key": key, "sha256": hashlib.sha256(payload).hexdigest(), **about})
-    data = header.encode() + b"\n" + payload
     import tempfile  # (here: a hit, which writes nothing, need not import it)
 
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")  # mode 0600
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     except OSError:
         return
     try:
@@ -184,6 +185,14 @@ def store_entry(key: str, suffix: str, payload: bytes, folder: str | None = None
             pass
         return
     _account(len(data), keep=path)
+
+
+def touch(path: str) -> None:
+    """Mark a file used now (the size limit evicts the least recently used)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
 
 
 def _account(nbytes: int, keep: str) -> None:
@@ -292,4 +301,4 @@ def clear() -> int:
 
 __all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_ENV", "CacheFile", "CacheTrustWarning", "clear",
            "entry_path", "evict", "files", "load_entry", "parse_size", "read_trusted",
-           "size_limit", "store_entry", "total_size", "trusted_dir"]
+           "size_limit", "store_entry", "total_size", "touch", "trusted_dir", "write_file"]

@@ -12,10 +12,13 @@ output and what a launch and inspection need), keyed on everything the compile d
   starts, which matters where line numbers reach the output (``debug``, ``lineinfo``, and
   the host's fault reports).
 
-The lookup key names an index of the records compiled under it (the latest few). A lookup
-resolves each record's reads again in the running program; the first record that still holds
-names the entry (its key is the lookup key and the record's digest). A record that no longer
-holds is a stale entry and is never used; the compile adds its new record to the index.
+The lookup key names one file holding the kernels compiled under it (the latest few), each
+with its record. A lookup resolves each record's reads again in the running program; the
+first record that still holds gives its kernel. A record that no longer holds is a stale
+kernel and is never used; the compile adds its kernel and new record to the file. The file's
+first line is its header (the lookup key and, per kernel, the record, a sha256, and where its
+JSON lies in the rest), so a hit reads one file and parses and checks only the kernel it
+takes.
 
 Which files are trusted, how they are written and the size limit: kaiojit/cachefiles.py.
 """
@@ -27,7 +30,7 @@ import json
 import sys
 import types as pytypes
 
-from .cachefiles import load_entry, store_entry
+from .cachefiles import entry_path, load_entry, read_trusted, store_entry, touch, write_file
 from .compiler import CompiledKernel
 from .frontend.deps import source_digest, still_holds
 from .options import CompileOptions
@@ -38,7 +41,7 @@ from .target import HostImage, TargetSpec
 # 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py);
 # 9: keys from dependency records, entries as CompiledKernel records
 CACHE_VERSION = "9"
-INDEX_RECORDS = 8  # records kept per lookup key (a global switched back and forth still hits)
+INDEX_RECORDS = 4  # kernels kept per lookup key (a global switched back and forth still hits)
 
 
 def lines_matter(options: CompileOptions, target: TargetSpec) -> bool:
@@ -62,11 +65,6 @@ def lookup_key(pyfunc, signature, options: CompileOptions, target: TargetSpec,
     return _digest(parts)
 
 
-def entry_key(lookup: str, record: dict) -> str:
-    """The key of the entry compiled under ``lookup`` with dependency record ``record``."""
-    return _digest([lookup, json.dumps(record, sort_keys=True)])
-
-
 def _digest(parts) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -75,10 +73,10 @@ def _digest(parts) -> str:
     return h.hexdigest()[:40]
 
 
-# --- JSON entries -----------------------------------------------------------------------------
+# --- JSON entries ---------------------------------------------------------------------------
 
 def load(key: str, suffix: str = ".kjc"):
-    """The JSON payload stored under ``key``, or None (absent, untrusted, damaged or stale)."""
+    """The JSON payload of the entry ``key``, or None (absent, untrusted, damaged)."""
     payload = load_entry(key, suffix)
     if payload is None:
         return None
@@ -94,32 +92,61 @@ def store(key: str, value, suffix: str = ".kjc", **about) -> None:
 
 # --- compiled kernels -------------------------------------------------------------------------------
 
+def _kernels_file(lookup: str) -> tuple[str, dict, bytes] | None:
+    """The file of the kernels compiled under ``lookup``: (path, header, rest), or None."""
+    path = entry_path(lookup, ".kjc")
+    data = read_trusted(path)
+    if data is None:
+        return None
+    header, _, rest = data.partition(b"\n")
+    try:
+        meta = json.loads(header)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != lookup \
+            or not isinstance(meta.get("kernels"), list):
+        return None
+    return path, meta, rest
+
+
+def _kernel_json(rest: bytes, kernel: dict) -> bytes | None:
+    """One kernel's JSON in the file's body, if its digest matches."""
+    try:
+        at, size = int(kernel["at"]), int(kernel["size"])
+        text = rest[at:at + size]
+        return text if hashlib.sha256(text).hexdigest() == kernel["sha256"] else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def load_kernel(lookup: str, pyfunc, signature, options: CompileOptions,
                 target: TargetSpec) -> tuple[CompiledKernel, str] | None:
-    """The kernel cached under ``lookup`` whose dependency record still holds, with its entry
-    key; None if there is none. No stage runs (and LLVM is not loaded)."""
-    index = load(lookup, ".idx")
-    if not isinstance(index, list):
+    """The kernel cached under ``lookup`` whose dependency record still holds, with the key
+    of its coarse entry; None if there is none. No stage runs (and LLVM is not loaded)."""
+    found = _kernels_file(lookup)
+    if found is None:
         return None
+    path, meta, rest = found
     lines = lines_matter(options, target)
-    for candidate in index:
-        try:
-            record, key = candidate["record"], candidate["entry"]
-        except (TypeError, KeyError):
-            return None
-        if not still_holds(pyfunc, record, lines) or key != entry_key(lookup, record):
+    for kernel in meta["kernels"]:
+        if not isinstance(kernel, dict) or not still_holds(pyfunc, kernel.get("record"), lines):
             continue
-        entry = load(key)
-        if not isinstance(entry, dict):
+        text = _kernel_json(rest, kernel)
+        if text is None:
             return None
         try:
-            ck = CompiledKernel.from_record(entry, pyfunc, signature, options, target)
+            ck = CompiledKernel.from_record(json.loads(text), pyfunc, signature, options, target)
         except ValueError:
             return None
         if isinstance(ck.image, HostImage) and not _calls_only_allowed(ck.image):
             return None
-        return ck, key
+        touch(path)
+        return ck, _coarse_key(lookup, kernel["sha256"])
     return None
+
+
+def _coarse_key(lookup: str, sha256: str) -> str:
+    return f"{lookup}-{sha256[:16]}-coarse"
 
 
 def _calls_only_allowed(image: HostImage) -> bool:
@@ -134,35 +161,46 @@ def _calls_only_allowed(image: HostImage) -> bool:
 
 
 def store_kernel(lookup: str, ck: CompiledKernel) -> str | None:
-    """Cache a compiled kernel under its lookup key and dependency record; the entry's key
+    """Cache a compiled kernel under its lookup key with its dependency record, before the
+    kernels kept there already (the latest ``INDEX_RECORDS``); the key of its coarse entry
     (None: the compile read something no record can follow, and is not cached)."""
     record = ck.kfunc.deps if ck.kfunc is not None else None
     if record is None:
         return None
-    key = entry_key(lookup, record)
-    store(key, ck.to_record(), what="kernel", name=ck.py_name, kind=ck.target.kind)
-    index = load(lookup, ".idx")
-    index = [c for c in index if isinstance(c, dict) and c.get("entry") != key] \
-        if isinstance(index, list) else []
-    store(lookup, [{"record": record, "entry": key}, *index][:INDEX_RECORDS], ".idx",
-          what="index", name=ck.py_name, kind=ck.target.kind)
-    return key
+    text = json.dumps(ck.to_record()).encode()
+    sha = hashlib.sha256(text).hexdigest()
+    kept = [(record, sha, text)]
+    found = _kernels_file(lookup)
+    if found is not None:
+        _, meta, rest = found
+        for kernel in meta["kernels"]:
+            old = _kernel_json(rest, kernel) if isinstance(kernel, dict) else None
+            if old is not None and kernel.get("record") != record:
+                kept.append((kernel["record"], kernel["sha256"], old))
+    kernels, body, at = [], [], 0
+    for rec, digest, data in kept[:INDEX_RECORDS]:
+        kernels.append({"record": rec, "sha256": digest, "at": at, "size": len(data)})
+        body.append(data)
+        at += len(data)
+    header = json.dumps({"key": lookup, "what": "kernel", "kind": ck.target.kind,
+                         "name": ck.py_name, "kernels": kernels})
+    write_file(entry_path(lookup, ".kjc"), header.encode() + b"\n" + b"".join(body))
+    return _coarse_key(lookup, sha)
 
 
 def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
-    """Keep the kernel's coarse entry, once a launch has compiled it, beside the kernel's
-    own cache entry (under ``key`` with a suffix), and read it from there next time."""
+    """Keep the kernel's coarse entry, once a launch has compiled it, under ``key``, and read
+    it from there next time."""
     if ck.coarse is None:
         return
-    coarse_key = key + "-coarse"
 
     def load_ptx() -> str | None:
-        entry = load(coarse_key)
+        entry = load(key)
         ptx = entry.get("ptx") if isinstance(entry, dict) else None
         return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
 
     def store_ptx(ptx: str) -> None:
-        store(coarse_key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
+        store(key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
               name=ck.py_name, kind=ck.target.kind)
     ck.coarse.keep_on_disk(load_ptx, store_ptx)
 
@@ -220,5 +258,5 @@ def function_fingerprint(pyfunc, seen: set | None = None) -> str:
     return h.hexdigest()
 
 
-__all__ = ["CACHE_VERSION", "entry_key", "function_fingerprint", "keep_coarse_entry",
-           "lines_matter", "load", "load_kernel", "lookup_key", "store", "store_kernel"]
+__all__ = ["CACHE_VERSION", "function_fingerprint", "keep_coarse_entry", "lines_matter", "load",
+           "load_kernel", "lookup_key", "store", "store_kernel"]

@@ -440,12 +440,12 @@ def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) 
     found = None if lookup is None else diskcache.load_kernel(
         lookup, dispatcher.py_func, sig, dispatcher.options, spec)
     if found is not None:
-        ck, key = found
+        ck, coarse_key = found
     else:
         ck = _compile_user_facing(dispatcher, sig, spec)
-        key = None if lookup is None else diskcache.store_kernel(lookup, ck)
-    if key is not None:
-        diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
+        coarse_key = None if lookup is None else diskcache.store_kernel(lookup, ck)
+    if coarse_key is not None:  # compiled (and kept) when a launch first takes it
+        diskcache.keep_coarse_entry(coarse_key, ck)
     return ck
 
 

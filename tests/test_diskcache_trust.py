@@ -61,17 +61,18 @@ def entry_file(cache) -> str:
 
 
 def rewrite_entry(path: str, change) -> None:
-    """What an attacker able to write the file would do: change the payload, recompute the
-    header's digest (anyone can), keep the file the user's."""
+    """What an attacker able to write the file would do: change the kernel, recompute the
+    header's digest and size (anyone can), keep the file the user's."""
     with open(path, "rb") as f:
-        header, _, payload = f.read().partition(b"\n")
+        header, _, body = f.read().partition(b"\n")
     meta = json.loads(header)
-    entry = json.loads(payload)
+    (kernel,) = meta["kernels"]
+    entry = json.loads(body[kernel["at"]:kernel["at"] + kernel["size"]])
     change(entry)
-    payload = json.dumps(entry).encode()
-    meta["sha256"] = hashlib.sha256(payload).hexdigest()
+    body = json.dumps(entry).encode()
+    kernel.update(sha256=hashlib.sha256(body).hexdigest(), at=0, size=len(body))
     with open(path, "wb") as f:
-        f.write(json.dumps(meta).encode() + b"\n" + payload)
+        f.write(json.dumps(meta).encode() + b"\n" + body)
 
 
 def test_directories_are_created_0700_and_files_0600(cache):
@@ -79,7 +80,7 @@ def test_directories_are_created_0700_and_files_0600(cache):
     assert not first.timings.get("cache")
     dirs = [cache, *(p for p in cache.rglob("*") if p.is_dir())]
     files = [p for p in cache.rglob("*") if p.is_file()]
-    assert len(dirs) >= 2 and len(files) == 2  # the entry and its index
+    assert len(dirs) >= 2 and len(files) == 1  # the kernel's file
     assert all(stat.S_IMODE(d.stat().st_mode) == 0o700 for d in dirs)
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
     assert compile_host().timings.get("cache")  # and they are read back

@@ -53,12 +53,34 @@ def source_digest(pyfunc) -> str | None:
     kept = _DIGESTS.get(id(code))
     if kept is not None and kept[0] is code and kept[1] == stamp:
         return kept[2]
-    if stamp is not None:
-        linecache.checkcache(filename)
-    digest = digest_of_lines(code, linecache.getlines(filename))
+    lines = _file_lines(filename) if stamp is not None else None
+    if lines is None:
+        if stamp is not None:
+            linecache.checkcache(filename)
+        lines = linecache.getlines(filename)
+    digest = digest_of_lines(code, lines)
     with _DIGESTS_LOCK:
         _DIGESTS[id(code)] = (code, stamp, digest)
     return digest
+
+
+def _file_lines(filename: str) -> list[str] | None:
+    """The file's lines as linecache reads them (universal newlines), for a UTF-8 file
+    without a coding declaration or BOM (None otherwise: linecache then reads it). A cache
+    hit reads its sources this way: linecache's first read imports tokenize, whose patterns
+    cost a hit more than all the rest of it."""
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+        if data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+            return None
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def digest_of_lines(code, lines: list[str]) -> str | None:
