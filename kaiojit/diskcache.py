@@ -41,7 +41,7 @@ from .target import HostImage, TargetSpec
 # 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py);
 # 9: keys from dependency records, entries as CompiledKernel records
 CACHE_VERSION = "9"
-INDEX_RECORDS = 4  # kernels kept per lookup key (a global switched back and forth still hits)
+KERNELS_KEPT = 4  # kernels kept per lookup key (a global switched back and forth still hits)
 
 
 def lines_matter(options: CompileOptions, target: TargetSpec) -> bool:
@@ -52,7 +52,7 @@ def lines_matter(options: CompileOptions, target: TargetSpec) -> bool:
 
 def lookup_key(pyfunc, signature, options: CompileOptions, target: TargetSpec,
                version: str) -> str | None:
-    """The key of the kernel's index: what is known before compiling (None: no source)."""
+    """The key of the kernel's file: what is known before compiling (None: no source)."""
     source = source_digest(pyfunc)
     if source is None:
         return None
@@ -162,7 +162,7 @@ def _calls_only_allowed(image: HostImage) -> bool:
 
 def store_kernel(lookup: str, ck: CompiledKernel) -> str | None:
     """Cache a compiled kernel under its lookup key with its dependency record, before the
-    kernels kept there already (the latest ``INDEX_RECORDS``); the key of its coarse entry
+    kernels kept there already (the latest ``KERNELS_KEPT``); the key of its coarse entry
     (None: the compile read something no record can follow, and is not cached)."""
     record = ck.kfunc.deps if ck.kfunc is not None else None
     if record is None:
@@ -178,7 +178,7 @@ def store_kernel(lookup: str, ck: CompiledKernel) -> str | None:
             if old is not None and kernel.get("record") != record:
                 kept.append((kernel["record"], kernel["sha256"], old))
     kernels, body, at = [], [], 0
-    for rec, digest, data in kept[:INDEX_RECORDS]:
+    for rec, digest, data in kept[:KERNELS_KEPT]:
         kernels.append({"record": rec, "sha256": digest, "at": at, "size": len(data)})
         body.append(data)
         at += len(data)
