@@ -1,15 +1,20 @@
-"""kaiojit's command line.
+"""The command line.
 
 ``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
 [--emit kir|llvm_unoptimized|llvm|ptx|sass|resources]``: print one stage of a kernel's compile,
 or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes).
 
+``python -m kaiojit aot file.py:kernel --sig "..." [--sig ...] [--arch sm_80,sm_90]
+[--target nvptx|host] -o DIR``: export kernels (``kaiojit.aot``); several ``file.py:kernel``
+may be given, each signature applying to the kernel before it.
+
 ``python -m kaiojit cache list|size|clear``: the disk cache's entries (newest use first), its
 size against its limit, or delete it all (docs/cache.md).
 
-Each subcommand is a pair of functions in :data:`COMMANDS`: one adds its arguments to its
-parser, one runs it and returns the exit status.
-"""
+Each subcommand is an entry of :data:`COMMANDS`: its help, a function adding its arguments to
+its parser, and one running it and returning the exit status.
+
+Exit codes: 0 done, 1 the kernel does not compile or export, 2 a usage error."""
 
 from __future__ import annotations
 
@@ -118,8 +123,41 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _aot_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("kernels", nargs="+", metavar="FILE.py:KERNEL")
+    a.add_argument("--sig", action="append", default=[], required=True,
+                   help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
+    a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
+    a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
+    a.add_argument("-o", "--out", required=True, help="the directory to write")
+
+
+def _aot(args) -> int:
+    import kaiojit as kj
+    from kaiojit.aot.exporter import ExportError, export
+    from kaiojit.dispatcher import Dispatcher
+
+    kernels = {}
+    for spec in args.kernels:
+        obj = _load_kernel(spec)
+        disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
+        kernels[disp] = list(args.sig)
+    try:
+        manifest = export(args.out, kernels, args.arch.split(","), args.target)
+    except (ExportError, kj.CompileError, TypeError, ValueError) as e:
+        print(f"kaiojit aot: {e}", file=sys.stderr)
+        return 1
+    for e in manifest.entries:
+        print(f"{e.kernel}: {e.signature} -> {e.c_name}")
+    print(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
+          f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
+    return 0
+
+
 COMMANDS = {
     "ptx": ("print a stage of a kernel's compile", _ptx_arguments, _ptx),
+    "aot": ("export kernels: cubins and PTX (or a host library), a manifest and a C launcher",
+            _aot_arguments, _aot),
     "cache": ("list, measure or clear the disk cache", _cache_arguments, _cache),
 }
 
