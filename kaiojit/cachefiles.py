@@ -137,22 +137,29 @@ def entry_path(key: str, suffix: str, folder: str | None = None) -> str:
     return os.path.join(cache_dir(), folder or key[:2], key + suffix)
 
 
-def load_entry(key: str, suffix: str, folder: str | None = None) -> bytes | None:
-    """The payload of the entry ``key``, or None: absent, untrusted, of another key, or
-    damaged. A hit marks the entry used (for the size limit's eviction)."""
+def read_entry(key: str, suffix: str, folder: str | None = None) -> tuple[str, dict, bytes] | None:
+    """The trusted file of the entry ``key``: its path, its header (a dict naming ``key``) and
+    the rest, or None (absent, untrusted, another key's, a damaged header)."""
     path = entry_path(key, suffix, folder)
     data = read_trusted(path)
     if data is None:
         return None
-    header, _, payload = data.partition(b"\n")
+    header, _, rest = data.partition(b"\n")
     try:
         meta = json.loads(header)
-        if meta.get("key") != key or meta.get("sha256") != hashlib.sha256(payload).hexdigest():
-            return None
-    except (ValueError, AttributeError):
+    except ValueError:
         return None
-    touch(path)
-    return payload
+    return (path, meta, rest) if isinstance(meta, dict) and meta.get("key") == key else None
+
+
+def load_entry(key: str, suffix: str, folder: str | None = None) -> bytes | None:
+    """The payload of the entry ``key``, or None: absent, untrusted, of another key, or
+    damaged. A hit marks the entry used (for the size limit's eviction)."""
+    found = read_entry(key, suffix, folder)
+    if found is None or found[1].get("sha256") != hashlib.sha256(found[2]).hexdigest():
+        return None
+    touch(found[0])
+    return found[2]
 
 
 def store_entry(key: str, suffix: str, payload: bytes, folder: str | None = None,
@@ -300,5 +307,5 @@ def clear() -> int:
 
 
 __all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_ENV", "CacheFile", "CacheTrustWarning", "clear",
-           "entry_path", "evict", "files", "load_entry", "parse_size", "read_trusted",
+           "entry_path", "evict", "files", "load_entry", "parse_size", "read_entry", "read_trusted",
            "size_limit", "store_entry", "total_size", "touch", "trusted_dir", "write_file"]

@@ -30,7 +30,7 @@ import json
 import sys
 import types as pytypes
 
-from .cachefiles import entry_path, load_entry, read_trusted, store_entry, touch, write_file
+from .cachefiles import entry_path, load_entry, read_entry, store_entry, touch, write_file
 from .compiler import CompiledKernel
 from .frontend.deps import source_digest, still_holds
 from .options import CompileOptions
@@ -94,19 +94,8 @@ def store(key: str, value, suffix: str = ".kjc", **about) -> None:
 
 def _kernels_file(lookup: str) -> tuple[str, dict, bytes] | None:
     """The file of the kernels compiled under ``lookup``: (path, header, rest), or None."""
-    path = entry_path(lookup, ".kjc")
-    data = read_trusted(path)
-    if data is None:
-        return None
-    header, _, rest = data.partition(b"\n")
-    try:
-        meta = json.loads(header)
-    except ValueError:
-        return None
-    if not isinstance(meta, dict) or meta.get("key") != lookup \
-            or not isinstance(meta.get("kernels"), list):
-        return None
-    return path, meta, rest
+    found = read_entry(lookup, ".kjc")
+    return found if found is not None and isinstance(found[1].get("kernels"), list) else None
 
 
 def _kernel_json(rest: bytes, kernel: dict) -> bytes | None:
