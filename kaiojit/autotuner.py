@@ -284,7 +284,10 @@ class Autotuner:
 
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
         from .runtime import synchronize
+        from .runtime.graph import forbid_in_capture
 
+        forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
+                          "its configurations")
         trial = _TrialArrays(values, self.outputs, self.__qualname__)
         tried: list[tuple[Config, float | None, str]] = []
         reference: tuple[Config, dict] | None = None

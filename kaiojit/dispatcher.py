@@ -303,6 +303,9 @@ class Dispatcher:
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
+        rt.graph.forbid_in_capture(f"kernel {self.__qualname__!r}: its first launch with "
+                                   f"argument types ({', '.join(map(str, sig.args))}) compiles "
+                                   "and loads it")
         loaded = backend.load_kernel(self.compile(sig, backend.target_spec()))
         try:
             key = self._launch_key(args)

@@ -18,6 +18,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.layout import (
     alignment, array_type, contiguous_strides, launch_tag, layout_of,
 )
@@ -42,6 +43,7 @@ class _Allocation:
     __slots__ = ("ptr", "nbytes", "device", "__weakref__")
 
     def __init__(self, backend: GpuBackend, nbytes: int):
+        forbid_in_capture(f"allocating {nbytes} bytes of device memory")
         self.ptr = backend.alloc(nbytes)
         self.nbytes = nbytes
         self.device = backend.current_device()
