@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import types as kt
+from .launcher import outside_graphs
 from .autotune_launch import FastCalls
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
                      SourceLocation)
@@ -202,6 +203,7 @@ class Autotuner:
 
     # --- calling ---------------------------------------------------------------------------
 
+    @outside_graphs
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Launch with the config chosen for these arguments (``stream=`` by keyword)."""
         stream = kwargs.pop("stream", None) if kwargs else None

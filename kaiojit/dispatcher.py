@@ -19,7 +19,7 @@ from .compiler import (
 from .display import Shown
 from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
-    ForallLauncher, Launcher, launch_key, parse_launch_config,
+    ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .resources import resources_header
 from .sass import sass_of
@@ -224,6 +224,7 @@ class Dispatcher:
 
     # --- launching ------------------------------------------------------------------------------
 
+    @outside_graphs
     def __getitem__(self, config):
         """The launcher of ``kernel[grid, block(, stream(, shared))]``: a :class:`Launcher`,
         or, once a launch of this configuration has a fast form, that plain function."""
@@ -238,10 +239,12 @@ class Dispatcher:
                 self._launchers[config] = launcher
         return launcher
 
+    @outside_graphs
     @_user_facing
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
+    @outside_graphs
     def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
         if n <= 0:
