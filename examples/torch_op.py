@@ -25,7 +25,7 @@ import kaiojit.torch as kjt
 BLOCK = 128  # threads per row; a power of two (the tree reduction halves it)
 
 
-@kj.jit
+@kj.jit(cache=True)
 def rmsnorm_forward_kernel(y, rstd, x, w, eps, n):
     """One block per row: ``rstd[row] = 1 / sqrt(mean(x[row]**2) + eps)``, then ``y``."""
     row = kj.blockIdx.x
@@ -50,7 +50,7 @@ def rmsnorm_forward_kernel(y, rstd, x, w, eps, n):
         y[row, j] = x[row, j] * r * w[j]
 
 
-@kj.jit
+@kj.jit(cache=True)
 def rmsnorm_dx_kernel(dx, dy, x, w, rstd, n):
     """One block per row: ``dx = r * w * dy - r**3 * x * sum(w * dy * x) / n``."""
     row = kj.blockIdx.x
@@ -73,7 +73,7 @@ def rmsnorm_dx_kernel(dx, dy, x, w, rstd, n):
         dx[row, j] = r * w[j] * dy[row, j] - c * x[row, j]
 
 
-@kj.jit
+@kj.jit(cache=True)
 def rmsnorm_dw_kernel(dw, dy, x, rstd, rows, n):
     """One thread per column: ``dw[j] = sum over rows of dy * x * rstd``."""
     j = kj.grid(1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from types import TracebackType
 from typing import Any, Protocol
 
 from kaiojit.errors import LaunchError
@@ -215,7 +216,8 @@ class _Capture:
         self.graph.stream = self.stream
         return self.graph
 
-    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
         _STATE.depth -= 1
         ops = self.graph._ops
         if kind is None:
