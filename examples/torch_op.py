@@ -25,17 +25,11 @@ import kaiojit.torch as kjt
 BLOCK = 128  # threads per row; a power of two (the tree reduction halves it)
 
 
-@kj.jit(cache=True)
-def rmsnorm_forward_kernel(y, rstd, x, w, eps, n):
-    """One block per row: ``rstd[row] = 1 / sqrt(mean(x[row]**2) + eps)``, then ``y``."""
-    row = kj.blockIdx.x
-    t = kj.threadIdx.x
-    partial = kj.shared.array(BLOCK, kj.float32)
-    acc = kj.float32(0.0)
-    for j in range(t, n, BLOCK):
-        v = x[row, j]
-        acc += v * v
-    partial[t] = acc
+@kj.jit(device=True)
+def block_sum(partial, t, value):
+    """The sum of ``value`` over the block's threads (``t``: this thread's index), through the
+    shared array ``partial`` of ``BLOCK`` elements; every thread gets it."""
+    partial[t] = value
     kj.syncthreads()
     s = BLOCK // 2
     while s > 0:
@@ -43,7 +37,20 @@ def rmsnorm_forward_kernel(y, rstd, x, w, eps, n):
             partial[t] += partial[t + s]
         kj.syncthreads()
         s //= 2
-    r = kj.float32(1.0) / math.sqrt(partial[0] / kj.float32(n) + eps)
+    return partial[0]
+
+
+@kj.jit(cache=True)
+def rmsnorm_forward_kernel(y, rstd, x, w, eps, n):
+    """One block per row: ``rstd[row] = 1 / sqrt(mean(x[row]**2) + eps)``, then ``y``."""
+    row = kj.blockIdx.x
+    t = kj.threadIdx.x
+    acc = kj.float32(0.0)
+    for j in range(t, n, BLOCK):
+        v = x[row, j]
+        acc += v * v
+    total = block_sum(kj.shared.array(BLOCK, kj.float32), t, acc)
+    r = kj.float32(1.0) / math.sqrt(total / kj.float32(n) + eps)
     if t == 0:
         rstd[row] = r
     for j in range(t, n, BLOCK):
@@ -55,20 +62,11 @@ def rmsnorm_dx_kernel(dx, dy, x, w, rstd, n):
     """One block per row: ``dx = r * w * dy - r**3 * x * sum(w * dy * x) / n``."""
     row = kj.blockIdx.x
     t = kj.threadIdx.x
-    partial = kj.shared.array(BLOCK, kj.float32)
     acc = kj.float32(0.0)
     for j in range(t, n, BLOCK):
         acc += w[j] * dy[row, j] * x[row, j]
-    partial[t] = acc
-    kj.syncthreads()
-    s = BLOCK // 2
-    while s > 0:
-        if t < s:
-            partial[t] += partial[t + s]
-        kj.syncthreads()
-        s //= 2
     r = rstd[row]
-    c = r * r * r * partial[0] / kj.float32(n)
+    c = r * r * r * block_sum(kj.shared.array(BLOCK, kj.float32), t, acc) / kj.float32(n)
     for j in range(t, n, BLOCK):
         dx[row, j] = r * w[j] * dy[row, j] - c * x[row, j]
 

@@ -22,7 +22,7 @@ is not traced: Dynamo breaks the graph there with the reason
 :data:`kaiojit.launcher.DYNAMO_REASON` and runs the launch eagerly (under
 ``fullgraph=True`` that break is the error). This module keeps Dynamo out of kaiojit's own
 frames, so the eager launch is never half-traced; :func:`keep_dynamo_out` does it, on import
-of this module, of ``kaiojit`` after PyTorch, or when Dynamo first meets a launch.
+of this module, or when Dynamo first meets a launch (``kaiojit.launcher.DYNAMO_REASON``).
 """
 
 from __future__ import annotations

@@ -33,10 +33,3 @@ def cpu():
     yield get_backend()
     set_backend(previous)
 
-
-@pytest.fixture
-def cuda():
-    """The cuda backend made active for one test (``gpu`` tests only)."""
-    previous = set_backend("cuda")
-    yield get_backend()
-    set_backend(previous)

@@ -208,3 +208,44 @@ def test_a_cpu_tensor_on_a_cuda_backend_says_how_to_move_it():
             tanh_mul_kernel[1, 32](torch.zeros(4), torch.randn(4), torch.randn(4), 4)
     finally:
         set_backend(previous)
+
+
+PLAIN_LAUNCH_FIRST = """
+import sys, warnings
+import kaiojit as kj          # kaiojit before PyTorch, kaiojit.torch never imported
+import torch
+warnings.simplefilter("error")
+
+@kj.jit
+def add_one(out, x, n):
+    i = kj.grid(1)
+    if i < n:
+        out[i] = x[i] + 1.0
+
+def f(x):
+    out = torch.full_like(x, float("nan"))
+    add_one[(x.numel() + 127) // 128, 128](out, x, x.numel())
+    return out * 2.0
+
+x = torch.randn(1000)
+got = torch.compile(f, backend="aot_eager")(x)   # the kernel's first launch, under Dynamo
+assert torch.equal(got, (x + 1.0) * 2.0), "wrong result"
+print("kept out:", "kaiojit.torch" in sys.modules)
+"""
+
+
+def test_a_first_launch_under_compile_keeps_dynamo_out_in_any_import_order(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.torch.torch_examples import ROOT
+
+    env = dict(os.environ, KAIOJIT_BACKEND="cpu", PYTHONPATH=str(ROOT))
+    script = tmp_path / "plain_launch_first.py"
+    script.write_text(PLAIN_LAUNCH_FIRST)
+    done = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "kept out: True" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -76,7 +76,7 @@ def test_launches_without_torch_tensors_stay_on_the_default_stream(mock):
 
 
 @pytest.mark.gpu
-def test_side_stream_orders_the_kernel_after_torch_work(cuda):
+def test_side_stream_orders_the_kernel_after_torch_work(kj_backend):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA build of PyTorch")
     saxpy = kj.jit(saxpy_py)
@@ -94,7 +94,7 @@ def test_side_stream_orders_the_kernel_after_torch_work(cuda):
 
 
 @pytest.mark.gpu
-def test_torch_cuda_graph_captures_kaiojit_launches(cuda):
+def test_torch_cuda_graph_captures_kaiojit_launches(kj_backend):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA build of PyTorch")
     saxpy = kj.jit(saxpy_py)
