@@ -34,6 +34,7 @@ _STAGES: dict[str, int] = {
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
     "occupancy_api": LAST,
+    "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
     "occupancy_calc": BASE, "resources": 5,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
