@@ -43,6 +43,7 @@ from typing import Any
 
 from . import env
 from . import types as kt
+from .launcher import outside_graphs
 from .autotune_launch import FastCalls
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
                      SourceLocation)
@@ -203,6 +204,7 @@ class Autotuner:
 
     # --- calling ---------------------------------------------------------------------------
 
+    @outside_graphs
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Launch with the config chosen for these arguments (``stream=`` by keyword)."""
         stream = kwargs.pop("stream", None) if kwargs else None
@@ -285,7 +287,10 @@ class Autotuner:
 
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
         from .runtime import synchronize
+        from .runtime.graph import forbid_in_capture
 
+        forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
+                          "its configurations")
         trial = _TrialArrays(values, self.outputs, self.__qualname__)
         tried: list[tuple[Config, float | None, str]] = []
         reference: tuple[Config, dict] | None = None

@@ -19,7 +19,7 @@ from .compiler import (
 from .display import Shown
 from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
-    ForallLauncher, Launcher, launch_key, parse_launch_config,
+    ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .resources import resources_header
 from .sass import sass_of
@@ -234,6 +234,7 @@ class Dispatcher:
 
     # --- launching ------------------------------------------------------------------------------
 
+    @outside_graphs
     def __getitem__(self, config):
         """The launcher of ``kernel[grid, block(, stream(, shared))]``: a :class:`Launcher`,
         or, once a launch of this configuration has a fast form, that plain function."""
@@ -248,10 +249,12 @@ class Dispatcher:
                 self._launchers[config] = launcher
         return launcher
 
+    @outside_graphs
     @_user_facing
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
+    @outside_graphs
     def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
         if n <= 0:
@@ -313,6 +316,9 @@ class Dispatcher:
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
+        rt.graph.forbid_in_capture(f"kernel {self.__qualname__!r}: its first launch with "
+                                   f"argument types ({', '.join(map(str, sig.args))}) compiles "
+                                   "and loads it")
         loaded = backend.load_kernel(self.compile(sig, backend.target_spec()))
         try:
             key = self._launch_key(args)

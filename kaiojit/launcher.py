@@ -17,6 +17,32 @@ from .errors import CompileError
 MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
 
 
+class _DynamoReason(str):
+    """Why ``torch.compile`` (Dynamo) breaks its graph at a kaiojit launch. Dynamo formats it
+    when it first meets a launch, before it runs the launch eagerly: that is when kaiojit
+    keeps Dynamo out of its own frames (:func:`kaiojit.torch.keep_dynamo_out`), at no cost
+    to any launch and whatever the order in which kaiojit and PyTorch were imported."""
+
+    def __format__(self, spec: str) -> str:
+        import kaiojit.torch  # noqa: F401 - importing it keeps Dynamo out
+
+        return str.__format__(str(self), spec)
+
+
+DYNAMO_REASON = _DynamoReason(
+    "a kaiojit launch runs eagerly, outside the graph: make the function that launches it a "
+    "custom op (kaiojit.torch.op) to keep it in the graph")
+
+
+def outside_graphs(fn: Any) -> Any:
+    """Mark a launch entry as ``torch.compiler.disable`` marks a function (the attributes
+    Dynamo reads, without importing PyTorch): Dynamo does not trace into it, it breaks the
+    graph there with :data:`DYNAMO_REASON`."""
+    fn._torchdynamo_disable = True
+    fn._torchdynamo_disable_msg = DYNAMO_REASON
+    return fn
+
+
 def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
     """``(grid, block[, stream[, dynamic_shared_bytes]])`` as ``(grid, block, stream, shared)``."""
     if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -57,6 +83,7 @@ class Launcher:
         # the fast forms built, by the arguments' classes: (fast form, loaded kernel, token)
         self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
+    @outside_graphs
     def __call__(self, *args: Any) -> None:
         try:
             return self.general(args)
@@ -105,7 +132,7 @@ class Launcher:
         self._forms[classes] = (fast, loaded, token)
         if fast is None:
             return  # the launcher keeps the fast form it has for other arguments
-        self.fast = fast
+        self.fast = outside_graphs(fast)
         self.__class__ = type("_FastLauncher", (Launcher,),
                               {"__slots__": (), "__call__": staticmethod(fast)})
         if self.config is not None:
@@ -123,6 +150,7 @@ class ForallLauncher:
     def __init__(self, dispatcher: Any, n: int, stream: Any, shared_mem: int):
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
+    @outside_graphs
     def __call__(self, *args: Any) -> None:
         d = self.dispatcher
         try:
@@ -156,4 +184,5 @@ def _bind_runtime() -> None:
     _get_backend = get_backend
 
 
-__all__ = ["ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "parse_launch_config"]
+__all__ = ["DYNAMO_REASON", "ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "outside_graphs",
+           "parse_launch_config"]

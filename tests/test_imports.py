@@ -35,6 +35,7 @@ _STAGES: dict[str, int] = {
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
     "aot": LIBRARY,
     "occupancy_api": LAST,
+    "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
     "occupancy_calc": BASE, "resources": 5,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})

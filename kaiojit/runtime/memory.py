@@ -19,6 +19,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.layout import (
     alignment, array_type, contiguous_strides, launch_tag, layout_of,
 )
@@ -59,6 +60,7 @@ class _Allocation:
     __slots__ = ("ptr", "nbytes", "device", "__weakref__")
 
     def __init__(self, backend: GpuBackend, nbytes: int, what: str = ""):
+        forbid_in_capture(f"allocating {nbytes} bytes of device memory")
         try:
             self.ptr = backend.alloc(nbytes)
         except (MemoryError, OverflowError) as e:  # the host's (cpu, mock) malloc failed
