@@ -100,10 +100,16 @@ def load(p: Program):
     with _serial_lock:
         _serial[0] += 1
         filename = f"<fuzz-{p.seed}-{_serial[0]}>"
+    return exec_source(source, filename, f"fuzz_{p.seed}")[p.name], source
+
+
+def exec_source(source: str, filename: str, module: str) -> dict:
+    """``source`` executed as a module named ``module``, its text registered with linecache
+    under ``filename`` (kaiojit reads kernels' source from there); returns its namespace."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {"__name__": f"fuzz_{p.seed}"}
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace[p.name], source
+    namespace: dict = {"__name__": module}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (generated kernels)
+    return namespace
 
 
 def signature_of(p: Program, args: dict) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.target import TargetSpec
+from tests.fuzz.harness import exec_source
 
 rng = np.random.default_rng()
 
@@ -155,3 +156,42 @@ def test_float_to_int_ptx_converts_with_saturating_cvt(src):
             width = max(bits, 16)
             forms = (f"cvt.rzi.{kind}{width}.", f"cvt.rzi.sat.{kind}{width}.")
             assert any(c.startswith(forms) for c in cvts), (src, cvts)
+
+
+# --- constant folding equals run time ----------------------------------------------------------
+
+FOLD_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -7.25, 0.5, 2.0, 3.0, -1.0, 1e-3,
+                65504.0, 1e30, -1e-30, 5e-324, 1.7]
+
+
+def _kernel_from_source(name: str, source: str):
+    """A kernel defined by ``source`` (registered with linecache, so kaiojit can read it)."""
+    return exec_source(source, f"<test-outside-{name}>", "outside")[name]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_folded_float_arithmetic_is_what_run_time_computes(kj_backend, dtype):
+    """Seed: ``(-inf) ** 0.5`` folded to +inf and ``(-0.0) ** 0.5`` to +0.0 where run time
+    (sqrt) gives NaN and -0.0. Each operator on constants, folded, against the same operator
+    on the same values loaded at run time, bit for bit (NaNs of any sign alike)."""
+    ops = ["+", "-", "*", "/", "//", "%", "**"]
+    pairs = [(op, float(x), float(y)) for op in ops
+             for x, y in zip(rng.choice(FOLD_SPECIAL, 20), rng.choice(FOLD_SPECIAL, 20))]
+    pairs += [("**", -math.inf, 0.5), ("**", -0.0, 0.5), ("**", -4.0, 0.5), ("**", 3.0, 2.0)]
+    t = f"kj.{dtype}"
+    folded = [f"    o[{k}] = {t}({x!r}) {op} {t}({y!r})" for k, (op, x, y) in enumerate(pairs)]
+    # a constant exponent stays one: it picks the lowering (x ** 0.5 is sqrt, docs/semantics.md)
+    run = [f"    o[{k}] = a[{2 * k}] {op} " + (f"{t}({y!r})" if op == "**" else f"a[{2 * k + 1}]")
+           for k, (op, _, y) in enumerate(pairs)]
+    src = ("import math\nimport kaiojit as kj\n\n\n@kj.jit\ndef folded(o):\n" + "\n".join(folded)
+           + "\n\n\n@kj.jit\ndef run(o, a):\n" + "\n".join(run) + "\n")
+    src = src.replace("nan", "math.nan").replace("inf", "math.inf")
+    folded_k = _kernel_from_source("folded", src)
+    run_k = _kernel_from_source("run", src)
+    a = np.array([v for _, x, y in pairs for v in (x, y)]).astype(dtype)
+    o1 = np.full(len(pairs), 7, dtype)
+    o2 = np.full(len(pairs), 9, dtype)
+    folded_k[1, 1](o1)
+    run_k[1, 1](o2, a)
+    same = _same_bits(o1, o2)
+    assert same.all(), [(pairs[k], o1[k], o2[k]) for k in np.nonzero(~same)[0]]
