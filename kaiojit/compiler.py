@@ -22,6 +22,7 @@ import hashlib
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,9 @@ from .errors import CompileError, UnsupportedError
 from .frontend.source import function_source
 from .frontend.typer import type_function
 from .kir import coarsen
-from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
+from .kir.analysis import (
+    SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync, written_params,
+)
 from .kir.intrinsics import lookup
 from .options import CONFIG, CompileOptions, Config
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
@@ -61,6 +64,9 @@ class CompiledKernel:
     fault_sites: tuple = ()  # nvptx, debug=True: where a recorded fault comes from
     resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
     coarse: CoarseEntry | None = None  # nvptx: the coarse entry, compiled when first launched
+    # the array parameters the kernel may write (a read-only NumPy array passed for one is an
+    # error before the launch); None: not known (a disk-cache entry from before it was kept)
+    written_arrays: frozenset | None = None
 
     @property
     def symbol(self) -> str:
@@ -384,11 +390,24 @@ def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None
 
 
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
+    """Write one stage's text. A directory that cannot be made or written (a file of that
+    name, no permission) is a one-line warning, once a directory, and the compile goes on:
+    dumping is a debugging aid, and the kernel does not need it."""
     text = meta.texts[stage.name]
     path = os.path.join(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}")
-    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
-        f.write(text)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "wb" if isinstance(text, bytes) else "w") as f:
+            f.write(text)
+    except OSError as e:
+        if directory not in _DUMP_FAILED:
+            _DUMP_FAILED.add(directory)
+            warnings.warn(f"KAIOJIT_DUMP_DIR={directory!r}: cannot write the dumps there "
+                          f"({e.strerror or e}); nothing is dumped, the kernels still compile",
+                          RuntimeWarning, stacklevel=2)
+
+
+_DUMP_FAILED: set[str] = set()  # directories already warned about
 
 
 # --- compiling ----------------------------------------------------------------------------------------
@@ -414,6 +433,7 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
         fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
         coarse=(CoarseEntry(pyfunc, signature, options, meta.target, symbol, specialize_device,
                             kfunc) if meta.coarsenable else None),
+        written_arrays=frozenset(written_params(kfunc)),
     )
 
 

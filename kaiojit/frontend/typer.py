@@ -20,6 +20,8 @@ from ..kir.verify import verify
 from . import records
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
+from .parameters import signature_problem
+from .unbound import first_unbound_use
 from .unroll import static_for
 from .values import (
     INT_LITERAL_RANGE,
@@ -106,6 +108,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
 
     def run(self) -> kir.KFunction:
         fdef = self.src.node
+        unbound = first_unbound_use(fdef, self.param_names)
+        if unbound is not None:
+            raise TypingError(unbound.message(), self.loc(unbound.node))
         for _ in range(_MAX_PASSES):
             self._reset_pass()
             self.final = False
@@ -141,12 +146,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.shared_names = 0
 
     def _check_signature(self, fdef: ast.FunctionDef):
-        a = fdef.args
-        for what, node in (("*args", a.vararg), ("**kwargs", a.kwarg)):
-            if node is not None:
-                self.error(f"kernels cannot take {what}", node, UnsupportedError)
-        if a.kwonlyargs or a.posonlyargs:
-            self.error("kernels take plain positional parameters only", fdef, UnsupportedError)
+        problem = signature_problem(fdef)
+        if problem is not None:
+            self.error(*problem, UnsupportedError)
         if len(self.param_names) != len(self.arg_types):
             raise TypeError(
                 f"{self.pyfunc.__qualname__}() takes {len(self.param_names)} arguments, "

@@ -217,7 +217,9 @@ def _fits_alignment(t: kt.ArrayType, ptr: int, shape: tuple, strides: tuple) -> 
     return alignment(ptr, shape, strides, t.dtype.itemsize, t.layout) >= t.align
 
 
-def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
+def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) -> Writer:
+    """``written``: the kernel may write this parameter (a read-only NumPy array for it is an
+    error: its writes could not be copied back)."""
     accepted = _accepted_types(t)
     exact = array_type(t.dtype, t.ndim, t.layout, t.align)
     ndim = t.ndim
@@ -246,6 +248,10 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
         if ex is None:
             if not isinstance(value, np.ndarray):
                 raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
+            if written and not value.flags.writeable:
+                raise ValueError(f"parameter {name!r}: the kernel writes this array, and the "
+                                 "NumPy array passed is read-only (the writes could not be "
+                                 "copied back); pass a writeable array (np.array(a) copies it)")
             staged = _stage_numpy(value, name)
             info = staged.device_array.launch_info
         else:
@@ -301,10 +307,10 @@ class ArgPacker:
     """Writes one signature's arguments into :class:`ArgSlots`; built once per signature."""
 
     def __init__(self, arg_types: Sequence[kt.Type], arg_names: Sequence[str] | None = None,
-                 trailing: bool = False):
+                 trailing: bool = False, written: frozenset | None = None):
         """``trailing``: one more int64 slot after the arguments, which the launch writes (a
         coarse entry's grid extent, ``trailing_slot``); an entry without that parameter
-        ignores it."""
+        ignores it. ``written``: the array parameters the kernel may write (None: any)."""
         self.arg_types = tuple(arg_types)
         names = tuple(arg_names) if arg_names is not None else ()
         if len(names) != len(self.arg_types):
@@ -318,12 +324,13 @@ class ArgPacker:
         self.layout = SlotLayout.for_kinds(kinds + ["int64"] if trailing else kinds)
         self.trailing_slot = self.layout.first_slot[len(kinds)] if trailing else None
         self.writers: tuple[Writer, ...] = tuple(
-            self._writer(t, self.layout.first_slot[start], name)
+            self._writer(t, self.layout.first_slot[start], name,
+                         written is None or name in written)
             for t, start, name in zip(self.arg_types, starts, names))
         self.nargs = len(self.arg_types)
 
     @staticmethod
-    def _writer(t: kt.Type, slot: int, name: str) -> Writer:
+    def _writer(t: kt.Type, slot: int, name: str, written: bool = True) -> Writer:
         if isinstance(t, kt.ScalarType):
             if t.is_bool:
                 return _bool_writer(slot, name)
@@ -333,7 +340,7 @@ class ArgPacker:
                 return _float_writer(slot, t, name)
             return _int_writer(slot, t, name)
         if isinstance(t, kt.ArrayType):
-            return _array_writer(slot, t, name)
+            return _array_writer(slot, t, name, written)
         if isinstance(t, kt.TensorMapType):
             return _tensormap_writer(slot, t, name)
         raise TypeError(f"parameter {name!r}: type {t} cannot be a kernel parameter")

@@ -117,7 +117,8 @@ class CpuKernel:
         self.name = image.py_name
         self.device = 0
         self.fn = self  # on its one device, the kernel is its own function handle
-        self.packer = ArgPacker(image.signature.args, image.arg_names)
+        self.packer = ArgPacker(image.signature.args, image.arg_names,
+                                 written=getattr(image, "written_arrays", None))
         self._slots = ThreadSlots(self.packer.layout)
         self._configs: dict[Any, Any] = {}
         self._run = self.code.run
@@ -152,11 +153,11 @@ class CpuKernel:
                cluster: Any = None) -> None:
         key = (grid, block, shared_mem, cluster)
         try:
-            config = self._configs[key]
-        except KeyError:
-            config = self._configs[key] = self.configure(grid, block, shared_mem, cluster)
+            config = self._configs.get(key)
         except TypeError:  # unhashable (lists): check every time
             config = self.configure(grid, block, shared_mem, cluster)
+        if config is None:  # configured outside the lookup: no KeyError chained to its errors
+            config = self._configs[key] = self.configure(grid, block, shared_mem, cluster)
         slots = self._slots.get()
         staged = self.packer.pack(slots, args, 0)
         self.backend.run_grid(self, config, slots.address)

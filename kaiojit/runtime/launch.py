@@ -221,7 +221,8 @@ class ModuleKernel:
         # how many of the user's blocks a block of the coarse entry does (0: none)
         self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names,
-                                trailing=bool(self.coarse_factor))
+                                trailing=bool(self.coarse_factor),
+                                written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
@@ -276,11 +277,11 @@ class ModuleKernel:
         dk = self._devices.get(device) or self.on_device(device)
         key = (grid, block, shared_mem, cluster, device)
         try:
-            config = self._configs[key]
-        except KeyError:
-            config = self._configure(dk, grid, block, shared_mem, cluster, key)
+            config = self._configs.get(key)
         except TypeError:  # an unhashable configuration (lists): check it every time
             config = self._configure(dk, grid, block, shared_mem, cluster, None)
+        if config is None:  # configured outside the lookup: no KeyError chained to its errors
+            config = self._configure(dk, grid, block, shared_mem, cluster, key)
         handle = 0 if stream is None else stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)

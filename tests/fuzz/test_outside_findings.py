@@ -195,3 +195,99 @@ def test_folded_float_arithmetic_is_what_run_time_computes(kj_backend, dtype):
     run_k[1, 1](o2, a)
     same = _same_bits(o1, o2)
     assert same.all(), [(pairs[k], o1[k], o2[k]) for k in np.nonzero(~same)[0]]
+
+
+# --- variables assigned on some paths only -----------------------------------------------------
+
+@kj.jit
+def one_path(o, a):
+    i = kj.grid(1)
+    if a[i] > 0.5:
+        y = 1.0
+    o[i] = y
+
+
+@kj.jit
+def returns_early_else(o, a):
+    i = kj.grid(1)
+    if a[i] > 0.5:
+        y = 1.0  # noqa: F841
+    elif a[i] > 0.25:
+        return
+    else:
+        z = 2.0
+    o[i] = z
+
+
+@kj.jit
+def breaks_before(o, a):
+    i = kj.grid(1)
+    for j in range(4):
+        if a[j] > 0.5:
+            break
+        w = a[j]
+    o[i] = w
+
+
+@kj.jit
+def augments_unassigned(o, a):
+    i = kj.grid(1)
+    if a[i] > 0.5:
+        acc = 0.0
+    acc += a[i]
+    o[i] = acc
+
+
+@kj.jit(device=True)
+def half_assigned(x):
+    if x > 0.0:
+        res = x
+    return res
+
+
+@kj.jit
+def calls_half_assigned(o, a):
+    i = kj.grid(1)
+    o[i] = half_assigned(a[i])
+
+
+@pytest.mark.parametrize("kernel,name,occurrence", [
+    (one_path, "y", 1), (returns_early_else, "z", 1), (breaks_before, "w", 1),
+    (augments_unassigned, "acc", 1), (calls_half_assigned, "res", 1),
+])
+def test_a_variable_assigned_on_some_paths_is_a_located_error(kernel, name, occurrence):
+    """Python raises UnboundLocalError and numba names the variable: kaiojit names it, the
+    line of the read and the lines that assign it (it read an undefined value)."""
+    from tests.located import assert_located
+
+    with pytest.raises(kj.TypingError) as info:
+        kernel.compile("void(float64[::1], float64[::1])")
+    fn = half_assigned.py_func if kernel is calls_half_assigned else kernel.py_func
+    assert_located(info.value, fn, name, occurrence)
+    assert f"local variable {name!r} may be read here before it is assigned" in str(info.value)
+    assert "UnboundLocalError" in str(info.value)
+
+
+@kj.jit
+def assigned_in_loops(o, a, n):
+    i = kj.grid(1)
+    o[i] = 0.0
+    w = 0
+    while True:
+        last = a[w]
+        w += 1
+        if w >= 3:
+            break
+    o[i] += last
+    for j in range(n):
+        v = a[j]
+    o[i] += v  # a loop that ran no iteration leaves it zero
+
+
+def test_loops_count_as_running_and_a_zero_trip_loop_leaves_zero(kj_backend):
+    a = rng.random(8)
+    for n in (0, 1, 5):
+        o = np.full(64, math.nan)
+        assigned_in_loops[1, 64](o, a, n)
+        want = a[2] + (a[n - 1] if n else 0.0)
+        np.testing.assert_allclose(o, want, rtol=1e-12)
