@@ -53,6 +53,8 @@ def first_unbound_use(fdef: ast.FunctionDef, params: list[str]) -> UnboundUse | 
             found = f.use
         else:
             found = None
+        if any(isinstance(n, ast.NamedExpr) for n in _walk(fdef.body)):
+            found = None  # ':=' is refused by the typer, with its own message
         fdef._kaiojit_unbound = found
     return found
 
