@@ -86,6 +86,11 @@ def make_arguments(p: Program, rng: np.random.Generator) -> dict:
         args[f"a_{t}"] = input_array(t, max(N_INPUT, p.threads), rng)
     for t in p.inputs:
         args[f"s_{t}"] = S.NP[t](input_array(t, 1, rng)[0])
+    for t, values in p.constants.items():  # a constant expression's twin loads these
+        with np.errstate(all="ignore"):
+            args[f"z_{t}"] = np.array([S.convert(v, "int64", t) if S.is_int(t) else v
+                                       for v in values], dtype=np.float64 if S.is_float(t)
+                                      else t).astype(t)
     return args
 
 
