@@ -8,10 +8,8 @@ and so is a branch that ends the function, the loop or the iteration early (``re
 
 Loops are taken to run their body at least once: whether ``for k in range(n)`` runs at all is
 known only at run time, and a value computed in a loop and used after it is a common pattern
-(Python raises there only when ``n`` is 0). Inside a loop, a variable the loop assigns anywhere
-counts as assigned (an earlier iteration may have set it). What those rules accept and a
-zero-trip loop leaves unassigned reads as zero (docs/correctness.md): every local variable is
-zero until assigned, on both backends.
+(Python raises there only when ``n`` is 0). What a zero-trip loop leaves unassigned reads as
+zero (docs/correctness.md): every local variable is zero until assigned.
 """
 
 from __future__ import annotations
@@ -70,12 +68,11 @@ class _Walk:
 
     def __init__(self, stores: dict[str, list[int]]):
         self.stores = stores
-        self.report = True  # off while a loop's exit set is computed a second time
         self.exits: list[list] = []  # per enclosing loop: sets at its break statements
         self.nexts: list[list] = []  # per enclosing loop: sets at its continue statements
 
     def reads(self, node, assigned: frozenset) -> None:
-        if node is None or not self.report:
+        if node is None:
             return
         for n in _walk([node]):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in self.stores \
@@ -101,7 +98,7 @@ class _Walk:
             self.reads(s.value, assigned)
             self.reads_in_target(s.target, assigned)
             t = s.target
-            if isinstance(t, ast.Name) and self.report and t.id not in assigned:  # x += v reads x
+            if isinstance(t, ast.Name) and t.id not in assigned:  # x += v reads x
                 raise _Found(UnboundUse(t.id, t, tuple(sorted(set(self.stores[t.id])))))
             return assigned | _stored([s.target])
         if isinstance(s, ast.If):
@@ -136,26 +133,17 @@ class _Walk:
             self.reads(target.value, assigned)
 
     def loop(self, s, assigned: frozenset) -> frozenset | None:
-        """A loop taken to run at least once. Its body is checked with every variable the loop
-        assigns counted as assigned (by an earlier iteration); the set after it is that at
-        the end of one iteration, at a ``continue`` or at a ``break``, on every path."""
+        """A loop taken to run at least once: the set after it is that at the end of an
+        iteration, at a ``continue`` or at a ``break``, on every path. (A read of a value an
+        earlier iteration assigned, before this iteration assigns it, the typer refuses: it
+        reads names in source order.)"""
         head = s.iter if isinstance(s, ast.For) else s.test
         self.reads(head, assigned)
         start = assigned | (_stored([s.target]) if isinstance(s, ast.For) else frozenset())
-        in_loop = start | _stored(s.body)
-        self.exits.append([])
-        self.nexts.append([])
-        self.block(s.body, in_loop)
-        self.exits.pop()
-        self.nexts.pop()
-        # the set after one iteration, computed again from the loop's entry (errors were
-        # reported by the pass above)
-        report, self.report = self.report, False
         self.exits.append([])
         self.nexts.append([])
         end = self.block(s.body, start)
         breaks, continues = self.exits.pop(), self.nexts.pop()
-        self.report = report
         through = end
         for c in continues:
             through = _meet(through, c)
