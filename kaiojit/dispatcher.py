@@ -34,13 +34,14 @@ def _runtime():
 
 
 def _user_facing(method):
-    """A public entry point: a CompileError leaves it with no frames of kaiojit's code below."""
+    """A public entry point: a user's error (a CompileError, a bad signature's TypeError)
+    leaves it with no frames of kaiojit's code below."""
 
     @functools.wraps(method)
     def entry_point(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except CompileError as e:
+        except USER_ERRORS as e:
             raise e.with_traceback(None) from None
     return entry_point
 

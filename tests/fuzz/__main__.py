@@ -37,11 +37,16 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", default=None, help="a saved program (.pkl) to run again")
     ap.add_argument("--bad", action="store_true",
                     help="programs with one mistake each, which must be rejected at its line")
+    ap.add_argument("--bad-launches", action="store_true",
+                    help="launches with one mistake each (arguments, configuration, options), "
+                         "which must run or be refused with a clear error")
     args = ap.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.backend)
     if args.bad:
         return bad_programs(args.n, args.seed or 0)
+    if args.bad_launches:
+        return bad_launches(args.n, args.seed or 0)
     ptxas = None if args.no_ptxas else find_tool("ptxas")
     if ptxas is None and not args.no_ptxas:
         print("ptxas not found: the PTX is not assembled", file=sys.stderr)
@@ -71,6 +76,18 @@ def bad_programs(n: int, seed: int) -> int:
     t0 = time.monotonic()
     problems = [p for p in (check_bad(s) for s in range(seed, seed + n)) if p]
     print(f"bad programs: {n} generated, {n - len(problems)} rejected at their line, "
+          f"{len(problems)} not, in {time.monotonic() - t0:.1f} s")
+    for p in problems[:10]:
+        print("  " + p.split("\n")[0])
+    return 1 if problems else 0
+
+
+def bad_launches(n: int, seed: int) -> int:
+    from .badlaunch import check_launch
+
+    t0 = time.monotonic()
+    problems = [p for p in (check_launch(s) for s in range(seed, seed + n)) if p]
+    print(f"bad launches: {n} made, {n - len(problems)} run or refused clearly, "
           f"{len(problems)} not, in {time.monotonic() - t0:.1f} s")
     for p in problems[:10]:
         print("  " + p.split("\n")[0])
