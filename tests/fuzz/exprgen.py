@@ -201,8 +201,11 @@ class ExprGenerator:
                        if self.chance(0.6) else
                        Expr("bin", t, (self.expr(t, 0), Expr("const", "int64", attr=3, weak=True)),
                             attr="&"))
-            else:  # x ** 2 (a multiply); other float powers are inexact (form_math)
-                exp = Expr("const", "int64", attr=2, weak=True)
+            else:  # the exponents the lowering computes exactly (x * x, x, sqrt: folded
+                # constants too); other float powers are inexact (form_math)
+                value = self.r.choice([2, 2.0, 0.5, 1.0])
+                exp = Expr("const", "int64" if value == 2 else "float64", attr=value,
+                           weak=True)
             return Expr("bin", t, (base, exp), attr="**")
         a, b = self.operands(t, depth)
         return Expr("bin", t, (a, b), attr=op)
