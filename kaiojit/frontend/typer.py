@@ -21,7 +21,7 @@ from . import records
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .parameters import signature_problem
-from .unbound import first_unbound_use
+from .unbound import first_unbound_use, zero_trip_reads
 from .unroll import static_for
 from .values import (
     INT_LITERAL_RANGE,
@@ -122,7 +122,7 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.final_return = self._return_type() if self.return_types else T.void
         self._reset_pass()
         self.final = True
-        body = self._block(fdef.body)
+        body = self._zero_trip_defaults() + self._block(fdef.body)
         ret = self._return_type()
         if self.is_kernel and ret != T.void:
             raise TypingError("a kernel cannot return a value", self._return_loc)
@@ -134,6 +134,17 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
             locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
             callees=self.callees,
         )
+
+    def _zero_trip_defaults(self) -> list:
+        """``v = 0`` first for each scalar variable a read may reach unassigned only through
+        a loop that ran no iteration (frontend/unbound.py): the read gives 0."""
+        out = []
+        for name in sorted(zero_trip_reads(self.src.node, self.param_names)):
+            t = self.var_types.get(name)
+            if isinstance(t, T.ScalarType):
+                zero = Expr("const", t, attr=convert_const(0, t), loc=self.src.loc(self.src.node))
+                out.append(kir.Assign(name, zero, zero.loc))
+        return out
 
     def _reset_pass(self):
         for name, t in zip(self.param_names, self.arg_types):

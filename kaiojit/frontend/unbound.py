@@ -8,8 +8,8 @@ and so is a branch that ends the function, the loop or the iteration early (``re
 
 Loops are taken to run their body at least once: whether ``for k in range(n)`` runs at all is
 known only at run time, and a value computed in a loop and used after it is a common pattern
-(Python raises there only when ``n`` is 0). What a zero-trip loop leaves unassigned reads as
-zero (docs/correctness.md): every local variable is zero until assigned.
+(Python raises there only when ``n`` is 0). A variable a zero-trip loop leaves unassigned is
+zero (``zero_trip_reads``: the typer assigns those zero first; docs/correctness.md).
 """
 
 from __future__ import annotations
@@ -57,6 +57,23 @@ def first_unbound_use(fdef: ast.FunctionDef, params: list[str]) -> UnboundUse | 
     return found
 
 
+def zero_trip_reads(fdef: ast.FunctionDef, params: list[str]) -> frozenset:
+    """The local variables some read reaches unassigned only when a loop runs no iteration
+    (``for k in range(n): v = ...`` then ``out[i] = v``, with ``n`` 0): the typer assigns them
+    zero at the function's start, so that read is defined (0) on every backend. Kept on the
+    node, as ``first_unbound_use``."""
+    names = getattr(fdef, "_kaiojit_zero_trip", None)
+    if names is None:
+        stores: dict[str, list[int]] = {}
+        for n in _walk(fdef.body):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                stores.setdefault(n.id, []).append(n.lineno)
+        walk = _Walk(stores, zero_trip=True)
+        walk.block(fdef.body, frozenset(params))
+        names = fdef._kaiojit_zero_trip = frozenset(walk.unassigned)
+    return names
+
+
 class _Found(Exception):
     def __init__(self, use: UnboundUse):
         self.use = use
@@ -66,8 +83,12 @@ class _Walk:
     """The assigned-on-every-path sets through a block. A block's result is the set after it,
     or None when no path falls through its end."""
 
-    def __init__(self, stores: dict[str, list[int]]):
+    def __init__(self, stores: dict[str, list[int]], zero_trip: bool = False):
         self.stores = stores
+        # zero_trip: loops may also run no iteration, and reads of unassigned names are
+        # collected in ``unassigned`` instead of raised
+        self.zero_trip = zero_trip
+        self.unassigned: set[str] = set()
         self.exits: list[list] = []  # per enclosing loop: sets at its break statements
         self.nexts: list[list] = []  # per enclosing loop: sets at its continue statements
 
@@ -77,8 +98,13 @@ class _Walk:
         for n in _walk([node]):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in self.stores \
                     and n.id not in assigned:
-                lines = tuple(sorted(set(self.stores[n.id])))
-                raise _Found(UnboundUse(n.id, n, lines))
+                self.unbound(n)
+
+    def unbound(self, n: ast.Name) -> None:
+        if self.zero_trip:
+            self.unassigned.add(n.id)
+            return
+        raise _Found(UnboundUse(n.id, n, tuple(sorted(set(self.stores[n.id])))))
 
     def block(self, stmts: list, assigned: frozenset | None) -> frozenset | None:
         for s in stmts:
@@ -99,7 +125,7 @@ class _Walk:
             self.reads_in_target(s.target, assigned)
             t = s.target
             if isinstance(t, ast.Name) and t.id not in assigned:  # x += v reads x
-                raise _Found(UnboundUse(t.id, t, tuple(sorted(set(self.stores[t.id])))))
+                self.unbound(t)
             return assigned | _stored([s.target])
         if isinstance(s, ast.If):
             self.reads(s.test, assigned)
@@ -152,6 +178,8 @@ class _Walk:
         after = self.block(s.orelse, through) if s.orelse and through is not None else through
         for b in breaks:
             after = _meet(after, b)
+        if self.zero_trip and not (isinstance(s, ast.While) and _always_true(s.test)):
+            after = _meet(after, assigned)  # or no iteration at all
         return after
 
 

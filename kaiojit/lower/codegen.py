@@ -134,11 +134,8 @@ class FunctionLowering:
         b = self.builder
         self.subprogram = self.mod.debug_info.subprogram(self.llfunc, self.kfunc) \
             if self.mod.debug_info else None
-        params = {name for name, _ in self.kfunc.params}
         for name, t in self.kfunc.locals.items():
             self.vars[name] = b.alloca(ll_type(t), name=name.replace("$", "."))
-            if name not in params:  # zero until assigned (a loop that ran no iteration)
-                b.store(ir.Constant(ll_type(t), None), self.vars[name])
         if self.kfunc.return_type != T.void:
             self.ret_slot = b.alloca(ll_type(self.kfunc.return_type), name="retval")
         if self.arg_values is None:

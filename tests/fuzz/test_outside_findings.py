@@ -284,6 +284,15 @@ def assigned_in_loops(o, a, n):
     o[i] += v  # a loop that ran no iteration leaves it zero
 
 
+@kj.jit
+def assigned_in_a_loop_with_barriers(o, a, n):
+    i = kj.grid(1)
+    for j in range(n):
+        v = a[j] + 1.0
+        kj.syncthreads()
+    o[i] = v  # the cpu backend runs this kernel block-synchronously
+
+
 def test_loops_count_as_running_and_a_zero_trip_loop_leaves_zero(kj_backend):
     a = rng.random(8)
     for n in (0, 1, 5):
@@ -291,3 +300,6 @@ def test_loops_count_as_running_and_a_zero_trip_loop_leaves_zero(kj_backend):
         assigned_in_loops[1, 64](o, a, n)
         want = a[2] + (a[n - 1] if n else 0.0)
         np.testing.assert_allclose(o, want, rtol=1e-12)
+        o = np.full(64, math.nan)
+        assigned_in_a_loop_with_barriers[1, 64](o, a, n)
+        np.testing.assert_array_equal(o, a[n - 1] + 1.0 if n else 0.0)
