@@ -129,6 +129,12 @@ def test_what_the_h200_run_taught_the_comparison():
     assert not same_value(np.inf, big, "float64", 0)
     assert not same_value(np.inf, np.nextafter(big, 0), "float64", 16)
     assert not same_value(np.inf, -big, "float64", 16)
-    calls = [line for seed in (36905200241, 36905200520, 36905201507)
-             for line in render(generate(seed, "small")).splitlines() if "math.copysign(" in line]
-    assert calls and all(" == " in line for line in calls)
+    # the programs from the seeds of that run on (the generator has grown since: the same
+    # seeds make other programs), until a few call copysign
+    calls: list[str] = []
+    for seed in range(36905200000, 36905200400):
+        calls += [line for line in render(generate(seed, "small")).splitlines()
+                  if "math.copysign(" in line]
+        if len(calls) >= 3:
+            break
+    assert len(calls) >= 3 and all(" == " in line for line in calls), calls
