@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +35,7 @@ from .kir.analysis import (
     SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync, written_params,
 )
 from .kir.intrinsics import lookup
-from .options import CONFIG, CompileOptions, Config
+from .options import CONFIG, CompileOptions, Config, write_dump
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
 
@@ -390,24 +388,7 @@ def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None
 
 
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
-    """Write one stage's text. A directory that cannot be made or written (a file of that
-    name, no permission) is a one-line warning, once a directory, and the compile goes on:
-    dumping is a debugging aid, and the kernel does not need it."""
-    text = meta.texts[stage.name]
-    path = os.path.join(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}")
-    try:
-        os.makedirs(directory, exist_ok=True)
-        with open(path, "wb" if isinstance(text, bytes) else "w") as f:
-            f.write(text)
-    except OSError as e:
-        if directory not in _DUMP_FAILED:
-            _DUMP_FAILED.add(directory)
-            warnings.warn(f"KAIOJIT_DUMP_DIR={directory!r}: cannot write the dumps there "
-                          f"({e.strerror or e}); nothing is dumped, the kernels still compile",
-                          RuntimeWarning, stacklevel=2)
-
-
-_DUMP_FAILED: set[str] = set()  # directories already warned about
+    write_dump(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}", meta.texts[stage.name])
 
 
 # --- compiling ----------------------------------------------------------------------------------------

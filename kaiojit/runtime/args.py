@@ -10,15 +10,14 @@ strides in bytes. A NumPy array is staged: copied to the device for the launch a
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kaiojit import types as kt
-from kaiojit.errors import PerformanceWarning
-from kaiojit.runtime.interop import array_extractor, instance_extractor
+from kaiojit.errors import PerformanceWarning, warn_user
+from kaiojit.runtime.interop import array_extractor, cai_extractor, instance_extractor
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
@@ -259,6 +258,9 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
                 info = ex(value)
             except TypeError as e:
                 raise TypeError(f"parameter {name!r}: {e}") from None
+            if written and ex is cai_extractor and value.__cuda_array_interface__["data"][1]:
+                raise ValueError(f"parameter {name!r}: the kernel writes this array, and its "
+                                 "__cuda_array_interface__ marks it read-only (data[1] is True)")
         ptr, shape, strides, vt, vdev = info
         if vt not in accepted:
             if strides is None and vt.layout != "A":
@@ -286,9 +288,8 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
 
 
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
-    warnings.warn(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
-                  "and back after it; pass a kj.DeviceArray to avoid the copies",
-                  PerformanceWarning, stacklevel=5)
+    warn_user(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
+              "and back after it; pass a kj.DeviceArray to avoid the copies", PerformanceWarning)
     try:
         kt.from_dtype(a.dtype)
     except TypeError as e:
