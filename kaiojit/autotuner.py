@@ -339,24 +339,23 @@ class Autotuner:
 
     # --- the disk cache --------------------------------------------------------------------
 
-    def _disk_path(self, key: tuple) -> str:
-        from .diskcache import cache_dir
+    def _disk_key(self, key: tuple) -> str:
         from .runtime import get_backend
 
         backend = get_backend()
         cc = backend.compute_capability(backend.current_device())
-        digest = hashlib.sha256(
+        return hashlib.sha256(
             f"{self._disk_base}\0{backend.name}\0{cc}\0{key!r}".encode()).hexdigest()[:40]
-        return os.path.join(cache_dir(), "autotune", digest + ".json")
 
     def _from_disk(self, key: tuple) -> Config | None:
         if not self.cache:
             return None
+        from .cachefiles import load_entry
+
         try:
-            with open(self._disk_path(key), encoding="utf-8") as f:
-                entry = json.load(f)
+            entry = json.loads(load_entry(self._disk_key(key), ".json", "autotune"))
             config = self.configs[entry["index"]]
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError):
             return None
         if entry.get("config") != config.describe():
             return None
@@ -368,12 +367,13 @@ class Autotuner:
     def _to_disk(self, key: tuple, config: Config) -> None:
         if not self.cache:
             return
-        from .diskcache import store_bytes
+        from .cachefiles import store_entry
 
         entry = {"index": self.configs.index(config), "config": config.describe(),
                  "key": repr(key),
                  "tried": [(c.describe(), ms, note) for c, ms, note in self.history[key]]}
-        store_bytes(self._disk_path(key), json.dumps(entry).encode())
+        store_entry(self._disk_key(key), ".json", json.dumps(entry).encode(),
+                               "autotune", what="autotuned choice", name=self.__qualname__)
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,

@@ -26,6 +26,11 @@ from .resources import resources_header
 from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
+# device functions are typed under one lock (their caches filled once, whichever kernels'
+# compiles ask at once, with no lock order to get wrong between functions that call each
+# other); what each thread is typing now is its own, so recursion is found per thread
+_DEVICE_TYPING = threading.RLock()
+_TYPING_NOW = threading.local()
 
 
 def _runtime():
@@ -72,7 +77,6 @@ class Dispatcher:
         self._compiled: dict[tuple[TargetSpec, T.Signature], CompiledKernel] = {}
         self._launch_cache: dict = {}
         self._device_cache: dict = {}
-        self._typing_now: set = set()
         self._launchers: dict = {}
         self._eager: list[T.Signature] = []
         self._block_size_cache: dict = {}
@@ -154,16 +158,22 @@ class Dispatcher:
         kf = self._device_cache.get(arg_types)
         if kf is not None:
             return kf
-        if arg_types in self._typing_now:
-            raise TypingError(f"{self.__qualname__} calls itself: recursion is not supported in "
-                              "kernels", loc)
-        self._typing_now.add(arg_types)
-        try:
-            kf = type_kernel(self.py_func, arg_types, _specialize_device, False, self.options)
-        finally:
-            self._typing_now.discard(arg_types)
-        kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
-        self._device_cache[arg_types] = kf
+        with _DEVICE_TYPING:
+            kf = self._device_cache.get(arg_types)
+            if kf is not None:
+                return kf
+            typing_now = _TYPING_NOW.__dict__.setdefault("functions", set())
+            if (self, arg_types) in typing_now:
+                raise TypingError(f"{self.__qualname__} calls itself: recursion is not "
+                                  "supported in kernels", loc)
+            typing_now.add((self, arg_types))
+            try:
+                kf = type_kernel(self.py_func, arg_types, _specialize_device, False,
+                                 self.options)
+            finally:
+                typing_now.discard((self, arg_types))
+            kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
+            self._device_cache[arg_types] = kf
         return kf
 
     # --- inspection -----------------------------------------------------------------------------
@@ -434,12 +444,16 @@ def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) 
     from . import diskcache
     from .options import VERSION
 
-    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
-    ck = diskcache.load_kernel(key, dispatcher.py_func, sig, dispatcher.options, spec)
-    if ck is None:
+    lookup = diskcache.lookup_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
+    found = None if lookup is None else diskcache.load_kernel(
+        lookup, dispatcher.py_func, sig, dispatcher.options, spec)
+    if found is not None:
+        ck, coarse_key = found
+    else:
         ck = _compile_user_facing(dispatcher, sig, spec)
-        diskcache.store_kernel(key, ck)
-    diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
+        coarse_key = None if lookup is None else diskcache.store_kernel(lookup, ck)
+    if coarse_key is not None:  # compiled (and kept) when a launch first takes it
+        diskcache.keep_coarse_entry(coarse_key, ck)
     return ck
 
 

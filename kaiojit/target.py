@@ -171,11 +171,11 @@ def register_host_symbols() -> None:
     """Make libm's and libc's functions known to MCJIT's symbol resolution by address."""
     from llvmlite import binding as llvm
 
+    from .hostsyms import MATH_FUNCTIONS
+
     libm = ctypes.CDLL("libm.so.6")
     libc = ctypes.CDLL(None)
-    names = ["snprintf"]
-    for base in ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "tgamma", "lgamma", "atan2", "pow", "hypot", "copysign", "fmod", "floor", "ceil", "trunc", "rint", "fabs", "fma", "exp2"]:
-        names += [base, base + "f"]
+    names = ["snprintf", *sorted(MATH_FUNCTIONS)]
     for name in names:
         for lib in (libm, libc):
             try:
@@ -188,9 +188,16 @@ def register_host_symbols() -> None:
 
 @functools.lru_cache(maxsize=None)
 def link_c_functions(names: tuple[str, ...]) -> None:
-    """Make C functions of this process (libc, libm) that host code calls known to MCJIT."""
+    """Make C functions of this process (libc, libm) that host code calls known to MCJIT:
+    only those of the allow-list (kaiojit/hostsyms.py), whatever an image names."""
     from llvmlite import binding as llvm
 
+    from .hostsyms import host_symbol_allowed
+
+    refused = [name for name in names if not host_symbol_allowed(name)]
+    if refused:
+        raise RuntimeError(f"host code names the C function(s) {', '.join(refused)}, which "
+                           "kaiojit's code never calls: refused")
     libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
     for name in names:
         for lib in libs:

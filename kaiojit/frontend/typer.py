@@ -18,6 +18,7 @@ from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
 from . import records
+from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .parameters import signature_problem
@@ -70,7 +71,7 @@ def _progression(idx: Expr, items: list, t: T.Type, loc) -> Expr | None:
     return value if t == T.int64 else Expr("cast", t, (value,), loc=loc)
 
 
-class Typer(ExpressionTyping, ast.NodeVisitor):
+class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
     """Types one function for one tuple of argument types."""
 
     def __init__(self, pyfunc, src: FunctionSource, arg_types: tuple[T.Type, ...],
@@ -78,7 +79,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.pyfunc = pyfunc
         self.src = src
         self.is_kernel = is_kernel
-        self.specialize_device = specialize_device
+        self.deps = DependencyRecorder(pyfunc)  # what typing reads (frontend/deps.py)
+        self.specialize_device = self.deps.recording_callees(specialize_device)
         self.options = options
         self.namespace = dict(pyfunc.__globals__)
         if pyfunc.__closure__:
@@ -127,13 +129,15 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         if self.is_kernel and ret != T.void:
             raise TypingError("a kernel cannot return a value", self._return_loc)
         locals_ = {n: self.var_types[n] for n in self.var_types}
-        return kir.KFunction(
+        kfunc = kir.KFunction(
             name=self.pyfunc.__name__, qualname=self.pyfunc.__qualname__,
             params=tuple((n, t) for n, t in zip(self.param_names, self.arg_types)
                          if n not in self.constexprs), return_type=ret,
             locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
             callees=self.callees,
         )
+        kfunc.deps = self.deps.record(self.src.lines)
+        return kfunc
 
     def _zero_trip_defaults(self) -> list:
         """``v = 0`` first for each scalar variable a read may reach unassigned only through
