@@ -12,7 +12,7 @@ from . import types
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
 from .target import TargetSpec as _TargetSpec
-from .target import ptx_version_for as _ptx_version_for
+from .target import check_arch as _check_arch, ptx_version_for as _ptx_version_for
 from .errors import (
     CompileError,
     CudaError,
@@ -188,7 +188,7 @@ def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | No
     named after it, returning what it returns (numba's ``compile_ptx(device=True)``)."""
     try:
         return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
-    except CompileError as e:
+    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
         raise e.with_traceback(None) from None
 
 
@@ -198,11 +198,12 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False
     :func:`compile_ptx`."""
     try:
         return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
-    except CompileError as e:
+    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
         raise e.with_traceback(None) from None
 
 
 def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
+    _check_arch(arch)
     from .dispatcher import Dispatcher
 
     spec = _TargetSpec("nvptx", arch, ptx_version or _ptx_version_for(arch))

@@ -17,9 +17,10 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .display import Shown
+from .frontend.parameters import check_parameters
 from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
-    ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
+    USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .resources import resources_header
 from .sass import sass_of
@@ -38,13 +39,14 @@ def _runtime():
 
 
 def _user_facing(method):
-    """A public entry point: a CompileError leaves it with no frames of kaiojit's code below."""
+    """A public entry point: a user's error (a CompileError, a bad signature's TypeError)
+    leaves it with no frames of kaiojit's code below."""
 
     @functools.wraps(method)
     def entry_point(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except CompileError as e:
+        except USER_ERRORS as e:
             raise e.with_traceback(None) from None
     return entry_point
 
@@ -60,6 +62,7 @@ class Dispatcher:
             pyfunc = pyfunc.py_func
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"@kj.jit decorates a Python function, got {type(pyfunc).__name__}")
+        check_parameters(pyfunc)
         self.constexpr_params = constexpr_params(pyfunc, specialize, device)
         params = list(inspect.signature(pyfunc).parameters)
         self._constexpr_at = tuple(params.index(n) for n in self.constexpr_params)
@@ -241,10 +244,15 @@ class Dispatcher:
         try:
             launcher = self._launchers.get(config)
         except TypeError:  # an unhashable configuration (lists): a launcher of its own
-            return Launcher(self, *parse_launch_config(config))
-        if launcher is None:
+            launcher, cached = None, False
+        else:
             cached = len(self._launchers) < 64
-            launcher = Launcher(self, *parse_launch_config(config), config if cached else None)
+        if launcher is None:
+            try:
+                parsed = parse_launch_config(config)
+            except TypeError as e:  # shown at the user's kernel[...]
+                raise e.with_traceback(None) from None
+            launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
         return launcher
@@ -270,9 +278,9 @@ class Dispatcher:
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
         try:
             loaded = self._loaded_for(args)
-        except CompileError as e:
+            loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
+        except USER_ERRORS as e:  # the user's frames only
             raise e.with_traceback(None) from None
-        loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
 
     def _loaded_for(self, args):
         try:

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import CompileError
+from .errors import KaiojitError
+
+# what a launch raises for the user's mistakes (compile errors, launch checks, arguments): shown
+# with the user's frames only, the message saying what is wrong
+USER_ERRORS = (KaiojitError, TypeError, ValueError)
 
 MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
 
@@ -51,7 +55,22 @@ def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
     grid, block = config[0], config[1]
     stream = config[2] if len(config) > 2 else None
     shared = config[3] if len(config) > 3 else 0
+    check_stream(stream)
     return grid, block, stream, shared
+
+
+def check_stream(stream: Any) -> None:
+    """A launch's stream is None, an integer handle (0: the default stream), a kj.Stream or an
+    object with ``__cuda_stream__`` (or numba's ``cuda_stream``): anything else is a TypeError
+    when the launch is configured (the cpu backend would otherwise ignore it)."""
+    cls = stream.__class__
+    if stream is None or (isinstance(stream, int) and cls is not bool) or \
+            hasattr(cls, "__cuda_stream__") or hasattr(cls, "cuda_stream"):
+        return
+    shown = f" {stream!r}" if isinstance(stream, (str, bytes, float, bool)) else ""
+    raise TypeError(f"the launch stream must be a kj.Stream, an integer handle (0: the default "
+                    f"stream), None or an object with __cuda_stream__; got "
+                    f"{cls.__qualname__}{shown}")
 
 
 class Launcher:
@@ -87,7 +106,7 @@ class Launcher:
     def __call__(self, *args: Any) -> None:
         try:
             return self.general(args)
-        except CompileError as e:  # the user's line, not kaiojit's frames
+        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def general(self, args: tuple) -> None:
@@ -107,7 +126,7 @@ class Launcher:
             return form[0](*args)
         try:
             return self.general(args)
-        except CompileError as e:  # the user's line, not kaiojit's frames
+        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
@@ -155,14 +174,14 @@ class ForallLauncher:
         d = self.dispatcher
         try:
             loaded = d._loaded_for(args)
-        except CompileError as e:  # the user's error, without kaiojit's frames
+            block = d._block_size_cache.get(loaded)
+            if block is None:
+                block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
+            block = min(block, self.n)
+            grid = (self.n + block - 1) // block
+            loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
+        except USER_ERRORS as e:  # the user's error, without kaiojit's frames
             raise e.with_traceback(None) from None
-        block = d._block_size_cache.get(loaded)
-        if block is None:
-            block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
-        block = min(block, self.n)
-        grid = (self.n + block - 1) // block
-        loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
 
 
 _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch

@@ -287,7 +287,8 @@ def k_chained(out, x, n):
 
 def test_chained_comparison_is_a_conjunction():
     text = kir(k_chained, "void(float32[::1], float32[::1], int32)")
-    assert "if (((int64(0) <= i) and (i < int64(n))) and (n <= int32(100))):" in text
+    # nested to the right: each middle operand's first evaluation dominates its second
+    assert "if ((int64(0) <= i) and ((i < int64(n)) and (n <= int32(100)))):" in text
 
 
 def k_half_and_bool(out, h, b):
