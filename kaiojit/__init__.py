@@ -209,7 +209,8 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host"})
+                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "cuda",
+                         "numba_types"})
 
 
 def __getattr__(name: str):

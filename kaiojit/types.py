@@ -100,9 +100,17 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
             raise TypeError(f"array type slices are ':' or '::1', got {spec!r}")
         return ArrayType(self, len(spec), _layout_from_steps(steps))
 
-    def __call__(self, value):
-        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor."""
-        return self.np_dtype.type(value)
+    def __call__(self, *args):
+        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor; called with
+        types, ``kj.int32(kj.float32[:])`` is a signature returning this type (numba's)."""
+        if len(args) != 1 or isinstance(args[0], Type):
+            return signature_of(self, args)
+        return self.np_dtype.type(args[0])
+
+    @property
+    def bitwidth(self) -> int:
+        """numba's name for the width in bits."""
+        return self.bits
 
 
 def _layout_from_steps(steps: list) -> str:
@@ -334,6 +342,10 @@ class TensorMapType(Type):
 class VoidType(Type):
     def __str__(self) -> str:
         return "void"
+
+    def __call__(self, *args) -> Signature:
+        """``void(float32[:], int32)``: a kernel's signature, spelled numba's way."""
+        return signature_of(self, args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -609,3 +621,14 @@ def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
     if weak_kind == "c" and strong.is_float:
         return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
     return {"i": int64, "f": float64, "c": complex128}[weak_kind]
+
+
+def signature_of(return_type: Type, args: tuple) -> Signature:
+    """``return_type(*args)`` as numba spells a signature: every argument a type."""
+    for a in args:
+        if not isinstance(a, Type):
+            raise TypeError(f"{return_type}(...) as a signature takes types, got {a!r}")
+    return Signature(tuple(args), return_type)
+
+
+from .numba_types import *
