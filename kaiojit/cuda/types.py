@@ -30,4 +30,8 @@ from ..types import (  # noqa: F401
     void,
 )
 
-__all__ = list(sorted({*SCALARS, "bool_", "void", "Signature", "Type", *_names.__all__} - {"bool"}))
+__all__ = [
+    "Signature", "Type", "bfloat16", "bool_", "complex64", "complex128", "float16", "float32",
+    "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "void",
+]
+__all__ += _names.__all__
