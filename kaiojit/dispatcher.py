@@ -313,9 +313,9 @@ class Dispatcher:
         return loaded
 
     def _match_eager(self, arg_types):
-        for sig in self._eager:
-            if all(_accepts(p, a) for p, a in zip(sig.args, arg_types)):
-                return sig
+        sig = best_signature(self._eager, arg_types)
+        if sig is not None:
+            return sig
         sigs = ", ".join(str(s) for s in self._eager)
         got = ", ".join(str(a) for a in arg_types)
         which = ""
@@ -387,6 +387,42 @@ def _accepts(param: T.Type, arg: T.Type) -> bool:
     return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
 
 
+
+
+def _conversion(param: T.Type, arg: T.Type) -> int:
+    """How far ``arg`` is from ``param``, as numba rates it: 0 exact, 1 promotion (same kind,
+    no narrower), 2 safe conversion (every value kept), 3 unsafe."""
+    if param == arg or not (isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)):
+        return 0
+    order = "buifc"
+    if param.kind == arg.kind:
+        return 1 if param.bits >= arg.bits else 3
+    if order.index(param.kind) < order.index(arg.kind):
+        return 3  # float to int, complex to float: values lost
+    if arg.kind == "b":
+        return 1
+    if arg.kind in "iu" and param.kind in "iu":
+        return 2 if param.bits > arg.bits else 3  # unsigned into a wider signed keeps it
+    if arg.kind in "iu" and param.kind in "fc":
+        mantissa = {16: 11, 32: 24, 64: 53}[param.component.bits]
+        return 2 if arg.bits <= mantissa else 3
+    return 2 if param.component.bits >= arg.bits else 3  # float into complex
+
+
+def best_signature(signatures, arg_types) -> T.Signature | None:
+    """The declared signature a call with ``arg_types`` runs (numba's overload choice): of
+    those that accept the arguments, the one with the fewest unsafe conversions, then safe
+    ones, then promotions; the first declared of equals."""
+    best, best_rating = None, None
+    for sig in signatures:
+        if len(sig.args) != len(arg_types) or not all(
+                _accepts(p, a) for p, a in zip(sig.args, arg_types)):
+            continue
+        costs = [_conversion(p, a) for p, a in zip(sig.args, arg_types)]
+        rating = (costs.count(3), costs.count(2), costs.count(1))
+        if best_rating is None or rating < best_rating:
+            best, best_rating = sig, rating
+    return best
 
 
 def _specialize_device(dispatcher, arg_types, loc=None):

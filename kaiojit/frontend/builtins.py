@@ -329,6 +329,15 @@ def _device_call(typer, dispatcher, node) -> Expr:
         if isinstance(a.type, (T.StringType, T.VoidType)):
             typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
+    if dispatcher._eager:  # declared signatures: the arguments convert to the chosen one's
+        from ..dispatcher import best_signature
+
+        sig = best_signature(dispatcher._eager, tuple(arg_types))
+        if sig is None:
+            typer.error(f"{dispatcher.__name__}() was declared for "
+                        f"{', '.join(str(s) for s in dispatcher._eager)}; none accepts "
+                        f"({', '.join(str(t) for t in arg_types)})", node)
+        arg_types = list(sig.args)
     try:
         callee = typer.specialize_device(dispatcher, tuple(arg_types), typer.loc(node))
     except TypeError as e:

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -159,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", type=Path, help="write every test's outcome here")
     ap.add_argument("--all", action="store_true", help="include the INTERNALS files")
+    ap.add_argument("--jobs", type=int, default=1, help="test files run at once")
     args = ap.parse_args(argv)
     tests = laid_out(args.tests, args.cache) if args.tests else fetch(args.cache)
     names = [f.removesuffix(".py") for f in args.files] or sorted(
@@ -166,8 +168,9 @@ def main(argv=None) -> int:
     results = []
     totals = {"total": 0, "passed": 0, "failed": 0, "skipped": 0}
     print(f"{'file':34} {'tests':>5} {'pass':>5} {'fail':>5} {'skip':>5}  note")
-    for name in names:
-        r = run_file(tests / f"{name}.py", args.target, args.timeout)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        runs = pool.map(lambda n: run_file(tests / f"{n}.py", args.target, args.timeout), names)
+    for name, r in zip(names, runs):
         results.append(r)
         for k in totals:
             totals[k] += r[k]
