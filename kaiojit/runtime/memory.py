@@ -68,7 +68,7 @@ class DeviceArray:
 
     __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "ptr", "device_id",
                  "backend", "kaiojit_type", "launch_info", "launch_tag", "launch_bytes", "_owner",
-                 "__weakref__")
+                 "stream", "__weakref__")
 
     def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
                  ptr: int, device: int, owner: Any, backend: GpuBackend):
@@ -85,6 +85,7 @@ class DeviceArray:
         self.device_id = device
         self.backend = backend
         self._owner = owner
+        self.stream = 0  # the stream it was made on (numba's .stream; CAI's "stream")
         layout = layout_of(self.shape, self.strides, itemsize)
         align = alignment(self.ptr, self.shape, self.strides, itemsize, layout)
         self.kaiojit_type = array_type(scalar, self.ndim, layout, align)
@@ -127,10 +128,10 @@ class DeviceArray:
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self.ptr, False),
+            "data": (self.ptr if self.size else 0, False),  # CAI: 0 for no elements
             "strides": None if contiguous else self.strides,
             "version": 3,
-            "stream": None,
+            "stream": stream_handle(self.stream) or None,  # consumers sync on it
         }
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
@@ -278,8 +279,11 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     strides = contiguous_strides(shape, dtype.itemsize, order)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
     allocation = _Allocation(backend, nbytes)
-    return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
-                       backend)
+    array = DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
+                        backend)
+    if stream is not None:
+        array.stream = stream
+    return array
 
 
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
@@ -288,7 +292,7 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
         and a.flags.f_contiguous else "C"
     if isinstance(a, DeviceArray):
         order = "F" if a.kaiojit_type.layout == "F" else "C"
-    return device_array(a.shape, a.dtype, order=order)
+    return device_array(a.shape, a.dtype, order=order, stream=stream)
 
 
 def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
@@ -300,6 +304,6 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     kt.from_dtype(host.dtype)
     if not (host.flags.c_contiguous or host.flags.f_contiguous):
         host = np.ascontiguousarray(host)
-    target = to if to is not None else device_array_like(host)
+    target = to if to is not None else device_array_like(host, stream=stream)
     target.copy_to_device(host, stream=stream)
     return target
