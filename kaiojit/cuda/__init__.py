@@ -117,7 +117,7 @@ KernelRuntimeError = KernelError
 _FROM_KAIOJIT = frozenset({
     "declare_device", "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
-_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable"})
+_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16"})
 
 
 def __getattr__(name: str):
