@@ -21,6 +21,7 @@ from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
     ForallLauncher, Launcher, launch_key, parse_launch_config,
 )
+from .overloads import accepts, best_signature
 from .resources import resources_header
 from .sass import sass_of
 
@@ -322,7 +323,7 @@ class Dispatcher:
         if len(self._eager) == 1:  # one signature: name the parameter that does not fit
             params = list(inspect.signature(self.py_func).parameters)
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
-                       in zip(params, self._eager[0].args, arg_types) if not _accepts(p, a))
+                       in zip(params, self._eager[0].args, arg_types) if not accepts(p, a))
             which = next(misfits, "")
         raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
                         f"({got}){which}")
@@ -376,53 +377,6 @@ def _check_constexpr_signature(d: Dispatcher, sig: T.Signature) -> None:
                             f"{sig.args[i]}")
 
 
-def _accepts(param: T.Type, arg: T.Type) -> bool:
-    if param == arg:
-        return True
-    if isinstance(param, T.TensorMapType):
-        return param.accepts(arg)
-    if isinstance(param, T.ArrayType) and isinstance(arg, T.ArrayType):
-        return (param.dtype == arg.dtype and param.ndim == arg.ndim
-                and param.layout in ("A", arg.layout))
-    return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
-
-
-
-
-def _conversion(param: T.Type, arg: T.Type) -> int:
-    """How far ``arg`` is from ``param``, as numba rates it: 0 exact, 1 promotion (same kind,
-    no narrower), 2 safe conversion (every value kept), 3 unsafe."""
-    if param == arg or not (isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)):
-        return 0
-    order = "buifc"
-    if param.kind == arg.kind:
-        return 1 if param.bits >= arg.bits else 3
-    if order.index(param.kind) < order.index(arg.kind):
-        return 3  # float to int, complex to float: values lost
-    if arg.kind == "b":
-        return 1
-    if arg.kind in "iu" and param.kind in "iu":
-        return 2 if param.bits > arg.bits else 3  # unsigned into a wider signed keeps it
-    if arg.kind in "iu" and param.kind in "fc":
-        mantissa = {16: 11, 32: 24, 64: 53}[param.component.bits]
-        return 2 if arg.bits <= mantissa else 3
-    return 2 if param.component.bits >= arg.bits else 3  # float into complex
-
-
-def best_signature(signatures, arg_types) -> T.Signature | None:
-    """The declared signature a call with ``arg_types`` runs (numba's overload choice): of
-    those that accept the arguments, the one with the fewest unsafe conversions, then safe
-    ones, then promotions; the first declared of equals."""
-    best, best_rating = None, None
-    for sig in signatures:
-        if len(sig.args) != len(arg_types) or not all(
-                _accepts(p, a) for p, a in zip(sig.args, arg_types)):
-            continue
-        costs = [_conversion(p, a) for p, a in zip(sig.args, arg_types)]
-        rating = (costs.count(3), costs.count(2), costs.count(1))
-        if best_rating is None or rating < best_rating:
-            best, best_rating = sig, rating
-    return best
 
 
 def _specialize_device(dispatcher, arg_types, loc=None):

@@ -631,4 +631,107 @@ def signature_of(return_type: Type, args: tuple) -> Signature:
     return Signature(tuple(args), return_type)
 
 
-from .numba_types import *
+# --- numba's names for these types (kaiojit.cuda.types) -----------------------------------------
+
+b1 = bool_
+i1, i2, i4, i8 = int8, int16, int32, int64
+u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+f2, f4, f8 = float16, float32, float64
+c8, c16 = complex64, complex128
+intp, uintp = int64, uint64
+bf16 = bfloat16
+
+none = void
+boolean = bool_
+byte = uint8
+char = int8
+short, ushort = int16, uint16
+intc, uintc = int32, uint32
+long_, ulong = int64, uint64
+longlong, ulonglong = int64, uint64
+float_ = float32
+double = float64
+int_ = int64
+uint = uint64
+Boolean, Integer, Float, Complex = ScalarType, ScalarType, ScalarType, ScalarType
+Number = ScalarType
+Record = RecordType
+NoneType = VoidType
+
+
+@dataclass(frozen=True, slots=True)
+class CPointer(Type):
+    """numba's ``types.CPointer(dtype)``: a pointer to ``dtype`` values (foreign functions'
+    parameters)."""
+
+    dtype: Type
+
+    def __str__(self) -> str:
+        return f"CPointer({self.dtype})"
+
+
+def Array(dtype: ScalarType, ndim: int, layout: str = "A") -> ArrayType:
+    """numba's ``types.Array(dtype, ndim, layout)``: an array type."""
+    if isinstance(dtype, str):
+        dtype = parse_type(dtype)
+    if layout not in ("C", "F", "A"):
+        raise ValueError(f"an array's layout is 'C', 'F' or 'A', got {layout!r}")
+    return ArrayType(dtype, int(ndim), layout)
+
+
+def UniTuple(dtype: Type, count: int) -> TupleType:
+    """numba's ``types.UniTuple(dtype, count)``: ``count`` values of one type."""
+    return TupleType((dtype,) * int(count))
+
+
+def Tuple(elements) -> TupleType:
+    """numba's ``types.Tuple((t1, t2, ...))``."""
+    return TupleType(tuple(elements))
+
+
+NUMBA_NAMES = [  # kaiojit.cuda.types exports these too
+    "Array",
+    "Boolean",
+    "CPointer",
+    "Complex",
+    "Float",
+    "Integer",
+    "NoneType",
+    "Number",
+    "Record",
+    "Tuple",
+    "UniTuple",
+    "b1",
+    "bf16",
+    "boolean",
+    "byte",
+    "c8",
+    "c16",
+    "char",
+    "double",
+    "f2",
+    "f4",
+    "f8",
+    "float_",
+    "i1",
+    "i2",
+    "i4",
+    "i8",
+    "int_",
+    "intc",
+    "intp",
+    "long_",
+    "longlong",
+    "none",
+    "short",
+    "u1",
+    "u2",
+    "u4",
+    "u8",
+    "uint",
+    "uintc",
+    "uintp",
+    "ulong",
+    "ulonglong",
+    "ushort",
+]

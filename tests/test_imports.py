@@ -34,7 +34,7 @@ _STAGES: dict[str, int] = {
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
     "occupancy_api": LAST,
-    "occupancy_calc": BASE, "resources": 5,
+    "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
 
