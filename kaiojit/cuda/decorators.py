@@ -16,6 +16,7 @@ from .. import jit as _kj_jit
 from .. import types as T
 from ..dispatcher import Dispatcher
 from ..target import TargetSpec, ptx_version_for
+from .dispatcher import numba_dispatcher
 from .linkable import link_paths
 
 # numba options kaiojit accepts and records, with no effect on the code it makes yet
@@ -65,9 +66,10 @@ def jit(func_or_sig=None, device: bool = False, inline="never", forceinline: boo
         return lambda fn: jit(fn, device=device, debug=debug, opt=opt, lineinfo=lineinfo,
                               cache=cache, link=link, **options_back(options))
     if callable(func_or_sig) and not isinstance(func_or_sig, T.Type):
-        return _kj_jit(device=device, **options)(func_or_sig)
+        return numba_dispatcher(_kj_jit(device=device, **options)(func_or_sig))
     sigs = signatures(func_or_sig)
-    return _kj_jit(list(sigs), device=device, **options)
+    decorate = _kj_jit(list(sigs), device=device, **options)
+    return lambda fn: numba_dispatcher(decorate(fn))
 
 
 def options_back(options: dict) -> dict:
