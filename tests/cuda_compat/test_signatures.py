@@ -37,7 +37,9 @@ def test_signature_objects_and_tuples(kj_backend):
     x = float(rng.standard_normal())
     add[1, 64](d, x)
     np.testing.assert_array_equal(d.copy_to_host(), a + np.float32(x))
-    assert [str(s) for s in add.signatures] == ["void(float32[:], float32)"]
+    assert add.signatures == [(float32[:], float32)]  # numba's shape: argument tuples
+    assert list(add.inspect_asm()) == [(float32[:], float32)]
+    assert ".entry" in add.inspect_asm((float32[:], float32))
 
 
 def test_python_float_runs_the_float64_signature(kj_backend):
