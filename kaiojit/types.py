@@ -653,8 +653,6 @@ float_ = float32
 double = float64
 int_ = int64
 uint = uint64
-Boolean, Integer, Float, Complex = ScalarType, ScalarType, ScalarType, ScalarType
-Number = ScalarType
 Record = RecordType
 NoneType = VoidType
 
@@ -670,23 +668,66 @@ class CPointer(Type):
         return f"CPointer({self.dtype})"
 
 
-def Array(dtype: ScalarType, ndim: int, layout: str = "A") -> ArrayType:
-    """numba's ``types.Array(dtype, ndim, layout)``: an array type."""
-    if isinstance(dtype, str):
-        dtype = parse_type(dtype)
-    if layout not in ("C", "F", "A"):
-        raise ValueError(f"an array's layout is 'C', 'F' or 'A', got {layout!r}")
-    return ArrayType(dtype, int(ndim), layout)
+class _Family(type):
+    """numba's type classes: ``isinstance(t, types.Integer)`` asks about a kaiojit type."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return cls._test(obj)
 
 
-def UniTuple(dtype: Type, count: int) -> TupleType:
+def _scalar_kinds(kinds: str):
+    return staticmethod(lambda t: isinstance(t, ScalarType) and t.kind in kinds)
+
+
+class Number(metaclass=_Family):
+    _test = _scalar_kinds("iufc")
+
+
+class Boolean(metaclass=_Family):
+    _test = _scalar_kinds("b")
+
+
+class Integer(metaclass=_Family):
+    _test = _scalar_kinds("iu")
+
+
+class Float(metaclass=_Family):
+    _test = _scalar_kinds("f")
+
+
+class Complex(metaclass=_Family):
+    _test = _scalar_kinds("c")
+
+
+class Array(metaclass=_Family):
+    """numba's ``types.Array(dtype, ndim, layout)``: an array type (an :class:`ArrayType`)."""
+
+    _test = staticmethod(lambda t: isinstance(t, ArrayType))
+
+    def __new__(cls, dtype, ndim: int, layout: str = "A") -> ArrayType:
+        if isinstance(dtype, str):
+            dtype = parse_type(dtype)
+        if layout not in ("C", "F", "A"):
+            raise ValueError(f"an array's layout is 'C', 'F' or 'A', got {layout!r}")
+        return ArrayType(dtype, int(ndim), layout)
+
+
+class UniTuple(metaclass=_Family):
     """numba's ``types.UniTuple(dtype, count)``: ``count`` values of one type."""
-    return TupleType((dtype,) * int(count))
+
+    _test = staticmethod(lambda t: isinstance(t, TupleType) and len(set(t.elements)) <= 1)
+
+    def __new__(cls, dtype: Type, count: int) -> TupleType:
+        return TupleType((dtype,) * int(count))
 
 
-def Tuple(elements) -> TupleType:
+class Tuple(metaclass=_Family):
     """numba's ``types.Tuple((t1, t2, ...))``."""
-    return TupleType(tuple(elements))
+
+    _test = staticmethod(lambda t: isinstance(t, TupleType))
+
+    def __new__(cls, elements) -> TupleType:
+        return TupleType(tuple(elements))
 
 
 NUMBA_NAMES = [  # kaiojit.cuda.types exports these too

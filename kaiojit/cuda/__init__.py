@@ -114,8 +114,18 @@ implementation = "kaiojit"
 CudaSupportError = RuntimeError
 KernelRuntimeError = KernelError
 
+def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str = "numba",
+                   **kwargs):
+    """numba's ``cuda.declare_device``: a foreign device function; ``link`` may hold
+    ``cuda.CUSource`` / ``cuda.PTXSource`` objects as well as file paths."""
+    from .. import declare_device as declare
+    from .linkable import link_paths
+
+    return declare(name, sig, link_paths(link) or None, abi=abi, **kwargs)
+
+
 _FROM_KAIOJIT = frozenset({
-    "declare_device", "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16"})
 

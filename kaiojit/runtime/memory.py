@@ -58,6 +58,16 @@ def _free(backend: GpuBackend, ptr: int, device: int) -> None:
         pass
 
 
+class ArrayFlags(dict):
+    """NumPy's flags of an array: ``flags["C_CONTIGUOUS"]`` and ``flags.c_contiguous``."""
+
+    def __getattr__(self, name: str) -> bool:
+        try:
+            return self[name.upper()]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 class DeviceArray:
     """An N-d array in device memory (or a view of one), NumPy-like in its metadata.
 
@@ -110,6 +120,22 @@ class DeviceArray:
     def is_f_contiguous(self) -> bool:
         layout = self.kaiojit_type.layout
         return layout == "F" or (self.ndim <= 1 and layout == "C")
+
+    @property
+    def flags(self) -> ArrayFlags:
+        """NumPy's contiguity flags, as numba's device arrays have them."""
+        return ArrayFlags(C_CONTIGUOUS=self.is_c_contiguous, F_CONTIGUOUS=self.is_f_contiguous)
+
+    @property
+    def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
+        """The transpose: a view with the axes reversed."""
+        return DeviceArray(self.shape[::-1], self.strides[::-1], self.dtype, self.ptr,
+                           self.device_id, self, self.backend)
+
+    @property
+    def alloc_size(self) -> int:
+        """Bytes the array spans (numba's name)."""
+        return self.nbytes
 
     def __len__(self) -> int:
         if not self.shape:

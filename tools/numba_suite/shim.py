@@ -124,7 +124,7 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "numba.cuda.cudadrv": _module("numba.cuda.cudadrv", {}, []),
         "numba.cuda.cudadrv.driver": _module("numba.cuda.cudadrv.driver", {
             "driver": _missing("numba.cuda.cudadrv.driver.driver"),
-            "CudaAPIError": kj.CudaError, "_have_nvjitlink": lambda: False}),
+            "CudaAPIError": kj.CudaError, "Stream": kj.runtime.Stream, "_have_nvjitlink": lambda: False}),
         "numba.cuda.launchconfig": _module("numba.cuda.launchconfig", {
             name: _missing(name) for name in ("current_launch_config", "capture_compile_config",
                                               "ensure_current_launch_config")}),

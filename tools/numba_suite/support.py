@@ -66,6 +66,13 @@ class TestCase(unittest.TestCase):
 
     longMessage = True
 
+    def reset_module_warnings(self, module):
+        """Forget the warnings ``module`` has shown, so a test sees them again."""
+        registry = getattr(sys.modules.get(getattr(module, "__name__", module)),
+                           "__warningregistry__", None)
+        if registry is not None:
+            registry.clear()
+
     @staticmethod
     def _family(value) -> str:
         if isinstance(value, (bool, np.bool_)):
