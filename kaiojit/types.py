@@ -112,6 +112,11 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
         """numba's name for the width in bits."""
         return self.bits
 
+    @property
+    def underlying_float(self) -> ScalarType:
+        """numba's name for a complex type's part type."""
+        return self.component
+
 
 def _layout_from_steps(steps: list) -> str:
     if steps[-1] == 1 and all(st is None for st in steps[:-1]):

@@ -112,7 +112,7 @@ def run_file(path: Path, target: str, timeout: float) -> dict:
         out_path = out.name
     env = dict(os.environ, NUMBA_SUITE_TARGET=target, NUMBA_SUITE_CUDAPY=str(path.parent),
                NUMBA_SUITE_OUT=out_path, KAIOJIT_BACKEND="cpu",
-               PYTHONPATH=os.pathsep.join([str(HERE), str(REPO),
+               PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), str(HERE / "importable"),
                                            os.environ.get("PYTHONPATH", "")]))
     ini = path.parent.parent.parent.parent.parent / "pytest.ini"
     ini.write_text("[pytest]\n")

@@ -132,7 +132,8 @@ def install(target_name: str, cudapy_dir: str) -> None:
             "In": getattr(target, "In", None), "Out": getattr(target, "Out", None),
             "InOut": getattr(target, "InOut", None), "wrap_arg": _missing("wrap_arg")}),
         "numba.cuda.np.numpy_support": _module("numba.cuda.np.numpy_support", {
-            "from_dtype": kj.types.from_dtype, "carray": _missing("carray"),
+            "from_dtype": kj.types.from_dtype,
+            "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
             "farray": _missing("farray")}),
     }
     prebuilt["numba.core.config"] = config
