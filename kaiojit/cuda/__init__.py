@@ -11,6 +11,7 @@ in :mod:`.decorators`. What differs from numba is listed in docs/porting.md.
 from __future__ import annotations
 
 import importlib
+import math
 
 from .. import language as _L
 from .. import types  # noqa: F401  numba.cuda.types
@@ -87,6 +88,7 @@ shfl_sync, shfl_up_sync, shfl_down_sync = _L.shfl_sync, _L.shfl_up_sync, _L.shfl
 shfl_xor_sync, all_sync, any_sync = _L.shfl_xor_sync, _L.all_sync, _L.any_sync
 ballot_sync, activemask = _L.ballot_sync, _L.activemask
 fma, popc, clz, ffs, brev = _L.fma, _L.popc, _L.clz, _L.ffs, _L.brev
+cbrt = math.cbrt  # numba's cuda.cbrt: the kernel language's math.cbrt
 
 
 
