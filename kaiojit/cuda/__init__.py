@@ -16,6 +16,7 @@ import math
 from .. import language as _L
 from .. import types  # noqa: F401  numba.cuda.types
 from ..errors import CompileError, KernelError, TypingError  # noqa: F401
+from .atomics import atomic  # noqa: F401
 from .decorators import (  # noqa: F401
     compile,
     compile_all,
@@ -79,7 +80,7 @@ from .types import *
 threadIdx, blockIdx, blockDim, gridDim = _L.threadIdx, _L.blockIdx, _L.blockDim, _L.gridDim
 laneid, warpsize = _L.laneid, _L.warpsize
 grid, gridsize = _L.grid, _L.gridsize
-shared, local, const, atomic, cg = _L.shared, _L.local, _L.const, _L.atomic, _L.cg
+shared, local, const, cg = _L.shared, _L.local, _L.const, _L.cg
 syncthreads, syncthreads_count = _L.syncthreads, _L.syncthreads_count
 syncthreads_and, syncthreads_or, syncwarp = _L.syncthreads_and, _L.syncthreads_or, _L.syncwarp
 threadfence, threadfence_block = _L.threadfence, _L.threadfence_block
