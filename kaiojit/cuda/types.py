@@ -1,6 +1,6 @@
 """``numba.cuda.types``: kaiojit's types, under numba's names (see :mod:`kaiojit.types`)."""
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001  (a star import with named ones)
 
 from ..types import *  # the numba names (NUMBA_NAMES) with kaiojit's own
 from ..types import (  # noqa: F401
