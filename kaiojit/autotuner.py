@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import env
 from . import types as kt
 from .autotune_launch import FastCalls
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
@@ -134,7 +135,7 @@ def autotune(configs: Sequence[Config], key: Sequence[str] = (), *, grid: Any = 
     where = _call_site(1)
     if isinstance(key, str):
         key = (key,)
-    log = os.environ.get("KAIOJIT_AUTOTUNE_LOG", "") not in ("", "0")
+    log = env.get("KAIOJIT_AUTOTUNE_LOG")
 
     def decorate(kernel: Any) -> Autotuner:
         try:
