@@ -79,6 +79,7 @@ from .types import (
     uint16,
     uint32,
     uint64,
+    void,
 )
 
 __version__ = _VERSION
@@ -98,6 +99,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
+__all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
@@ -213,7 +215,8 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot"})
+                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
+                         "cuda"})
 
 
 def __getattr__(name: str):

@@ -22,6 +22,7 @@ from .errors import CompileError, KaiojitError, LaunchError, TypingError
 from .launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
+from .overloads import accepts, best_signature
 from .resources import resources_header
 from .sass import sass_of
 
@@ -337,16 +338,16 @@ class Dispatcher:
         return loaded
 
     def _match_eager(self, arg_types):
-        for sig in self._eager:
-            if all(_accepts(p, a) for p, a in zip(sig.args, arg_types)):
-                return sig
+        sig = best_signature(self._eager, arg_types)
+        if sig is not None:
+            return sig
         sigs = ", ".join(str(s) for s in self._eager)
         got = ", ".join(str(a) for a in arg_types)
         which = ""
         if len(self._eager) == 1:  # one signature: name the parameter that does not fit
             params = list(inspect.signature(self.py_func).parameters)
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
-                       in zip(params, self._eager[0].args, arg_types) if not _accepts(p, a))
+                       in zip(params, self._eager[0].args, arg_types) if not accepts(p, a))
             which = next(misfits, "")
         raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
                         f"({got}){which}")
@@ -398,17 +399,6 @@ def _check_constexpr_signature(d: Dispatcher, sig: T.Signature) -> None:
             raise TypeError(f"{d.__qualname__}: parameter {params[i]!r} is a kj.constexpr; the "
                             f"signature must give its value, e.g. constexpr(32), not "
                             f"{sig.args[i]}")
-
-
-def _accepts(param: T.Type, arg: T.Type) -> bool:
-    if param == arg:
-        return True
-    if isinstance(param, T.TensorMapType):
-        return param.accepts(arg)
-    if isinstance(param, T.ArrayType) and isinstance(arg, T.ArrayType):
-        return (param.dtype == arg.dtype and param.ndim == arg.ndim
-                and param.layout in ("A", arg.layout))
-    return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
 
 
 

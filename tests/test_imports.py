@@ -36,7 +36,7 @@ _STAGES: dict[str, int] = {
     "aot": LIBRARY,
     "occupancy_api": LAST,
     "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
-    "occupancy_calc": BASE, "resources": 5,
+    "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
 
