@@ -56,6 +56,11 @@ class ScalarFacts:
     float_format: MiniFloat | None = None
 
 
+# ``kaiojit.types.signature_of`` (set there: Signature lives in kaiojit.types, which imports
+# this module), what a scalar type called with types returns
+SIGNATURE_OF: Callable | None = None
+
+
 class ScalarType(namedtuple("_Scalar", "name kind bits facts"), Type):
     """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'c'
     (complex: two floats, real then imaginary, of ``bits // 2`` bits each), and its
@@ -154,9 +159,22 @@ class ScalarType(namedtuple("_Scalar", "name kind bits facts"), Type):
             raise TypeError(f"array type slices are ':' or '::1', got {spec!r}")
         return ArrayType(self, len(spec), _layout_from_steps(steps))
 
-    def __call__(self, value):
-        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor."""
-        return self.np_dtype.type(value)
+    def __call__(self, *args):
+        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor; called with
+        types, ``kj.int32(kj.float32[:])`` is a signature returning this type (numba's)."""
+        if len(args) != 1 or isinstance(args[0], Type):
+            return SIGNATURE_OF(self, args)
+        return self.np_dtype.type(args[0])
+
+    @property
+    def bitwidth(self) -> int:
+        """numba's name for the width in bits."""
+        return self.bits
+
+    @property
+    def underlying_float(self) -> ScalarType:
+        """numba's name for a complex type's part type."""
+        return self.component
 
 
 def _layout_from_steps(steps: list) -> str:
