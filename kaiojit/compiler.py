@@ -258,7 +258,7 @@ def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
 
     if meta.device:
         raise ValueError("a device function on its own compiles for nvptx only")
-    target = HostTarget()
+    target = HostTarget(sanitize=meta.target.sanitize)
     mod = HostModule(target, meta.options, meta.symbol, kfunc)
     mod.lower_kernel(kfunc, meta.symbol)
     meta.uses_block_mode = mod.needs_block(kfunc)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit.errors import CudaError, KernelError
-from kaiojit.runtime import cooperative
+from kaiojit.runtime import cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
@@ -83,6 +83,7 @@ class _LaunchBuffers(threading.local):
         self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
         self.ctx = [np.zeros(H.CTX_WORDS, np.int64) for _ in range(2)]
         self.shared = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+        self.checks: list[sanitizer.WorkerState] = []  # the checked variant's, per worker
         self.launch[H.LAUNCH_PRINT_CAP] = PRINT_BUFFER_BYTES
         self.launch[H.LAUNCH_PRINT_BUF] = self.prints.ctypes.data
         for ctx in self.ctx:
@@ -98,6 +99,12 @@ class _LaunchBuffers(threading.local):
             ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
             self.ctx.append(ctx)
             self.shared.append(np.zeros(0, np.uint8))
+
+    def checks_for(self, parts: int) -> list[sanitizer.WorkerState]:
+        """The sanitizer states of the first ``parts`` workers (made on first use)."""
+        while len(self.checks) < parts:
+            self.checks.append(sanitizer.WorkerState())
+        return self.checks[:parts]
 
     def shared_for(self, worker: int, nbytes: int) -> int:
         buf = self.shared[worker]
@@ -196,7 +203,9 @@ class CpuBackend:
     debug_sync = False
     closing = False
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, sanitize: bool | None = None) -> None:
+        # the checked mode: kernels compile to the host's checked variant (docs/sanitizer.md)
+        self.sanitize = sanitizer.sanitize_from_env() if sanitize is None else bool(sanitize)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
         self._buffers: dict[int, np.ndarray] = {}
@@ -232,7 +241,7 @@ class CpuBackend:
         return (9, 0)
 
     def target_spec(self, device: int | None = None) -> TargetSpec:
-        return TargetSpec(kind="host")
+        return TargetSpec(kind="host", sanitize=self.sanitize)
 
     # --- code --------------------------------------------------------------------------------------
     def load_kernel(self, kernel: Any) -> CpuKernel:
@@ -314,6 +323,7 @@ class CpuBackend:
                 while len(self._workers) < parts:
                     self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
+        checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         calls = []
         for w in range(parts):
             ctx = local.ctx[w]
@@ -321,6 +331,9 @@ class CpuBackend:
             ctx[H.CTX_BLOCK:H.CTX_BLOCK + 3] = config.block
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
+            if checks is not None:
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes)
+                ctx[H.CTX_CHECK] = checks[w].address
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run
         if parts == 1 and not block_mode:
@@ -346,8 +359,11 @@ class CpuBackend:
                 sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
                                  f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
             sys.stdout.flush()
-        if launch[H.LAUNCH_ERROR]:
-            raise kernel_error(kernel, config, launch)
+        fatal = kernel_error(kernel, config, launch) if launch[H.LAUNCH_ERROR] else None
+        if checks is not None:
+            fatal = sanitizer.launch_error(kernel, config, checks, fatal)
+        if fatal is not None:
+            raise fatal
 
     # --- memory ------------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:
