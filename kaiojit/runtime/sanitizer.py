@@ -136,9 +136,10 @@ def describe(kernel: Any, config: Any, w: np.ndarray) -> str:
     head = f"kernel {kernel.name!r}: {TOOLS[kind]}: "
     if kind == H.SAN_KIND_BOUNDS:
         dim = int(w[H.SAN_DETAIL])
-        return (f"{head}index {index[dim]} is out of bounds for dimension {dim} of "
-                f"{_space(site)}array {site['array']!r} (index {index}, shape {shape}) at "
-                f"{_where(site)}, block {block}, thread {thread}{_source(site)}")
+        return (f"{head}index {index[dim]} is out of bounds for dimension {dim} of array "
+                f"{site['array']!r} (size {shape[dim]}): index {index} of a {_space(site)}"
+                f"array of shape {shape} at {_where(site)}, block {block}, thread {thread}"
+                f"{_source(site)}")
     if kind == H.SAN_KIND_INIT:
         return (f"{head}read of uninitialized shared memory: array {site['array']!r} at "
                 f"index {index} (shape {shape}) at {_where(site)}, block {block}, thread "
