@@ -36,12 +36,39 @@ from .. import types as T
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..target import (
-    CTX_CHECK, CTX_STACK_TOP, HAZARD_BLOCKS, HAZARD_RAW, HAZARD_WAR, HAZARD_WAW, SAN_BLOCK,
-    SAN_BLOCK_EPOCH, SAN_COUNTS, SAN_EPOCH, SAN_FIRST_BLOCK, SAN_INDEX, SAN_KIND,
-    SAN_KIND_BOUNDS, SAN_KIND_INIT, SAN_KIND_RACE, SAN_LAUNCH_EPOCH, SAN_MAX_DIMS, SAN_NDIM, SAN_OTHER,
-    SAN_OTHER_BLOCK, SAN_SCRATCH, SAN_SHAPE, SAN_SHARED_BASE, SAN_SHARED_BYTES,
-    SAN_SHARED_SHADOW, SAN_SITE, SAN_SITE_MASK, SAN_TABLE, SAN_TABLE_MASK, SAN_THREAD,
-    SAN_THREAD_SHIFT, SAN_DETAIL,
+    CTX_CHECK,
+    CTX_STACK_TOP,
+    HAZARD_BLOCKS,
+    HAZARD_RAW,
+    HAZARD_WAR,
+    HAZARD_WAW,
+    SAN_BLOCK,
+    SAN_BLOCK_EPOCH,
+    SAN_COUNTS,
+    SAN_DETAIL,
+    SAN_EPOCH,
+    SAN_FIRST_BLOCK,
+    SAN_INDEX,
+    SAN_KIND,
+    SAN_KIND_BOUNDS,
+    SAN_KIND_INIT,
+    SAN_KIND_RACE,
+    SAN_LAUNCH_EPOCH,
+    SAN_MAX_DIMS,
+    SAN_NDIM,
+    SAN_OTHER,
+    SAN_OTHER_BLOCK,
+    SAN_SCRATCH,
+    SAN_SHAPE,
+    SAN_SHARED_BASE,
+    SAN_SHARED_BYTES,
+    SAN_SHARED_SHADOW,
+    SAN_SITE,
+    SAN_SITE_MASK,
+    SAN_TABLE,
+    SAN_TABLE_MASK,
+    SAN_THREAD,
+    SAN_THREAD_SHIFT,
 )
 from .llvmtypes import I1, I32, I64, PTR
 
@@ -145,6 +172,7 @@ class SanitizerHelpers:
         if fn is None:
             fn = ir.Function(self.mod.module, ir.FunctionType(ret, args), name=name)
             fn.linkage = "internal"
+            fn.attributes.add("noinline")  # one copy: compiles fast, and the call is cheap
             self._fns[name] = fn
             build(fn, ir.IRBuilder(fn.append_basic_block("entry")))
         return fn
@@ -218,9 +246,8 @@ class SanitizerHelpers:
                 with b.if_else(fresh) as (first_reader, later):
                     with first_reader:
                         b.store(me, _word_ptr(b, entry, 1))
-                    with later:
-                        with b.if_then(b.icmp_unsigned("!=", _thread_of(b, r1), mt)):
-                            b.store(me, _word_ptr(b, entry, 2))
+                    with later, b.if_then(b.icmp_unsigned("!=", _thread_of(b, r1), mt)):
+                        b.store(me, _word_ptr(b, entry, 2))
         b.ret(b.load(status, typ=I64))
 
     def shared(self) -> ir.Function:
@@ -311,7 +338,8 @@ def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given:
     if bad_dim is not None:
         any_bad = b.icmp_signed(">=", bad_dim, ir.Constant(I64, 0))
         with b.if_then(any_bad, likely=False):
-            report(fl, SAN_KIND_BOUNDS, site, bad_dim, given, shape)
+            # the index after a negative one counted from the end, as debug=True reports it
+            report(fl, SAN_KIND_BOUNDS, site, bad_dim, indices, shape)
         out = [b.select(any_bad, ir.Constant(I64, 0), v) for v in indices]
     fl.san_access = (site, given, shape, fl.array_space, any_bad)
     return out
