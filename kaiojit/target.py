@@ -126,6 +126,7 @@ SAN_TABLE_MASK = 8    # its entries - 1
 SAN_UNINIT = 9        # kj.device_array ranges not fully written: (base, end, bitmap) triples
 SAN_UNINIT_COUNT = 10
 SAN_COUNTS = 11       # findings of each kind (SAN_COUNTS + kind - 1), kinds SAN_KIND_*
+SAN_QUIET = 15        # this launch: which of host_sanitize.quiet_params' arrays need no racecheck
 SAN_KIND = 16         # the first finding: its kind (0: none)
 SAN_SITE = 17
 SAN_THREAD = 18

@@ -34,6 +34,7 @@ from llvmlite import ir
 from .. import kir
 from .. import types as T
 from ..kir import Expr
+from ..kir.analysis import is_thread_index, written_params
 from ..kir.intrinsics import lookup
 from ..target import (
     CTX_CHECK,
@@ -58,6 +59,7 @@ from ..target import (
     SAN_NDIM,
     SAN_OTHER,
     SAN_OTHER_BLOCK,
+    SAN_QUIET,
     SAN_SCRATCH,
     SAN_SHAPE,
     SAN_SHARED_BASE,
@@ -75,6 +77,7 @@ from .llvmtypes import I1, I32, I64, PTR
 UNINIT = 5  # a shadow lookup's status beside the HAZARD_* codes
 ATOMIC_THREAD = 0x7FF  # the thread of an atomic's mark in a shared shadow (never a conflict)
 READ, WRITE, ATOMIC = 0, 1, 2  # how an access uses its element
+QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # see quiet_params
 SHARED_WORDS = 4   # shadow words per byte offset of shared memory
 TABLE_WORDS = 8    # words per entry of the global-memory table
 # intrinsics that write memory the shadow does not see: shared memory is then not initchecked
@@ -130,6 +133,51 @@ def space_of(e: Expr, spaces: dict[str, str]) -> str:
         a, b = space_of(e.args[1], spaces), space_of(e.args[2], spaces)
         return a if a == b else UNKNOWN
     return UNKNOWN
+
+
+def quiet_params(kfunc: kir.KFunction) -> dict[str, int]:
+    """A kernel's array parameters whose accesses need no racecheck when its arguments do not
+    overlap (the runtime's ``SAN_QUIET`` bits say so per launch): ``QUIET_READ_ONLY`` for an
+    array the kernel never writes, ``QUIET_PRIVATE`` for one it only indexes as ``a[i]`` with
+    ``i`` the thread's index in a one-dimensional launch (``kj.grid(1)``): no two threads
+    touch one element."""
+    if not kfunc.is_kernel:
+        return {}
+    arrays = {n for n, t in kfunc.params if isinstance(t, T.ArrayType)}
+    stmts = list(kir.walk_stmts(kfunc.body))
+    values: dict[str, list[Expr]] = {}
+    for st in stmts:
+        if isinstance(st, kir.Assign):
+            values.setdefault(st.target, []).append(st.value)
+        elif isinstance(st, kir.ForRange):
+            values.setdefault(st.var, []).append(Expr("const", T.int64, attr=0))
+    arrays -= set(values)  # a parameter assigned another array: not followed
+    index_vars = {v for v, vs in values.items() if all(is_thread_index(e) for e in vs)}
+    uses = dict.fromkeys(arrays, 0)
+    private = dict.fromkeys(arrays, 0)
+
+    def at_thread(arr: Expr, indices) -> None:
+        if arr.op == "var" and arr.attr in arrays and len(indices) == 1 and \
+                indices[0].op == "var" and indices[0].attr in index_vars:
+            private[arr.attr] += 1
+
+    for st in stmts:
+        if isinstance(st, kir.Store):
+            at_thread(st.array, st.indices)
+        for top in kir.stmt_exprs(st):
+            for e in kir.walk_expr(top):
+                if e.op == "var" and e.attr in arrays:
+                    uses[e.attr] += 1
+                elif e.op == "load":
+                    at_thread(e.args[0], e.args[1:])
+    written = written_params(kfunc)
+    quiet = {}
+    for name in arrays:
+        bits = (QUIET_READ_ONLY if name not in written else 0) | \
+            (QUIET_PRIVATE if uses[name] == private[name] else 0)
+        if bits:
+            quiet[name] = bits
+    return quiet
 
 
 def shared_initcheck(kfunc: kir.KFunction) -> bool:
@@ -275,6 +323,21 @@ class SanitizerHelpers:
             self._access(b, fn, state, entry, me, mode, ir.Constant(I1, 0), cross_block=True)
         return self._define("kj.san.global", I64, [PTR, I64, I64, I64], build)
 
+    def report(self, ndim: int) -> ir.Function:
+        """``void (state, kind, site, thread, detail, indices[ndim]..., shape[ndim]...)``:
+        ``claim``, and the first finding's indices and shape."""
+        def build(fn, b):
+            state, kind, site, thread, detail = fn.args[:5]
+            first = b.call(self.claim(), [state, kind, site, thread, detail])
+            with b.if_then(first):
+                b.store(ir.Constant(I64, ndim), _word_ptr(b, state, SAN_NDIM))
+                for d in range(ndim):
+                    b.store(fn.args[5 + d], _word_ptr(b, state, SAN_INDEX + d))
+                    b.store(fn.args[5 + ndim + d], _word_ptr(b, state, SAN_SHAPE + d))
+            b.ret_void()
+        return self._define(f"kj.san.report{ndim}", ir.VoidType(),
+                            [PTR, I64, I64, I64, I64] + [I64] * (2 * ndim), build)
+
     def claim(self) -> ir.Function:
         """``i1 (state, kind, site, thread, detail)``: count a finding; true if it is the
         worker's first (whose details are then recorded; the caller adds indices)."""
@@ -299,24 +362,24 @@ class SanitizerHelpers:
 # --- the instrumentation --------------------------------------------------------------------------
 
 def state_pointer(fl):
+    """The worker's sanitizer state (loaded once, at the function's entry)."""
     from .host import ctx_word
-    return fl.builder.inttoptr(ctx_word(fl.builder, fl.ctx, CTX_CHECK), PTR)
+    if fl.san_state is None:
+        fl.san_state = fl.at_entry(lambda b: b.inttoptr(ctx_word(b, fl.ctx, CTX_CHECK), PTR))
+    return fl.san_state
 
 
-def report(fl, kind: int, site: int, detail, indices=(), shape=()) -> None:
-    """Count a finding of ``kind`` at ``site`` by the current thread; the first also records
-    the access's indices and the array's shape."""
+def report(fl, kind, site: int, detail, indices=(), shape=()) -> None:
+    """Count a finding of ``kind`` (an int or an i64) at ``site`` by the current thread; the
+    first also records the access's indices and the array's shape (one call: the cold path
+    stays small)."""
     b = fl.builder
-    state = state_pointer(fl)
-    thread = fl.thread_linear()
-    first = b.call(fl.mod.san_helpers.claim(),
-                   [state, ir.Constant(I64, kind), ir.Constant(I64, site), thread, detail])
-    if indices:
-        with b.if_then(first):
-            b.store(ir.Constant(I64, len(indices)), _word_ptr(b, state, SAN_NDIM))
-            for d, (i, n) in enumerate(zip(indices[:SAN_MAX_DIMS], shape[:SAN_MAX_DIMS])):
-                b.store(i, _word_ptr(b, state, SAN_INDEX + d))
-                b.store(n, _word_ptr(b, state, SAN_SHAPE + d))
+    n = min(len(indices), SAN_MAX_DIMS)
+    if isinstance(kind, int):
+        kind = ir.Constant(I64, kind)
+    args = [state_pointer(fl), kind, ir.Constant(I64, site), fl.thread_linear(), detail,
+            *indices[:n], *shape[:n]]
+    b.call(fl.mod.san_helpers.report(n), args)
 
 
 def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given: list) -> list:
@@ -341,7 +404,7 @@ def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given:
             # the index after a negative one counted from the end, as debug=True reports it
             report(fl, SAN_KIND_BOUNDS, site, bad_dim, indices, shape)
         out = [b.select(any_bad, ir.Constant(I64, 0), v) for v in indices]
-    fl.san_access = (site, given, shape, fl.array_space, any_bad)
+    fl.san_access = (site, given, shape, fl.array_space, any_bad, fl.array_quiet)
     return out
 
 
@@ -351,11 +414,21 @@ def track(fl, ptr, mode: int) -> None:
     access = fl.san_accesses.pop(ptr, None)
     if access is None:
         return
-    site, indices, shape, space, bad = access
+    site, indices, shape, space, bad, quiet = access
     if space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL):
         return
     b = fl.builder
     state = state_pointer(fl)
+    if quiet:  # no race is possible on this array in a launch that allows it
+        allowed = b.and_(_word(b, state, SAN_QUIET), ir.Constant(I64, quiet))
+        with b.if_then(b.icmp_unsigned("==", allowed, ir.Constant(I64, 0))):
+            _track(fl, state, ptr, mode, site, indices, shape, space, bad)
+        return
+    _track(fl, state, ptr, mode, site, indices, shape, space, bad)
+
+
+def _track(fl, state, ptr, mode, site, indices, shape, space, bad) -> None:
+    b = fl.builder
     addr = b.ptrtoint(ptr, I64)
     thread = fl.thread_linear()
     epoch = _word(b, state, SAN_EPOCH)
@@ -364,6 +437,10 @@ def track(fl, ptr, mode: int) -> None:
                            ir.Constant(I64, SAN_THREAD_SHIFT)),
                      ir.Constant(I64, site & SAN_SITE_MASK)))
     w = ir.Constant(I64, mode)
+    if space == GLOBAL:
+        result = b.call(fl.mod.san_helpers.global_(), [state, addr, me, ir.Constant(I64, mode)])
+        _report_shadow(fl, result, site, indices, shape, bad)
+        return
     offset = b.sub(addr, _word(b, state, SAN_SHARED_BASE))
     in_shared = b.icmp_unsigned("<", offset, _word(b, state, SAN_SHARED_BYTES))
     helpers = fl.mod.san_helpers
@@ -387,15 +464,18 @@ def track(fl, ptr, mode: int) -> None:
         else:
             result = _guarded_call(b, ir.Constant(I1, 1), helpers.global_(),
                                    [state, addr, me, w])
+    _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _report_shadow(fl, result, site, indices, shape, bad) -> None:
+    """Report a shadow lookup's finding (``result``: 0, a HAZARD_* or UNINIT)."""
+    b = fl.builder
     if bad is not None:  # an access memcheck reported (it used index 0 instead)
         result = b.select(bad, ir.Constant(I64, 0), result)
     with b.if_then(b.icmp_unsigned("!=", result, ir.Constant(I64, 0)), likely=False):
         is_init = b.icmp_unsigned("==", result, ir.Constant(I64, UNINIT))
-        with b.if_else(is_init) as (uninit, race):
-            with uninit:
-                report(fl, SAN_KIND_INIT, site, ir.Constant(I64, 0), indices, shape)
-            with race:
-                report(fl, SAN_KIND_RACE, site, result, indices, shape)
+        kind = b.select(is_init, ir.Constant(I64, SAN_KIND_INIT), ir.Constant(I64, SAN_KIND_RACE))
+        report(fl, kind, site, result, indices, shape)
 
 
 def _guarded_call(b: ir.IRBuilder, cond, fn, args):

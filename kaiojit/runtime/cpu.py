@@ -129,6 +129,15 @@ class CpuKernel:
         self._configs: dict[Any, Any] = {}
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        self._quiet: sanitizer.QuietPlan | None = None
+
+    def quiet_plan(self) -> sanitizer.QuietPlan:
+        """The checked variant's per-launch test of which arrays need no racecheck."""
+        plan = self._quiet
+        if plan is None:
+            plan = self._quiet = sanitizer.QuietPlan(self.image.signature.args,
+                                                     self.packer.layout)
+        return plan
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
         """The most blocks a cooperative launch may have: one host thread each."""
@@ -324,6 +333,9 @@ class CpuBackend:
                     self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
+        quiet = 0
+        if checks is not None and isinstance(kernel, CpuKernel):
+            quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
         for w in range(parts):
             ctx = local.ctx[w]
@@ -332,7 +344,7 @@ class CpuBackend:
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
             if checks is not None:
-                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes)
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet)
                 ctx[H.CTX_CHECK] = checks[w].address
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run

@@ -11,6 +11,7 @@ the launch's other findings. See docs/sanitizer.md.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from typing import Any
 
@@ -23,6 +24,7 @@ ENV = "KAIOJIT_SANITIZE"
 TABLE_ENTRIES = 1 << 15        # the global-memory table: 2 MiB per worker
 SHARED_WORDS = 4               # shadow words per byte of shared memory (host_sanitize)
 TABLE_WORDS = 8
+QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # kaiojit.lower.host_sanitize's
 EPOCH_LIMIT = 1 << 31          # epochs are 32 bits in a packed access: start over before
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 TOOLS = {H.SAN_KIND_BOUNDS: "memcheck", H.SAN_KIND_RACE: "racecheck",
@@ -63,7 +65,7 @@ class WorkerState:
         self.words[H.SAN_TABLE_MASK] = TABLE_ENTRIES - 1
         self.address = self.words.ctypes.data
 
-    def begin_launch(self, shared_base: int, shared_bytes: int) -> None:
+    def begin_launch(self, shared_base: int, shared_bytes: int, quiet: int) -> None:
         w = self.words
         if shared_bytes * SHARED_WORDS > self.shadow.size:
             self.shadow = np.zeros(shared_bytes * SHARED_WORDS, np.int64)
@@ -77,6 +79,47 @@ class WorkerState:
         w[H.SAN_SHARED_BYTES] = shared_bytes
         w[H.SAN_SHARED_SHADOW] = self.shadow.ctypes.data
         w[H.SAN_COUNTS:H.SAN_WORDS] = 0
+        w[H.SAN_QUIET] = quiet
+
+
+class QuietPlan:
+    """How a kernel's launches find which arrays need no racecheck (``SAN_QUIET``): its array
+    arguments' byte ranges, read from the launch's slots, must not overlap (the lowering's
+    read-only and thread-private arrays are then race-free), and thread-private ones need a
+    one-dimensional launch as well."""
+
+    def __init__(self, arg_types: tuple, layout: Any) -> None:
+        from kaiojit import types as T
+
+        self.arrays = []  # (first slot, ndim, itemsize, passes strides)
+        k = 0
+        for t in arg_types:
+            if isinstance(t, T.ArrayType):
+                self.arrays.append((layout.first_slot[k], t.ndim, t.dtype.itemsize,
+                                    t.passes_strides))
+            k += len(T.param_parts(t))
+        self.slots = layout.slot_count
+
+    def bits(self, slots_address: int, grid: tuple, block: tuple) -> int:
+        words = (ctypes.c_int64 * self.slots).from_address(slots_address)
+        ranges = []
+        for first, ndim, itemsize, strided in self.arrays:
+            shape = [words[first + 1 + d] for d in range(ndim)]
+            if 0 in shape:
+                continue
+            if strided:
+                strides = [words[first + 1 + ndim + d] for d in range(ndim)]
+                low = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
+                high = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + itemsize
+            else:
+                low, high = 0, itemsize * int(np.prod(shape))
+            ptr = words[first]
+            ranges.append((ptr + low, ptr + high))
+        ranges.sort()
+        if any(ranges[i + 1][0] < ranges[i][1] for i in range(len(ranges) - 1)):
+            return 0  # arguments overlap: every access is checked
+        one_dim = grid[1] == grid[2] == block[1] == block[2] == 1
+        return QUIET_READ_ONLY | (QUIET_PRIVATE if one_dim else 0)
 
 
 def launch_error(kernel: Any, config: Any, states: list[WorkerState],
