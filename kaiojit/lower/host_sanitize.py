@@ -180,6 +180,18 @@ def quiet_params(kfunc: kir.KFunction) -> dict[str, int]:
     return quiet
 
 
+MAX_CHECKED_ACCESSES = 1000  # a kernel with more (unrolled) array accesses runs unchecked
+
+
+def access_count(kfunc: kir.KFunction) -> int:
+    """The array loads and stores of a kernel and the device functions it calls."""
+    n = 0
+    for f in kir.walk_functions(kfunc):
+        n += sum(isinstance(s, kir.Store) for s in kir.walk_stmts(f.body))
+        n += sum(e.op == "load" for e in kir.function_exprs(f))
+    return n
+
+
 def shared_initcheck(kfunc: kir.KFunction) -> bool:
     """Whether every write of shared memory goes through a plain store or an atomic (else a
     read of what a tensor copy wrote would look uninitialized)."""
