@@ -1,6 +1,14 @@
-"""``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
+"""The command line.
+
+``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
 [--emit kir|llvm_unoptimized|llvm|ptx|sass|resources]``: print one stage of a kernel's compile,
-or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes)."""
+or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes).
+
+``python -m kaiojit aot file.py:kernel --sig "..." [--sig ...] [--arch sm_80,sm_90]
+[--target nvptx|host] -o DIR``: export kernels (``kaiojit.aot``); several ``file.py:kernel``
+may be given, each signature applying to the kernel before it.
+
+Exit codes: 0 done, 1 the kernel does not compile or export, 2 a usage error."""
 
 from __future__ import annotations
 
@@ -37,7 +45,17 @@ def main(argv=None) -> int:
     p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass",
                                       "resources"],
                    default="ptx", help="a stage of the nvptx pipeline, sass, or resources")
+    a = sub.add_parser("aot", help="export kernels: cubins and PTX (or a host library), a "
+                       "manifest and a C launcher")
+    a.add_argument("kernels", nargs="+", metavar="FILE.py:KERNEL")
+    a.add_argument("--sig", action="append", default=[], required=True,
+                   help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
+    a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
+    a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
+    a.add_argument("-o", "--out", required=True, help="the directory to write")
     args = parser.parse_args(argv)
+    if args.command == "aot":
+        return _aot(args)
 
     import kaiojit as kj
     from kaiojit.dispatcher import Dispatcher
@@ -63,6 +81,28 @@ def main(argv=None) -> int:
             return 1
     else:
         print(ck.stage(args.emit))
+    return 0
+
+
+def _aot(args) -> int:
+    import kaiojit as kj
+    from kaiojit.aot.exporter import ExportError, export
+    from kaiojit.dispatcher import Dispatcher
+
+    kernels = {}
+    for spec in args.kernels:
+        obj = _load_kernel(spec)
+        disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
+        kernels[disp] = list(args.sig)
+    try:
+        manifest = export(args.out, kernels, args.arch.split(","), args.target)
+    except (ExportError, kj.CompileError, TypeError, ValueError) as e:
+        print(f"kaiojit aot: {e}", file=sys.stderr)
+        return 1
+    for e in manifest.entries:
+        print(f"{e.kernel}: {e.signature} -> {e.c_name}")
+    print(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
+          f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
     return 0
 
 
