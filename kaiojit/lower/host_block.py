@@ -37,8 +37,7 @@ from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
 from . import ops
 from ..target import (
-    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, SAN_KIND_SYNC,
-    STATUS_RETURNED,
+    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
 )
 from .host import (
     HostFunctionLowering,
@@ -409,49 +408,11 @@ class BlockLowering(HostFunctionLowering):
         decl = lookup(e.attr)
         checked = self.target.sanitize
         if checked and decl.name in host_sanitize.MASKED_COLLECTIVES:
-            self.check_warp_mask(e)
+            host_sanitize.check_warp_mask(self, e)
         self.intrinsic_lowering(e)(self, target, e)
         if checked and (decl.barrier or decl.name == "sync.syncwarp"):
             host_sanitize.bump_epoch(self)
         return None
-
-    def check_warp_mask(self, e: Expr) -> None:
-        """synccheck of a warp collective ``(mask, ...)``: every lane its mask names (of those
-        the block has) calls it, and so does the calling thread's own lane."""
-        b = self.builder
-        c31, one = ir.Constant(I64, 31), ir.Constant(I32, 1)
-        calling = self.per_thread(I32)  # by warp: the lanes that call it
-
-        def clear(t):
-            with b.if_then(b.icmp_unsigned("==", b.and_(t, c31), ir.Constant(I64, 0))):
-                b.store(ir.Constant(I32, 0), self.at(calling, b.lshr(t, ir.Constant(I64, 5)),
-                                                     I32))
-        self.thread_loop(clear, only_active=False)
-
-        def gather(t):
-            slot = self.at(calling, b.lshr(t, ir.Constant(I64, 5)), I32)
-            bit = b.shl(one, b.trunc(b.and_(t, c31), I32))
-            b.store(b.or_(b.load(slot, typ=I32), bit), slot)
-        self.thread_loop(gather)
-        site = self.mod.add_site("warp", e.loc, op=lookup(e.attr).user_name)
-
-        def check(t):
-            mask = self.expr(e.args[0])
-            lane = b.and_(t, c31)
-            base = b.sub(t, lane)
-            left = b.sub(self.n, base)  # lanes the block has in this warp
-            exists = b.select(b.icmp_unsigned(">=", left, ir.Constant(I64, 32)),
-                              ir.Constant(I32, -1),
-                              b.sub(b.shl(one, b.trunc(left, I32)), one))
-            here = b.load(self.at(calling, b.lshr(t, ir.Constant(I64, 5)), I32), typ=I32)
-            missing = b.and_(b.and_(mask, exists), b.not_(here))
-            own = b.shl(one, b.trunc(lane, I32))
-            missing = b.or_(missing, b.and_(own, b.not_(mask)))
-            with b.if_then(b.icmp_unsigned("!=", missing, ir.Constant(I32, 0)), likely=False):
-                detail = b.or_(b.zext(mask, I64), b.shl(b.zext(missing, I64),
-                                                        ir.Constant(I64, 32)))
-                host_sanitize.report(self, SAN_KIND_SYNC, site, detail)
-        self.thread_loop(check)
 
     def assign_each(self, target: str | None, result) -> None:
         """Every active thread assigns ``result()`` (its value for the bound thread) to

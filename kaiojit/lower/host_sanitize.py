@@ -54,6 +54,7 @@ from ..target import (
     SAN_KIND_BOUNDS,
     SAN_KIND_INIT,
     SAN_KIND_RACE,
+    SAN_KIND_SYNC,
     SAN_LAUNCH_EPOCH,
     SAN_MAX_DIMS,
     SAN_NDIM,
@@ -504,6 +505,45 @@ def _guarded_call(b: ir.IRBuilder, cond, fn, args):
     return phi
 
 
+def check_warp_mask(bl, e: Expr) -> None:
+    """synccheck of a warp collective ``(mask, ...)``: every lane its mask names (of those
+    the block has) calls it, and so does the calling thread's own lane."""
+    b = bl.builder
+    c31, one = ir.Constant(I64, 31), ir.Constant(I32, 1)
+    calling = bl.per_thread(I32)  # by warp: the lanes that call it
+
+    def clear(t):
+        with b.if_then(b.icmp_unsigned("==", b.and_(t, c31), ir.Constant(I64, 0))):
+            b.store(ir.Constant(I32, 0), bl.at(calling, b.lshr(t, ir.Constant(I64, 5)),
+                                                 I32))
+    bl.thread_loop(clear, only_active=False)
+
+    def gather(t):
+        slot = bl.at(calling, b.lshr(t, ir.Constant(I64, 5)), I32)
+        bit = b.shl(one, b.trunc(b.and_(t, c31), I32))
+        b.store(b.or_(b.load(slot, typ=I32), bit), slot)
+    bl.thread_loop(gather)
+    site = bl.mod.add_site("warp", e.loc, op=lookup(e.attr).user_name)
+
+    def check(t):
+        mask = bl.expr(e.args[0])
+        lane = b.and_(t, c31)
+        base = b.sub(t, lane)
+        left = b.sub(bl.n, base)  # lanes the block has in this warp
+        exists = b.select(b.icmp_unsigned(">=", left, ir.Constant(I64, 32)),
+                          ir.Constant(I32, -1),
+                          b.sub(b.shl(one, b.trunc(left, I32)), one))
+        here = b.load(bl.at(calling, b.lshr(t, ir.Constant(I64, 5)), I32), typ=I32)
+        missing = b.and_(b.and_(mask, exists), b.not_(here))
+        own = b.shl(one, b.trunc(lane, I32))
+        missing = b.or_(missing, b.and_(own, b.not_(mask)))
+        with b.if_then(b.icmp_unsigned("!=", missing, ir.Constant(I32, 0)), likely=False):
+            detail = b.or_(b.zext(mask, I64), b.shl(b.zext(missing, I64),
+                                                    ir.Constant(I64, 32)))
+            report(bl, SAN_KIND_SYNC, site, detail)
+    bl.thread_loop(check)
+
+
 def bump_epoch(fl) -> None:
     """A barrier: accesses after it are ordered after those before it."""
     b = fl.builder
@@ -529,5 +569,6 @@ def mark_stack_top(b: ir.IRBuilder, mod, ctx) -> None:
             b.gep(ctx, [ir.Constant(I64, CTX_STACK_TOP)], source_etype=I64))
 
 
-__all__ = ["SanitizerHelpers", "array_spaces", "begin_block", "bump_epoch", "checked_indices",
+__all__ = ["SanitizerHelpers", "array_spaces", "begin_block", "bump_epoch", "check_warp_mask",
+           "checked_indices",
            "mark_stack_top", "report", "shared_initcheck", "track"]
