@@ -298,12 +298,7 @@ def optimize_host(module: str, meta: Metadata):
     for fn in ref.functions:
         if not fn.is_declaration and fn.name != entry:
             fn.linkage = "internal"
-    level = min(meta.options.opt, 3)
-    if meta.target.sanitize:
-        # the checked variant: O1 (its shadow calls cost O3's heavier passes seconds on large
-        # straight-line kernels, and checked launches are not what a user times)
-        level = min(level, 1)
-    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(meta.options.opt, 3))
     if meta.uses_block_mode:
         # LLVM 22's loop vectorizer miscompiles the block's per-thread loops: a trapping
         # instruction of loop-invariant operands (a division by a kernel argument) under a

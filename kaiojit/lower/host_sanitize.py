@@ -376,9 +376,8 @@ class SanitizerHelpers:
 
 def state_pointer(fl):
     """The worker's sanitizer state (loaded once, at the function's entry)."""
-    from .host import ctx_word
     if fl.san_state is None:
-        fl.san_state = fl.at_entry(lambda b: b.inttoptr(ctx_word(b, fl.ctx, CTX_CHECK), PTR))
+        fl.san_state = fl.at_entry(lambda b: b.inttoptr(_word(b, fl.ctx, CTX_CHECK), PTR))
     return fl.san_state
 
 
@@ -553,8 +552,7 @@ def bump_epoch(fl) -> None:
 
 def begin_block(b: ir.IRBuilder, ctx, block_index) -> None:
     """The driver, before each block: a new epoch, which the block starts at."""
-    from .host import ctx_word
-    state = b.inttoptr(ctx_word(b, ctx, CTX_CHECK), PTR)
+    state = b.inttoptr(_word(b, ctx, CTX_CHECK), PTR)
     ptr = _word_ptr(b, state, SAN_EPOCH)
     epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
     b.store(epoch, ptr)
