@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 
 
@@ -92,3 +95,21 @@ class LibdeviceNotFound(KaiojitError, RuntimeError):
 
 class PerformanceWarning(UserWarning):
     """A launch that works but costs extra, e.g. NumPy arrays copied to and from the device."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def is_kaiojit_code(filename: str) -> bool:
+    """Whether ``filename`` (a code object's) is kaiojit's: a file of its package, or code it
+    generated (``<kaiojit fast launch of ...>``)."""
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<kaiojit ")
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line: the first frame outside kaiojit
+    (a launch reaches the warning through a varying number of kaiojit frames)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and is_kaiojit_code(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -85,13 +85,14 @@ def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc, bas
             term = v if isinstance(st, ir.Constant) and st.constant == 1 else \
                 b.mul(v, st, flags=("nsw",))
             offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-        ptr = b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
-    else:
+        ptr = base if offset is None else \
+            b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
+    else:  # (offset None: a 0-d array's one element, a[()])
         offset = None
         for d, v in enumerate(idx):
             term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
             offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-        ptr = b.gep(base, [offset], inbounds=True, source_etype=I8)
+        ptr = base if offset is None else b.gep(base, [offset], inbounds=True, source_etype=I8)
     if sanitize:  # what the access through this pointer reports (host_sanitize.track)
         fl.san_accesses[ptr] = fl.san_access
     return ptr

@@ -10,14 +10,16 @@ raised at the launch that caused it.
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 import warnings
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kaiojit import env
+from kaiojit import types as kt
 from kaiojit.errors import CudaError, LaunchError
 from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
@@ -29,16 +31,19 @@ from kaiojit.runtime.backend import (
     LoadedKernel,
     launch_context,
 )
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
+from kaiojit.runtime.torchstream import StreamChoice
 from kaiojit.target import COARSE_FACTOR
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+CONFIG_CACHE_LIMIT = 256  # checked configurations kept per kernel (ConfigCache)
 # a launch of at least this many threads (grid.x times the block's) takes the kernel's coarse
 # entry, where it has one (kaiojit/kir/coarsen.py): a quarter of the blocks still fill the GPU
 # several times over (the H200 holds 132 x 2048 threads). KAIOJIT_COARSE_MIN_THREADS (read
 # once, at import) changes it: 0 sends every launch it can through the coarse entry (tests).
-COARSE_MIN_THREADS = int(os.environ.get("KAIOJIT_COARSE_MIN_THREADS", str(1 << 22)))
+COARSE_MIN_THREADS = env.get("KAIOJIT_COARSE_MIN_THREADS")
 
 
 class KernelImage(Protocol):
@@ -135,6 +140,7 @@ def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
 
 def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig) -> None:
     """``KAIOJIT_DEBUG_SYNC``: wait for the launch; a fault names it and where it came from."""
+    forbid_in_capture(f"kernel {name!r}: KAIOJIT_DEBUG_SYNC synchronizes after the launch")
     try:
         backend.stream_synchronize(stream)
     except CudaError as e:
@@ -143,6 +149,41 @@ def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig
                    f"KAIOJIT_DEBUG_SYNC caught this fault right after that launch, which was "
                    f"made at:\n{where}")
         raise CudaError(e.name, e.text, context, e.code) from None
+
+
+class ConfigCache:
+    """A kernel's checked launch configurations by what the launch asked (grid, block, dynamic
+    shared bytes, cluster and device), the least recently used dropped past ``limit``: a
+    program sweeping dynamic shared sizes or grids keeps a bounded number. ``get`` raises
+    ``TypeError`` for an unhashable key (lists), which the caller checks every time."""
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int = CONFIG_CACHE_LIMIT):
+        self._entries: OrderedDict[Any, LaunchConfig] = OrderedDict()
+        self.limit = limit
+
+    def get(self, key: Any) -> LaunchConfig | None:
+        entries = self._entries
+        config = entries.get(key)
+        if config is not None:
+            try:
+                entries.move_to_end(key)
+            except KeyError:  # another thread dropped it meanwhile
+                pass
+        return config
+
+    def put(self, key: Any, config: LaunchConfig) -> None:
+        entries = self._entries
+        entries[key] = config
+        while len(entries) > self.limit:
+            try:
+                entries.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                break
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 # --- one kernel on one device -------------------------------------------------------------------
@@ -221,13 +262,18 @@ class ModuleKernel:
         # how many of the user's blocks a block of the coarse entry does (0: none)
         self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names,
-                                trailing=bool(self.coarse_factor))
+                                trailing=bool(self.coarse_factor),
+                                written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
-        self._configs: dict[Any, LaunchConfig] = {}
+        self._configs = ConfigCache()
         self._lock = threading.Lock()
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        # the arguments that are arrays: a launch naming no stream follows PyTorch's current
+        # stream where one of them is a CUDA tensor (kaiojit.runtime.torchstream)
+        self.array_at = tuple(i for i, t in enumerate(image.signature.args)
+                              if isinstance(t, kt.ArrayType))
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
         """The most blocks of ``block`` threads that a cooperative launch may have here."""
@@ -238,6 +284,8 @@ class ModuleKernel:
     def on_device(self, device: int) -> _DeviceKernel:
         dk = self._devices.get(device)
         if dk is None:
+            forbid_in_capture(f"kernel {self.name!r}: its first launch on device {device} "
+                              "loads its module")
             with self._lock:
                 dk = self._devices.get(device)
                 if dk is None:
@@ -263,9 +311,7 @@ class ModuleKernel:
             self.backend.set_dynamic_shared(dk.fn, config.shared_mem)
             dk.dynamic_limit = config.shared_mem
         if key is not None:
-            if len(self._configs) > 1024:
-                self._configs.clear()
-            self._configs[key] = config
+            self._configs.put(key, config)
         return config
 
     def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any,
@@ -276,12 +322,15 @@ class ModuleKernel:
         dk = self._devices.get(device) or self.on_device(device)
         key = (grid, block, shared_mem, cluster, device)
         try:
-            config = self._configs[key]
-        except KeyError:
-            config = self._configure(dk, grid, block, shared_mem, cluster, key)
+            config = self._configs.get(key)
         except TypeError:  # an unhashable configuration (lists): check it every time
             config = self._configure(dk, grid, block, shared_mem, cluster, None)
-        handle = 0 if stream is None else stream_handle(stream)
+        if config is None:
+            config = self._configure(dk, grid, block, shared_mem, cluster, key)
+        if stream is None:
+            handle = StreamChoice.default(args, self.array_at, device) if self.array_at else 0
+        else:
+            handle = stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
         if self.cooperative:
@@ -311,11 +360,20 @@ class ModuleKernel:
         if self.cooperative:
             return None  # each launch checks its grid and zeroes the barrier
         try:
-            config = self._configs[(grid, block, shared_mem, None, device)]
-        except (KeyError, TypeError):
+            config = self._configs.get((grid, block, shared_mem, None, device))
+        except TypeError:
             return None
-        handle = 0 if stream is None else stream_handle(stream)
-        return fastlaunch.build(self, config, handle, device, plan)
+        if config is None:
+            return None
+        stream_now = None
+        if stream is not None:
+            handle = stream_handle(stream)
+        elif StreamChoice.follows_torch(plan.values, range(len(plan.values))):
+            stream_now = StreamChoice.getter()
+            handle = 0 if stream_now is None else stream_now(device)
+        else:
+            handle = 0
+        return fastlaunch.build(self, config, handle, device, plan, stream_now)
 
     def entry(self, dk: _DeviceKernel, config: LaunchConfig) -> tuple[Any, Dim3, int | None]:
         """The function a launch of ``config`` calls, the grid it launches, and the grid
@@ -329,6 +387,8 @@ class ModuleKernel:
                 or config.shared_mem):
             return dk.fn, config.grid, None
         if not dk.coarse_tried:
+            forbid_in_capture(f"kernel {self.name!r}: its first launch of "
+                              f"{COARSE_MIN_THREADS} threads or more loads its coarse entry")
             with self._lock:
                 if not dk.coarse_tried:
                     dk.load_coarse(self.backend, self.image)
@@ -355,13 +415,18 @@ def _copy_back(staged: list[StagedArray], backend: GpuBackend, stream: int) -> N
 
 # --- loading, cached per backend ----------------------------------------------------------------
 
-_LOADED: weakref.WeakKeyDictionary[Any, dict[Any, ModuleKernel]] = weakref.WeakKeyDictionary()
+# Per backend, the ModuleKernels alive, by what they load. Weak: a kernel lives as long as
+# something launches it (the dispatcher's caches hold it); when the last holder goes, its
+# modules are unloaded (_DeviceKernel's finalizer) and its entry here disappears.
+_LOADED: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[Any, ModuleKernel]] = \
+    weakref.WeakKeyDictionary()
 _loaded_lock = threading.Lock()
 
 
 def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
     """The ModuleKernel of ``image`` on ``backend``; one per (PTX, entry name, signature,
-    whether it has a coarse entry: ``coarsen=False`` compiles the same PTX without one)."""
+    whether it has a coarse entry: ``coarsen=False`` compiles the same PTX without one)
+    while it is in use."""
     key = (image.ptx, image.name, image.signature, getattr(image, "coarse", None) is not None)
     cache = _LOADED.get(backend)
     if cache is not None:
@@ -369,11 +434,19 @@ def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
         if loaded is not None:
             return loaded
     with _loaded_lock:
-        cache = _LOADED.setdefault(backend, {})
+        cache = _LOADED.get(backend)
+        if cache is None:
+            cache = _LOADED[backend] = weakref.WeakValueDictionary()
         loaded = cache.get(key)
         if loaded is None:
             loaded = cache[key] = ModuleKernel(backend, image)
         return loaded
+
+
+def loaded_kernels(backend: GpuBackend) -> int:
+    """How many ModuleKernels of ``backend`` are alive (for tests of their lifetime)."""
+    cache = _LOADED.get(backend)
+    return 0 if cache is None else len(cache)
 
 
 # --- occupancy ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ wrappers of foreign CAI or DLPack arrays) keep their owner alive instead of owni
 
 from __future__ import annotations
 
+import math
 import struct
 import weakref
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.layout import (
     alignment, array_type, contiguous_strides, launch_tag, layout_of,
 )
@@ -25,6 +27,9 @@ from kaiojit.runtime.stream import stream_handle
 
 
 _U64 = 0xFFFFFFFFFFFFFFFF
+# Kernels index with int64 byte offsets: an array of more bytes than int64 holds could not be
+# addressed without wrapping, whatever the device (and no device has that much memory).
+MAX_ARRAY_BYTES = (1 << 63) - 1
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -33,7 +38,20 @@ def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"negative dimension in shape {shape}")
+    if any(n > MAX_ARRAY_BYTES for n in shape):
+        raise ValueError(f"shape {shape} has an extent past int64, the type kernels read "
+                         "extents as")
     return shape
+
+
+def array_nbytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
+    """Bytes of a contiguous array, computed with Python ints (no int64 wrap); a
+    ``ValueError`` past :data:`MAX_ARRAY_BYTES`."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > MAX_ARRAY_BYTES:
+        raise ValueError(f"an array of shape {shape} and dtype {dtype} would take {nbytes} "
+                         f"bytes, more than a kernel can address (2**63 - 1 bytes)")
+    return nbytes
 
 
 class _Allocation:
@@ -41,8 +59,13 @@ class _Allocation:
 
     __slots__ = ("ptr", "nbytes", "device", "__weakref__")
 
-    def __init__(self, backend: GpuBackend, nbytes: int):
-        self.ptr = backend.alloc(nbytes)
+    def __init__(self, backend: GpuBackend, nbytes: int, what: str = ""):
+        forbid_in_capture(f"allocating {nbytes} bytes of device memory")
+        try:
+            self.ptr = backend.alloc(nbytes)
+        except (MemoryError, OverflowError) as e:  # the host's (cpu, mock) malloc failed
+            raise MemoryError(f"cannot allocate {nbytes} bytes{what} on the {backend.name} "
+                              f"backend ({e})") from None
         self.nbytes = nbytes
         self.device = backend.current_device()
         fin = weakref.finalize(self, _free, backend, self.ptr, self.device)
@@ -58,6 +81,16 @@ def _free(backend: GpuBackend, ptr: int, device: int) -> None:
         pass
 
 
+class ArrayFlags(dict):
+    """NumPy's flags of an array: ``flags["C_CONTIGUOUS"]`` and ``flags.c_contiguous``."""
+
+    def __getattr__(self, name: str) -> bool:
+        try:
+            return self[name.upper()]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 class DeviceArray:
     """An N-d array in device memory (or a view of one), NumPy-like in its metadata.
 
@@ -68,7 +101,7 @@ class DeviceArray:
 
     __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "ptr", "device_id",
                  "backend", "kaiojit_type", "launch_info", "launch_tag", "launch_bytes", "_owner",
-                 "__weakref__")
+                 "stream", "__weakref__")
 
     def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
                  ptr: int, device: int, owner: Any, backend: GpuBackend):
@@ -79,12 +112,13 @@ class DeviceArray:
         self.strides = (tuple(int(s) for s in strides) if strides is not None
                         else contiguous_strides(self.shape, itemsize))
         self.ndim = len(self.shape)
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.size = math.prod(self.shape)
         self.nbytes = self.size * itemsize
         self.ptr = int(ptr)
         self.device_id = device
         self.backend = backend
         self._owner = owner
+        self.stream = 0  # the stream it was made on (numba's .stream; CAI's "stream")
         layout = layout_of(self.shape, self.strides, itemsize)
         align = alignment(self.ptr, self.shape, self.strides, itemsize, layout)
         self.kaiojit_type = array_type(scalar, self.ndim, layout, align)
@@ -110,6 +144,22 @@ class DeviceArray:
         layout = self.kaiojit_type.layout
         return layout == "F" or (self.ndim <= 1 and layout == "C")
 
+    @property
+    def flags(self) -> ArrayFlags:
+        """NumPy's contiguity flags, as numba's device arrays have them."""
+        return ArrayFlags(C_CONTIGUOUS=self.is_c_contiguous, F_CONTIGUOUS=self.is_f_contiguous)
+
+    @property
+    def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
+        """The transpose: a view with the axes reversed."""
+        return DeviceArray(self.shape[::-1], self.strides[::-1], self.dtype, self.ptr,
+                           self.device_id, self, self.backend)
+
+    @property
+    def alloc_size(self) -> int:
+        """Bytes the array spans (numba's name)."""
+        return self.nbytes
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d array")
@@ -122,16 +172,37 @@ class DeviceArray:
     # --- interop exports ------------------------------------------------------------------
 
     @property
-    def __cuda_array_interface__(self) -> dict:
+    def is_host_memory(self) -> bool:
+        """Whether the memory is the host's, for kernels the host runs (the cpu backend): it
+        is then exported as host memory (``__array_interface__``, DLPack's CPU device), never
+        as CUDA memory. (The mock backend's host buffers stand for CUDA memory.)"""
+        return self.backend.name == "cpu"
+
+    def _interface(self) -> dict:
         contiguous = self.kaiojit_type.layout == "C"
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self.ptr, False),
+            "data": (self.ptr if self.size else 0, False),  # CAI: 0 for no elements
             "strides": None if contiguous else self.strides,
             "version": 3,
-            "stream": None,
         }
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.is_host_memory:
+            raise AttributeError("a DeviceArray of the cpu backend is host memory: it has "
+                                 "__array_interface__ and __dlpack__ (a CPU device), not "
+                                 "__cuda_array_interface__")
+        # the stream it was made on, so consumers synchronize on it (None: the default)
+        return {**self._interface(), "stream": stream_handle(self.stream) or None}
+
+    @property
+    def __array_interface__(self) -> dict:
+        if not self.is_host_memory:
+            raise AttributeError("a DeviceArray in device memory has no __array_interface__; "
+                                 "copy_to_host() makes a NumPy array of it")
+        return self._interface()
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
@@ -249,7 +320,7 @@ class DeviceArray:
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = tuple(shape[0])
         shape = _normalize_shape(shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
         if self.kaiojit_type.layout != "C":
             raise ValueError("reshape needs a C-contiguous array")
@@ -276,10 +347,13 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     if order not in ("C", "F"):
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     strides = contiguous_strides(shape, dtype.itemsize, order)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
-    allocation = _Allocation(backend, nbytes)
-    return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
-                       backend)
+    nbytes = array_nbytes(shape, dtype)
+    allocation = _Allocation(backend, nbytes, f" for an array of shape {shape} and dtype {dtype}")
+    array = DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
+                        backend)
+    if stream is not None:
+        array.stream = stream
+    return array
 
 
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
@@ -288,7 +362,7 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
         and a.flags.f_contiguous else "C"
     if isinstance(a, DeviceArray):
         order = "F" if a.kaiojit_type.layout == "F" else "C"
-    return device_array(a.shape, a.dtype, order=order)
+    return device_array(a.shape, a.dtype, order=order, stream=stream)
 
 
 def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
@@ -300,6 +374,6 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     kt.from_dtype(host.dtype)
     if not (host.flags.c_contiguous or host.flags.f_contiguous):
         host = np.ascontiguousarray(host)
-    target = to if to is not None else device_array_like(host)
+    target = to if to is not None else device_array_like(host, stream=stream)
     target.copy_to_device(host, stream=stream)
     return target
