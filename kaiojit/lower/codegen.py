@@ -350,7 +350,7 @@ class FunctionLowering:
 
     def lower_select(self, e: Expr):
         c, a, b_ = e.args
-        checked = getattr(self.options, "debug", False)
+        checked = getattr(self.options, "debug", False) or getattr(self.target, "sanitize", False)
         if _speculatable(a, checked) and _speculatable(b_, checked):
             return self.builder.select(self.expr(c), self.expr(a), self.expr(b_))
         b = self.builder

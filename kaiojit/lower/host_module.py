@@ -13,6 +13,7 @@ from ..kir.analysis import shared_layout, uses_sync
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
 )
+from . import host_sanitize
 from .codegen import ModuleLowering
 from .host import HostFunctionLowering, counted_loop, ctx_word, ctx_word_ptr
 from .host_block import BlockLowering, block_function_type, define_block_kernel
@@ -31,6 +32,10 @@ class HostModule(ModuleLowering):
         self._needs_block: dict[int, bool] = {}
         layout = shared_layout(kfunc)
         self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
+        if target.sanitize:
+            self.san_helpers = host_sanitize.SanitizerHelpers(self)
+            self.san_initcheck = host_sanitize.shared_initcheck(kfunc)
+            self.add_site(host_sanitize.SANITIZE_SITE, None)  # marks the image as checked
 
     def add_site(self, kind: str, loc, **info) -> int:
         """Record where a fault can come from: a plain dict the cpu backend names it with."""
@@ -98,12 +103,17 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
     dims = [ctx_word(b, ctx, CTX_BLOCK + a) for a in range(3)]
     launch = b.inttoptr(ctx_word(b, ctx, CTX_LAUNCH), PTR)
     check_errors = block or mod.options.debug
+    sanitize = mod.target.sanitize
+    if sanitize:
+        host_sanitize.mark_stack_top(b, mod, ctx)
 
     with counted_loop(b, first, end) as lb:
         gxy = b.mul(grid[0], grid[1])
         idx = [b.urem(lb, grid[0]), b.urem(b.udiv(lb, grid[0]), grid[1]), b.udiv(lb, gxy)]
         for a in range(3):
             b.store(idx[a], ctx_word_ptr(b, ctx, CTX_BLOCK_IDX + a))
+        if sanitize:
+            host_sanitize.begin_block(b, ctx, lb)
         if block:
             b.call(body, [ctx, *params])
         else:
