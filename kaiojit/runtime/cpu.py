@@ -124,7 +124,8 @@ class CpuKernel:
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
-        """The most blocks a cooperative launch may have: one host thread each."""
+        """The most blocks a cooperative launch may have: as many as the modeled GPU's SMs
+        hold at once (each runs on a host thread of its own)."""
         return cooperative.max_cooperative_grid_blocks(self.backend, self, block, dynamic_shared)
 
     def on_device(self, device: int) -> CpuKernel:
@@ -138,8 +139,9 @@ class CpuKernel:
         config = check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
                                      self.name, self.host.static_shared_bytes)
         if self.cooperative:
-            cooperative.check_cooperative_grid(self.name, config.grid, config.block,
-                                               cooperative.CPU_COOPERATIVE_BLOCKS)
+            limit = cooperative.cpu_max_blocks(
+                config.block, self.host.static_shared_bytes + config.shared_mem)
+            cooperative.check_cooperative_grid(self.name, config.grid, config.block, limit)
         return config
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
@@ -204,7 +206,7 @@ class CpuBackend:
         self._events: dict[int, float | None] = {}
         self._kernels: dict[int, tuple[Any, CpuKernel]] = {}
         self._local = _LaunchBuffers()
-        self._cooperative_lock = threading.Lock()
+        self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
         if not faulthandler.is_enabled():
@@ -310,9 +312,6 @@ class CpuBackend:
             launch[H.LAUNCH_GRID_BARRIER] = 0
             parts = nblocks
             local.ensure_workers(parts)
-            with self._lock:
-                while len(self._workers) < parts:
-                    self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         calls = []
         for w in range(parts):
@@ -326,12 +325,7 @@ class CpuBackend:
         if parts == 1 and not block_mode:
             run(*calls[0])
         elif coop:
-            with self._cooperative_lock:  # two such launches must not share the workers
-                done = threading.Semaphore(0)
-                for w, call in enumerate(calls):
-                    self._workers[w].submit(run, call, done)
-                for _ in calls:
-                    done.acquire()
+            self._crew.run(run, calls, bx * by * bz, launch)
         else:
             done = threading.Semaphore(0)
             for w, call in enumerate(calls):
