@@ -188,7 +188,7 @@ def test_inspection_reads_the_stage_table():
     assert k.inspect_kir(SIG) == ck.kir
     assert k.inspect_llvm(SIG) == header.replace("//", ";", 1) + ck.llvm
     shown = k.inspect_ptx(SIG)
-    assert shown == header + ck.ptx and shown.language == "nasm"
+    assert shown == header + ck.ptx and shown.language == "ptx"
     assert ck.name in shown._repr_html_()
     # all compiled signatures: the host's compile has no ptx stage, so it is left out
     assert isinstance(host.image, HostImage)
