@@ -242,3 +242,20 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'kaiojit' has no attribute {name!r}") from None
     globals()[name] = value
     return value
+
+
+_LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
+
+
+def __dir__() -> list[str]:
+    """The whole public API, lazy names included (``kj.to_d<TAB>`` completes in a fresh
+    notebook): this module's names, its submodules, the kernel functions of the intrinsic
+    registry and the runtime's names (importing the runtime does not touch the driver)."""
+    import importlib
+
+    from .kir.intrinsics import public_names
+
+    runtime = importlib.import_module("kaiojit.runtime")
+    names = set(globals()) | set(__all__) | _SUBMODULES | _LAZY | public_names()
+    names |= set(runtime.__all__)
+    return sorted(n for n in names if not n.startswith("_"))

@@ -33,13 +33,15 @@ def _runtime():
 
 
 def _user_facing(method):
-    """A public entry point: a CompileError leaves it with no frames of kaiojit's code below."""
+    """A public entry point: kaiojit's errors leave it with no frames of kaiojit's code below,
+    and its own frame hidden from pytest's report."""
 
     @functools.wraps(method)
     def entry_point(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841
         try:
             return method(*args, **kwargs)
-        except CompileError as e:
+        except KaiojitError as e:
             raise e.with_traceback(None) from None
     return entry_point
 
@@ -258,11 +260,12 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
+        __tracebackhide__ = True  # noqa: F841
         try:
             loaded = self._loaded_for(args)
-        except CompileError as e:
+            loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
+        except KaiojitError as e:
             raise e.with_traceback(None) from None
-        loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
 
     def _loaded_for(self, args):
         try:

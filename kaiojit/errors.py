@@ -1,8 +1,56 @@
-"""Errors a user meets: compile errors located in their source, launch and driver errors."""
+"""Errors a user meets: compile errors located in their source, launch and driver errors.
+
+Every error names the user's code, never kaiojit's: a place in a file is ``file:line:col``; in a
+notebook cell it is ``Cell In[6], line 5, column 18``, as IPython's own tracebacks name cells
+(:func:`source_position`). Entry points re-raise kaiojit's errors without the frames below
+them and mark their own frame hidden (``__tracebackhide__``, which pytest honours); in IPython
+and Jupyter, :meth:`KaiojitError._render_traceback_` shows the traceback without any frame of
+kaiojit's code, so the last frame shown is the user's line.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+import types
 from dataclasses import dataclass
+
+KAIOJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def notebook_cell(filename: str) -> int | None:
+    """The execution count of the IPython cell compiled under ``filename``, or None (not a
+    cell, or no IPython running)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        return None if shell is None else shell.compile._filename_map.get(filename)
+    except Exception:  # noqa: BLE001 - any other IPython: a plain file name
+        return None
+
+
+def source_position(filename: str, line: int, col: int | None = None) -> str:
+    """A place in the user's source as kaiojit's messages name it: ``file:line[:col]`` (col
+    1-based), or ``Cell In[n], line l[, column c]`` in a notebook cell."""
+    cell = notebook_cell(filename)
+    if cell is not None:
+        return f"Cell In[{cell}], line {line}" + ("" if col is None else f", column {col}")
+    return f"{filename}:{line}" + ("" if col is None else f":{col}")
+
+
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the frames of kaiojit's own code."""
+    frames = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(KAIOJIT_DIR):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(frames):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +64,7 @@ class SourceLocation:
     end_col: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.line}:{self.col + 1}"
+        return source_position(self.filename, self.line, self.col + 1)
 
     def excerpt(self) -> str:
         """The source line with a caret under the offending span."""
@@ -34,6 +82,18 @@ class SourceLocation:
 
 class KaiojitError(Exception):
     """Base of kaiojit's own errors."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: the traceback as IPython shows it, less kaiojit's frames."""
+        from IPython import get_ipython
+
+        tb = user_traceback(self.__traceback__)
+        shell = get_ipython()
+        if shell is None:  # called outside a shell: Python's own format
+            import traceback
+
+            return traceback.format_exception(type(self), self, tb)
+        return shell.InteractiveTB.structured_traceback(type(self), self, tb)
 
 
 class CompileError(KaiojitError):

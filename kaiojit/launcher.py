@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import CompileError
+from .errors import KaiojitError
 
 MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
 
@@ -58,9 +58,10 @@ class Launcher:
         self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
     def __call__(self, *args: Any) -> None:
+        __tracebackhide__ = True  # pytest: the failure is the user's line  # noqa: F841
         try:
             return self.general(args)
-        except CompileError as e:  # the user's line, not kaiojit's frames
+        except KaiojitError as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def general(self, args: tuple) -> None:
@@ -78,9 +79,10 @@ class Launcher:
         form = self._forms.get(tuple([a.__class__ for a in args]))
         if form is not None and form[0] is not None and form[0] is not caller:
             return form[0](*args)
+        __tracebackhide__ = True  # noqa: F841
         try:
             return self.general(args)
-        except CompileError as e:  # the user's line, not kaiojit's frames
+        except KaiojitError as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
@@ -124,11 +126,15 @@ class ForallLauncher:
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
     def __call__(self, *args: Any) -> None:
-        d = self.dispatcher
+        __tracebackhide__ = True  # noqa: F841
         try:
-            loaded = d._loaded_for(args)
-        except CompileError as e:  # the user's error, without kaiojit's frames
+            self._launch(args)
+        except KaiojitError as e:  # the user's error, without kaiojit's frames
             raise e.with_traceback(None) from None
+
+    def _launch(self, args: tuple) -> None:
+        d = self.dispatcher
+        loaded = d._loaded_for(args)
         block = d._block_size_cache.get(loaded)
         if block is None:
             block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)

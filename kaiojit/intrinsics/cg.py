@@ -17,8 +17,6 @@ cores cost no spinning), and a recorded fault anywhere ends the wait.
 
 from __future__ import annotations
 
-import platform
-
 from llvmlite import ir
 
 from .. import language as L
@@ -28,6 +26,7 @@ from ..kir import Expr
 from ..kir.intrinsics import ANY_TARGET, Intrinsic, Operands, register
 from ..lower.llvmtypes import I8, I32, I64, PTR
 from ..lower.nvptx import inline_asm
+from ..target import FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE, SYS_FUTEX
 
 GRID_BARRIER_SYMBOL = "kaiojit_grid_barrier"
 FLIP = 0x80000000
@@ -92,15 +91,12 @@ def _fence_gpu(fl):
 
 # --- the host ------------------------------------------------------------------------------------
 
-# Linux's futex(2): the launch-state word of the barrier holds the counter in its low half and
+# futex(2) (kaiojit.target.SYS_FUTEX): the launch-state word of the barrier holds the counter in its low half and
 # a wake sequence in its high half. The block that completes a barrier bumps the sequence and
 # wakes every waiter; a waiter sleeps on the sequence it read before checking the counter, so
 # no wake is lost. The runtime bumps and wakes too when a block records a fault
 # (kaiojit/runtime/cooperative.py), and the waiters then see it and stop. Where futex(2) is
 # not known, the waiters yield their core instead.
-SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(
-    platform.machine().lower())
-FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 
 
 def _host_grid_sync(bl, target, e: Expr):

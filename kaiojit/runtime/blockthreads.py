@@ -118,9 +118,8 @@ _runner: tuple[Any, Any] | None = None  # (the engine that owns the code, the ct
 
 
 def _compile() -> tuple[Any, Any]:
-    from kaiojit.intrinsics.cg import FUTEX_WAKE_PRIVATE, SYS_FUTEX
     from kaiojit.runtime.cbuiltins import compile_ir
-    from kaiojit.target import link_c_functions
+    from kaiojit.target import FUTEX_WAKE_PRIVATE, SYS_FUTEX, link_c_functions
 
     wake = "" if SYS_FUTEX is None else (
         f"call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr %seq, i32 {FUTEX_WAKE_PRIVATE}, "

@@ -77,12 +77,12 @@ def max_cooperative_grid_blocks(backend: Any, fn: Any, block: Any, dynamic_share
 def cpu_max_blocks(block: Any, shared_bytes: int) -> int:
     """The blocks of ``block`` threads using ``shared_bytes`` of shared memory that the modeled
     H200's SMs hold at once (registers are not known for host code: they do not limit)."""
-    from kaiojit.occupancy_calc import H200, block_limits
-    from kaiojit.resources import Resources
+    from types import SimpleNamespace
 
-    resources = Resources(registers=0, shared_bytes=shared_bytes, local_bytes=0, const_bytes=0,
-                          max_threads_per_block=H200.max_threads_per_block, source="host")
-    return min(block_limits(resources, _threads(block), 0, H200).values()) * H200.sm_count
+    from kaiojit.occupancy_calc import H200, block_limits
+
+    host_code = SimpleNamespace(registers=0, shared_bytes=shared_bytes)  # what the calculator reads
+    return min(block_limits(host_code, _threads(block), 0, H200).values()) * H200.sm_count
 
 
 def cpu_stack_bytes(threads: int) -> int:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from kaiojit.errors import CudaError, KernelError
+from kaiojit.errors import CudaError, KernelError, source_position
 from kaiojit.runtime import cooperative
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
@@ -464,7 +464,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     lb, lt = int(launch[H.LAUNCH_BLOCK]), int(launch[H.LAUNCH_THREAD])
     block = (lb % gx, lb // gx % gy, lb // (gx * gy))
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
-    where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
+    where = (source_position(site["filename"], site["line"]) if site["filename"]
+             else "an unknown line")
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
         msg = assert_message(kernel.name, site, block, thread)
