@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -383,12 +385,34 @@ def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None
     return module
 
 
+_ANNOUNCED: set[str] = set()  # the dump directories this process has announced
+
+
+def dump_name(meta: Metadata, stage: str) -> str:
+    """A dump's file name, ``kernel.signature.stage`` (``kernel.signature.host.stage`` for the
+    cpu backend's pipeline): the signature's argument types with every run of other characters
+    than letters and digits as one ``_`` (``scale(float32[::1], float32)`` -> ``scale.float32_1_
+    float32``), shortened with a hash past 80 characters."""
+    kernel = getattr(meta.kfunc, "name", None) or meta.symbol
+    args = ",".join(str(a) for a in meta.signature.args)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", args).strip("_") or "noargs"
+    if len(slug) > 80:
+        slug = slug[:64] + "_" + hashlib.blake2s(args.encode(), digest_size=6).hexdigest()
+    target = ".host" if meta.target.kind == "host" else ""
+    return f"{kernel}.{slug}{target}.{stage}"
+
+
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     text = meta.texts[stage.name]
-    path = os.path.join(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}")
+    path = os.path.join(directory, dump_name(meta, stage.name))
     with open(path, "wb" if isinstance(text, bytes) else "w") as f:
         f.write(text)
+    where = os.path.abspath(directory)
+    if where not in _ANNOUNCED:  # the first dump says where they go
+        _ANNOUNCED.add(where)
+        sys.stderr.write(f"kaiojit: KAIOJIT_DUMP writes kernel.signature.stage files to "
+                         f"{where}\n")
 
 
 # --- compiling ----------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class TargetSpec:
 _MIN_PTX = {70: 60, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88,
             110: 90, 120: 87, 121: 88}
 LLVM_MAX_PTX = 88
+MIN_ARCH = min(_MIN_PTX)  # the oldest GPU kaiojit writes PTX for (sm_70)
 
 
 def parse_arch(arch: str) -> int:
