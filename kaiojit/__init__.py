@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from . import types
+from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
 from .target import TargetSpec as _TargetSpec
@@ -99,6 +100,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
+__all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
@@ -207,7 +209,7 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
 
 
-_SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
+_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
                          "testing", "random", "ufunc", "kir", "intrinsics", "tma_host"})
 

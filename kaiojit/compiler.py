@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from .frontend.typer import type_function
 from .kir import coarsen
 from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
 from .kir.intrinsics import lookup
+from .logs import log
 from .options import CONFIG, CompileOptions, Config
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
@@ -415,6 +417,16 @@ def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
                          f"{where}\n")
 
 
+def _log_compile(name: str, signature: T.Signature, spec: TargetSpec,
+                 timings: dict[str, float]) -> None:
+    """The ``kaiojit`` logger's line for a compile: what, for which target, how long."""
+    target = spec.arch if spec.kind == "nvptx" else "the host"
+    stages = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in timings.items())
+    args = ", ".join(str(a) for a in signature.args)
+    log.info("compiled %s(%s) for %s in %.1f ms (%s ms)", name, args, target,
+             sum(timings.values()) * 1e3, stages)
+
+
 # --- compiling ----------------------------------------------------------------------------------------
 
 def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec: TargetSpec,
@@ -427,6 +439,8 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     image = run_stages(pyfunc, meta)
     kfunc = meta.kfunc
     texts = meta.texts
+    if log.isEnabledFor(logging.INFO):
+        _log_compile(pyfunc.__name__, signature, spec, meta.timings)
     return CompiledKernel(
         name=symbol, py_name=pyfunc.__name__,
         signature=kfunc.signature if device else T.runtime_signature(signature),

@@ -29,10 +29,11 @@ LAST = 6
 LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectorize, ...)
 _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "target": BASE, "language": BASE,
-    "tma_host": BASE, "tools": BASE, "linking": BASE, "highlight": BASE,
+    "tma_host": BASE, "tools": BASE, "linking": BASE, "highlight": BASE, "logs": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
+    "bench": LIBRARY,
     "occupancy_api": LAST,
     "occupancy_calc": BASE, "resources": 5,
 }
