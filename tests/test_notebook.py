@@ -63,6 +63,7 @@ hello[{blocks}, 32](np.int32({token}))
 """
 
 AUTOTUNE = """\
+kj.set_log_level("INFO")  # progress: each config tried and the best so far
 @kj.autotune(configs=[kj.Config(block=b, grid=lambda a, b=b: ((a["n"] + b - 1) // b,))
                       for b in (64, 128, 256)], key=["n"])
 @kj.jit
@@ -180,3 +181,7 @@ def test_autotune_chooses_and_computes(notebook):
     best = re.search(r"^best: (\d+)$", out, re.M)
     assert best and int(best.group(1)) in (64, 128, 256)
     assert "doubled: True" in out
+    progress = [ln for ln in "".join(o.text for o in cell.outputs if o.output_type == "stream"
+                                     and o.name == "stderr").splitlines() if "autotune" in ln]
+    assert [re.search(r"config (\d)/3", ln).group(1) for ln in progress] == ["1", "2", "3"]
+    assert all("best so far" in ln for ln in progress)
