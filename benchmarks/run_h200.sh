@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything GPU-side in one device call: the gpu tests, then the benchmarks, logs under $OUT.
+# Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
 #   bash benchmarks/run_h200.sh [example|tests|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
@@ -52,7 +52,7 @@ for step in $steps; do
         peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
-    fuzz)  # one device call of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
+    fuzz)  # a run of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
         # (FUZZ_SIZE=elementwise with KAIOJIT_COARSE_MIN_THREADS=0: the GPU runs coarse entries)
         ft=${FUZZ_TIMEOUT:-540}
         timeout $ft python3 -m tests.fuzz --backend cuda --n ${FUZZ_N:-10000} --size ${FUZZ_SIZE:-small} --budget $((ft - 90)) \
