@@ -7,7 +7,6 @@ Launching lives in :mod:`kaiojit.launcher`, SASS in :mod:`kaiojit.sass`, noteboo
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import threading
@@ -17,7 +16,7 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .display import Shown
-from .errors import CompileError, KaiojitError, LaunchError, TypingError
+from .errors import CompileError, KaiojitError, LaunchError, TypingError, user_facing
 from .launcher import (
     ForallLauncher, Launcher, launch_key, parse_launch_config,
 )
@@ -32,18 +31,7 @@ def _runtime():
     return runtime
 
 
-def _user_facing(method):
-    """A public entry point: kaiojit's errors leave it with no frames of kaiojit's code below,
-    and its own frame hidden from pytest's report."""
-
-    @functools.wraps(method)
-    def entry_point(*args, **kwargs):
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return method(*args, **kwargs)
-        except KaiojitError as e:
-            raise e.with_traceback(None) from None
-    return entry_point
+_user_facing = user_facing  # kaiojit.errors: the user's frames only
 
 
 class Dispatcher:

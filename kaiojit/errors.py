@@ -10,10 +10,13 @@ kaiojit's code, so the last frame shown is the user's line.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 KAIOJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -78,6 +81,21 @@ class SourceLocation:
         if self.end_col is not None and self.end_col > self.col:
             width = min(self.end_col - self.col, max(len(stripped) - col, 1))
         return f"    {stripped}\n    {' ' * col}{'^' * width}"
+
+
+def user_facing(function: Callable) -> Callable:
+    """Mark a public entry point: a kaiojit error leaves it with no frame of kaiojit's code
+    below, and its own frame is hidden from pytest's report (``__tracebackhide__``), so the
+    failure is reported at the user's line."""
+
+    @functools.wraps(function)
+    def entry_point(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841
+        try:
+            return function(*args, **kwargs)
+        except KaiojitError as e:
+            raise e.with_traceback(None) from None
+    return entry_point
 
 
 class KaiojitError(Exception):

@@ -91,12 +91,12 @@ def _fence_gpu(fl):
 
 # --- the host ------------------------------------------------------------------------------------
 
-# futex(2) (kaiojit.target.SYS_FUTEX): the launch-state word of the barrier holds the counter in its low half and
-# a wake sequence in its high half. The block that completes a barrier bumps the sequence and
-# wakes every waiter; a waiter sleeps on the sequence it read before checking the counter, so
-# no wake is lost. The runtime bumps and wakes too when a block records a fault
-# (kaiojit/runtime/cooperative.py), and the waiters then see it and stop. Where futex(2) is
-# not known, the waiters yield their core instead.
+# futex(2) (kaiojit.target.SYS_FUTEX): the launch-state word of the barrier holds the counter
+# in its low half and a wake sequence in its high half. The block that completes a barrier
+# bumps the sequence and wakes every waiter; a waiter sleeps on the sequence it read before
+# checking the counter, so no wake is lost. A block's thread that ends while the launch records
+# a fault bumps and wakes too (kaiojit/runtime/blockthreads.py), and the waiters then see the
+# fault and stop. Where futex(2) is not known, the waiters yield their core instead.
 
 
 def _host_grid_sync(bl, target, e: Expr):
