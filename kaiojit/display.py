@@ -59,7 +59,8 @@ class Shown(str):
         head = ""
         if rows:
             cells = " &nbsp;·&nbsp; ".join(
-                f"<b>{html.escape(k)}</b> {html.escape(v)}" for k, v in rows)
+                f'<span style="white-space: nowrap"><b>{html.escape(k)}</b> '
+                f"{html.escape(v)}</span>" for k, v in rows)
             head = f'<div class="kaiojit-header" style="{HEADER_STYLE}">{cells}</div>'
         try:
             from kaiojit.highlight import highlight_html

@@ -9,27 +9,15 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.occupancy_calc import H200
+from tests.lib.test_examples import load
 
 rng = np.random.default_rng()
 
 
-@kj.jit
-def sequential_rows(M):
-    """numba's documentation example (cuda/cooperative_groups.rst), in kaiojit's spelling."""
-    col = kj.grid(1)
-    g = kj.cg.this_grid()
-    rows = M.shape[0]
-    cols = M.shape[1]
-    for row in range(1, rows):
-        opposite = cols - col - 1
-        # Each row's elements are one greater than the previous row
-        M[row, col] = M[row - 1, opposite] + 1
-        # Wait until all threads have written their column element
-        g.sync()
-
-
 def test_numbas_cooperative_groups_example(backend):
-    """32 blocks of 32 threads and 1023 grid syncs: refused by the cpu backend before."""
+    """32 blocks of 32 threads and 1023 grid syncs: refused by the cpu backend before. The
+    kernel is examples/grid_sync.py's, numba's documented one; here from a random first row."""
+    sequential_rows = load("grid_sync").sequential_rows
     A = np.full((1024, 1024), -(2**30), np.int32)  # poison: a missed row stays hugely negative
     A[0] = rng.integers(-1000, 1000, 1024)
     d = kj.to_device(A)
