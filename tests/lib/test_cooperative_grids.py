@@ -130,3 +130,26 @@ def test_a_fault_wakes_the_blocks_asleep_at_the_barrier():
         np.testing.assert_array_equal(x.copy_to_host(), start + 1.0 + 1.0 + 1.0)
     finally:
         kj.set_backend(previous)
+
+
+def test_a_thread_the_system_refuses_is_a_launch_error(monkeypatch):
+    """The blocks already started end (they see the refusal at the barrier), the launch is a
+    LaunchError, and the next launch runs."""
+    from kaiojit.runtime import cooperative
+
+    previous = kj.set_backend("cpu")
+    try:
+        blocks, threads = int(rng.integers(8, 40)), 32
+        x = kj.to_device(rng.standard_normal(blocks * threads))
+        monkeypatch.setattr(cooperative, "cpu_stack_bytes", lambda t: 1 << 45)  # 32 TiB each
+        with pytest.raises(kj.LaunchError, match=rf"could not start a thread for each of the "
+                                                 rf"{blocks} blocks of a cooperative launch "
+                                                 r"\(it started \d+, each with \d+ MiB"):
+            faults_in_one_block[blocks, threads](x, -1)
+        monkeypatch.undo()
+        start = rng.standard_normal(blocks * threads)
+        x = kj.to_device(start)
+        faults_in_one_block[blocks, threads](x, -1)
+        np.testing.assert_array_equal(x.copy_to_host(), start + 1.0 + 1.0 + 1.0)
+    finally:
+        kj.set_backend(previous)
