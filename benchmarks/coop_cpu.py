@@ -83,8 +83,8 @@ def main(record: bool) -> list[str]:
             import llvmlite
 
             f.write(f"\n## Cooperative launches on the cpu backend (`benchmarks/coop_cpu.py`), "
-                    f"{now} UTC\n\nMachine: a {os.cpu_count()}-core CPU machine (AMD EPYC), no GPU; "
-                    f"Python {platform.python_version()}, llvmlite {llvmlite.__version__}; "
+                    f"{now} UTC\n\nMachine: a {os.cpu_count()}-core CPU machine (AMD EPYC), no "
+                    f"GPU; Python {platform.python_version()}, llvmlite {llvmlite.__version__}; "
                     f"other work shared the cores while it ran. Every block runs on a thread "
                     f"of its own; the waiters sleep on a futex.\n\n{text}\n")
     return lines

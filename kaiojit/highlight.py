@@ -21,7 +21,15 @@ def lexer_for(language: str) -> Any:
     from pygments.lexer import RegexLexer, inherit, words
     from pygments.lexers import get_lexer_by_name
     from pygments.token import (
-        Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace,
+        Comment,
+        Keyword,
+        Name,
+        Number,
+        Operator,
+        Punctuation,
+        String,
+        Text,
+        Whitespace,
     )
 
     if language == "llvm":
