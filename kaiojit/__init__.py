@@ -14,7 +14,6 @@ from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
 from .target import TargetSpec as _TargetSpec
 from .target import ptx_version_for as _ptx_version_for
-from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
 from .errors import (
     CompileError,
     CudaError,
@@ -155,6 +154,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
                               coarsen=bool(coarsen))
 
     def decorate(pyfunc, sigs=()):
+        from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
+
         if not sigs:
             ann = _annotations_signature(pyfunc)
             if ann is not None:
@@ -204,6 +205,8 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False
 
 
 def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
+    from .dispatcher import Dispatcher
+
     spec = _TargetSpec("nvptx", arch, ptx_version or _ptx_version_for(arch))
     disp = pyfunc if isinstance(pyfunc, Dispatcher) else jit(**options)(pyfunc)
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
@@ -211,7 +214,7 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 
 _SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language", "launcher",
                          "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host"})
+                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot"})
 
 
 def __getattr__(name: str):
@@ -223,11 +226,20 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'kaiojit' has no attribute {name!r}")
     if name in _SUBMODULES:  # `from . import x` asks for submodules here before importing them
         return importlib.import_module(f"kaiojit.{name}")
+    if name == "Dispatcher":  # the compiler: loaded by the first @kj.jit, not by the import
+        value = globals()[name] = importlib.import_module("kaiojit.dispatcher").Dispatcher
+        return value
     if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
         return getattr(importlib.import_module("kaiojit.ufunc"), name)
     if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
         module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
         value = globals()[name] = getattr(importlib.import_module(module), name)
+        return value
+    runtime = importlib.import_module("kaiojit.runtime")
+    if name == "runtime":
+        return runtime
+    if name in runtime.__all__:  # host names first: they need no intrinsic registry (nor LLVM)
+        value = globals()[name] = getattr(runtime, name)
         return value
     from .kir.intrinsics import public_object
 
@@ -235,9 +247,6 @@ def __getattr__(name: str):
     if value is not None:
         globals()[name] = value
         return value
-    runtime = importlib.import_module("kaiojit.runtime")
-    if name == "runtime":
-        return runtime
     try:
         value = getattr(runtime, name)
     except AttributeError:

@@ -1,14 +1,20 @@
-"""``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
+"""The command line.
+
+``python -m kaiojit ptx file.py:kernel --sig "void(float32[:], int32)" [--arch sm_90]
 [--emit kir|llvm_unoptimized|llvm|ptx|sass|resources]``: print one stage of a kernel's compile,
 or its resources (ptxas's report for ``--arch``: registers, shared, local, constant bytes).
+
+``python -m kaiojit aot file.py:kernel --sig "..." [--sig ...] [--arch sm_80,sm_90]
+[--target nvptx|host] -o DIR``: export kernels (``kaiojit.aot``); several ``file.py:kernel``
+may be given, each signature applying to the kernel before it.
 
 Errors are one line on stderr, ``python -m kaiojit: error: ...`` (a compile error adds the
 source line and a caret under it, as the exception does), and the exit code says which kind
 (docs/cli.md):
 
 * 0: done;
-* 1: the kernel does not compile for the signature (a compile error, a signature that does
-  not fit the function);
+* 1: the kernel does not compile (or export) for the signature (a compile error, a signature
+  that does not fit the function);
 * 2: usage: bad arguments, no such file or no such kernel in it;
 * 3: the file raised while it was imported;
 * 4: a tool kaiojit runs is missing or failed (ptxas, nvdisasm).
@@ -86,6 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass",
                                       "resources"],
                    default="ptx", help="a stage of the nvptx pipeline, sass, or resources")
+    a = sub.add_parser("aot", help="export kernels: cubins and PTX (or a host library), a "
+                       "manifest and a C launcher")
+    a.add_argument("kernels", nargs="+", metavar="FILE.py:KERNEL")
+    a.add_argument("--sig", action="append", default=[], required=True,
+                   help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
+    a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
+    a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
+    a.add_argument("-o", "--out", required=True, help="the directory to write")
     return parser
 
 
@@ -131,7 +145,28 @@ def ptx_command(args: argparse.Namespace) -> str:
     return ck.stage(args.emit)
 
 
-COMMANDS = {"ptx": ptx_command}
+def aot_command(args: argparse.Namespace) -> str:
+    """Export the kernels (``kaiojit.aot``); the lines ``python -m kaiojit aot`` prints."""
+    import kaiojit as kj
+    from kaiojit.aot.exporter import ExportError, export
+    from kaiojit.dispatcher import Dispatcher
+
+    kernels = {}
+    for spec in args.kernels:
+        obj = _load_kernel(spec)
+        disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
+        kernels[disp] = list(args.sig)
+    try:
+        manifest = export(args.out, kernels, args.arch.split(","), args.target)
+    except (ExportError, kj.CompileError, TypeError, ValueError) as e:
+        raise CliError(EXIT_COMPILE, f"aot: {e}") from None
+    lines = [f"{e.kernel}: {e.signature} -> {e.c_name}" for e in manifest.entries]
+    lines.append(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
+                 f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
+    return "\n".join(lines)
+
+
+COMMANDS = {"ptx": ptx_command, "aot": aot_command}
 
 
 def main(argv=None) -> int:

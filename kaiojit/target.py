@@ -69,6 +69,7 @@ class HostImage:
     static_shared_bytes: int
     sites: list[dict] = field(default_factory=list)
     symbols: tuple[str, ...] = ()  # C functions (libc, libm) the code calls beyond the usual
+    library: str = ""  # an exported kernel (kaiojit.aot): the shared library holding the entry
 
 
 # --- the per-worker context: an array of i64 ---------------------------------------------------

@@ -33,7 +33,7 @@ _STAGES: dict[str, int] = {
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
-    "bench": LIBRARY,
+    "bench": LIBRARY, "aot": LIBRARY,
     "occupancy_api": LAST,
     "occupancy_calc": BASE, "resources": 5,
 }

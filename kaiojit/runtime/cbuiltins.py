@@ -18,8 +18,6 @@ import ctypes
 import threading
 from typing import Any
 
-from llvmlite import binding as llvm
-
 METH_NOARGS = 0x0004  # methodobject.h
 METH_FASTCALL = 0x0080
 
@@ -33,9 +31,11 @@ class MethodDef(ctypes.Structure):
                 ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
 
 
-def compile_ir(text: str, python_symbols: tuple[str, ...]) -> llvm.ExecutionEngine:
+def compile_ir(text: str, python_symbols: tuple[str, ...]) -> Any:
     """Compile ``text`` for this process's CPU, its ``declare``\\ d CPython functions
     (``python_symbols``) bound to this interpreter's. The engine owns the code: keep it."""
+    # imported here: a process that only loads exported kernels (kaiojit.aot) never needs it
+    from llvmlite import binding as llvm
     from kaiojit.runtime.hostjit import _LOAD_LOCK, _engine_target_machine
 
     for name in python_symbols:  # the C API of this process, by address

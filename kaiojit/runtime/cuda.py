@@ -179,8 +179,9 @@ class CudaBackend:
         check_entry_params(kernel.ptx, kernel.name, packed - bool(loaded.coarse_factor))
         return loaded
 
-    def load_module(self, image: str, device: int) -> Any:
-        """``cuModuleLoadDataEx`` on PTX text, with the JIT's error and info logs in the error."""
+    def load_module(self, image: str | bytes, device: int) -> Any:
+        """``cuModuleLoadDataEx`` on PTX text (or a cubin's bytes, from ``kaiojit.aot``), with
+        the JIT's error and info logs in the error."""
         pushed = self._on_device(device)
         try:
             return self._load_module(image)
@@ -188,7 +189,7 @@ class CudaBackend:
             if pushed:
                 self._pop()
 
-    def _load_module(self, ptx: str) -> Any:
+    def _load_module(self, ptx: str | bytes) -> Any:
         jit = self.drv.CUjit_option
         error_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
         info_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
@@ -196,15 +197,17 @@ class CudaBackend:
                  jit.CU_JIT_INFO_LOG_BUFFER, jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
         values = [ctypes.addressof(error_log), _JIT_LOG_BYTES,
                   ctypes.addressof(info_log), _JIT_LOG_BYTES]
-        if "\t.loc\t" in ptx:  # lineinfo=True or debug=True: keep the line table in the SASS
+        cubin = isinstance(ptx, bytes)
+        if not cubin and "\t.loc\t" in ptx:  # lineinfo=True or debug=True: keep the line table
             names.append(jit.CU_JIT_GENERATE_LINE_INFO)
             values.append(1)
         opts = (ctypes.c_int * len(names))(*(int(n) for n in names))
         vals = (ctypes.c_void_p * len(values))(*values)
         module = ctypes.c_void_p()
-        rc = self._load(ctypes.byref(module), ptx.encode(), len(names), opts, vals)
+        data = ptx if cubin else ptx.encode()
+        rc = self._load(ctypes.byref(module), data, len(names), opts, vals)
         if rc != 0:
-            err = error_for(rc, "loading PTX with cuModuleLoadDataEx")
+            err = error_for(rc, f"loading {'a cubin' if cubin else 'PTX'} with cuModuleLoadDataEx")
             logs = error_log.value.decode(errors="replace").strip()
             info = info_log.value.decode(errors="replace").strip()
             detail = "\n".join(x for x in (logs, info) if x)

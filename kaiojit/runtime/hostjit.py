@@ -5,6 +5,9 @@ it was just compiled or read from the disk cache. Loading links it into memory w
 runtime linker (``ExecutionEngine.add_object_file``): relocations are applied, libm and libc
 calls resolved, and the entry's address becomes a ctypes function. No LLVM IR is compiled
 here; the engine only owns the memory the code lives in.
+
+An exported kernel (``kaiojit.aot``) is already linked into a shared library: its image names
+the library, which the dynamic loader maps, and llvmlite is never imported.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-from llvmlite import binding as llvm
+from typing import Any
 
 from kaiojit.target import HostImage, link_c_functions, register_host_symbols
 
@@ -27,17 +30,22 @@ _LOAD_LOCK = threading.Lock()  # MCJIT's engine creation and linking are not thr
 
 @dataclass(frozen=True, slots=True)
 class HostCode:
-    """A loaded HostImage: the engine that owns the code (kept alive with it), the entry's
-    address, and the entry as a ctypes function ``run(slots, ctx, first_block, end_block)``."""
+    """A loaded HostImage: what owns the code (an MCJIT engine, or a shared library, kept
+    alive with it), the entry's address, and the entry as a ctypes function
+    ``run(slots, ctx, first_block, end_block)``."""
 
     image: HostImage
-    engine: llvm.ExecutionEngine
+    engine: Any
     address: int
     run: ctypes._CFuncPtr
 
 
 def load_host_image(image: HostImage) -> HostCode:
     """Link ``image``'s object code into this process and return its callable entry."""
+    if image.library:
+        return _load_library(image)
+    from llvmlite import binding as llvm
+
     register_host_symbols()
     if any(name.startswith(OWN_SYMBOL_PREFIX) for name in image.symbols):
         from kaiojit import tma_host  # kaiojit's own native functions: the tensor copies
@@ -54,16 +62,30 @@ def load_host_image(image: HostImage) -> HostCode:
     return HostCode(image=image, engine=engine, address=address, run=RUN_TYPE(address))
 
 
-def _empty_module() -> llvm.ModuleRef:
+def _load_library(image: HostImage) -> HostCode:
+    """An exported kernel: its entry in the shared library the image names."""
+    library = ctypes.CDLL(image.library)
+    try:
+        address = ctypes.cast(getattr(library, image.entry), ctypes.c_void_p).value
+    except AttributeError:
+        raise RuntimeError(f"{image.library} has no entry {image.entry!r}") from None
+    return HostCode(image=image, engine=library, address=address, run=RUN_TYPE(address))
+
+
+def _empty_module():
     """MCJIT is created around a module; the code comes from the object file, so it is empty."""
+    from llvmlite import binding as llvm
+
     module = llvm.parse_assembly("")
     module.triple = llvm.get_process_triple()
     return module
 
 
-def _engine_target_machine() -> llvm.TargetMachine:
+def _engine_target_machine():
     """A target machine for one engine, which owns (and frees) it. Nothing is compiled with
     it, so it needs no CPU features (asking for them costs ~0.5 ms)."""
+    from llvmlite import binding as llvm
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())

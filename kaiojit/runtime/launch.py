@@ -157,8 +157,8 @@ class _DeviceKernel:
     def __init__(self, backend: GpuBackend, image: KernelImage, device: int):
         self.device = device
         files = _linked_files(image)
-        if files is None:
-            self.module = backend.load_module(image.ptx, device)
+        if files is None:  # an exported kernel (kaiojit.aot) may bring its cubin
+            self.module = backend.load_module(getattr(image, "cubin", None) or image.ptx, device)
         else:  # foreign device code (kj.declare_device, link=): linked first
             from kaiojit.runtime.linker import load_linked
             self.module = load_linked(backend, image.ptx, files, device)

@@ -52,6 +52,7 @@ class MockModule:
     device: int
     unloaded: bool = False
     globals: dict = field(default_factory=dict)  # name -> host buffer (module_global)
+    cubin: bytes = b""  # a module loaded from a cubin (kaiojit.aot) instead of PTX
 
 
 @dataclass(slots=True)
@@ -87,6 +88,7 @@ class MockBackend:
         self.cc = compute_capability
         self.synchronize_calls = 0
         self.dynamic_shared_set: list[tuple[str, int]] = []
+        self.loaded_images: list[bytes] = []  # cubins loaded (kaiojit.aot), in order
         self.fail_next_sync: CudaError | None = None
         self.faults = FaultWatch()  # as the cuda backend's: read after waits
         self._count = device_count
@@ -134,8 +136,14 @@ class MockBackend:
         """The loaded form of a compiled kernel (cached per kernel; loaded per device)."""
         return load_kernel(self, kernel)
 
-    def load_module(self, image: str, device: int) -> MockModule:
-        """A module of PTX text; text without an entry fails as the driver's JIT would."""
+    def load_module(self, image: str | bytes, device: int) -> MockModule:
+        """A module of PTX text; text without an entry fails as the driver's JIT would. Bytes
+        are a cubin: an ELF image, else the driver's CUDA_ERROR_INVALID_IMAGE."""
+        if isinstance(image, bytes):
+            if not image.startswith(b"\x7fELF"):
+                raise CudaError("CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid")
+            self.loaded_images.append(image)
+            return MockModule("", device, cubin=image)
         if ".entry" not in image and ".visible" not in image:
             raise CudaError("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed\n"
                             "JIT log:\nptxas fatal: mock backend found no .entry in the PTX")
@@ -163,6 +171,11 @@ class MockBackend:
         module.unloaded = True
 
     def get_function(self, module: MockModule, name: str, device: int) -> MockFunction:
+        if module.cubin:  # the entry's name is in the cubin's string table
+            if b"\0" + name.encode() + b"\0" not in module.cubin:
+                raise CudaError("CUDA_ERROR_NOT_FOUND", "named symbol not found",
+                                f"kernel {name!r}")
+            return MockFunction(name, module, device)
         if not re.search(rf"\.entry\s+{re.escape(name)}\b", module.ptx):
             raise CudaError("CUDA_ERROR_NOT_FOUND", "named symbol not found", f"kernel {name!r}")
         return MockFunction(name, module, device)
