@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,9 +23,9 @@ autodoc_typehints = "none"  # signatures as written; the docstrings say the type
 html_theme = "alabaster"
 html_title = "kaiojit"
 
-# Pages other work adds (porting from numba, PyTorch): listed in the index's toctree where the
-# file exists (the marker line below is replaced), so the build has no dangling entry.
-OPTIONAL_PAGES = ("porting", "torch")
+# Every other page of docs/ (porting from numba, PyTorch, ahead-of-time export, ...) is listed
+# in the index's last toctree, where the marker line is, so a page added without editing the
+# index is neither left out of the site nor a warning.
 OPTIONAL_MARKER = "optional-pages"
 
 
@@ -32,8 +33,10 @@ def _list_optional_pages(app, docname, source) -> None:
     if docname != "index":
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    present = [p for p in OPTIONAL_PAGES if os.path.exists(os.path.join(here, p + ".md"))]
-    source[0] = source[0].replace(OPTIONAL_MARKER + "\n", "".join(p + "\n" for p in present))
+    listed = set(re.findall(r"^([\w-]+)$", source[0], re.M))
+    others = sorted(name[:-3] for name in os.listdir(here)
+                    if name.endswith(".md") and name[:-3] not in listed | {"index"})
+    source[0] = source[0].replace(OPTIONAL_MARKER + "\n", "".join(p + "\n" for p in others))
 
 
 def setup(app):
