@@ -16,7 +16,9 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .display import Shown
-from .errors import CompileError, KaiojitError, LaunchError, TypingError, user_facing
+from .errors import (
+    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError, user_facing,
+)
 from .launcher import (
     ForallLauncher, Launcher, launch_key, parse_launch_config,
 )
@@ -283,8 +285,8 @@ class Dispatcher:
             raise TypeError(f"device function {self.__qualname__} cannot be launched")
         params = list(inspect.signature(self.py_func).parameters)
         if len(args) != len(params):
-            raise TypeError(f"{self.__qualname__}() takes {len(params)} arguments "
-                            f"({', '.join(params)}), got {len(args)}")
+            raise ArgumentError(f"{self.__qualname__}() takes {len(params)} arguments "
+                                f"({', '.join(params)}), got {len(args)}")
         arg_types = []
         for a, name in zip(args, params):
             try:
@@ -292,7 +294,8 @@ class Dispatcher:
                                  else rt.typeof(a))
             except TypeError as e:
                 if not (self._eager and isinstance(a, int)):
-                    raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
+                    raise ArgumentError(f"{self.__qualname__}(): parameter {name!r}: {e}"
+                                        ) from None
                 arg_types.append(T.int64)  # past int64: the declared width wraps it, as C does
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
@@ -318,8 +321,8 @@ class Dispatcher:
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
                        in zip(params, self._eager[0].args, arg_types) if not _accepts(p, a))
             which = next(misfits, "")
-        raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
-                        f"({got}){which}")
+        raise ArgumentError(f"{self.__qualname__} was compiled for {sigs}; no signature "
+                            f"accepts ({got}){which}")
 
 
 def constexpr_params(pyfunc, specialize, device: bool) -> tuple[str, ...]:

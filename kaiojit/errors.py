@@ -138,6 +138,11 @@ class UnsupportedError(CompileError):
     """Python syntax or a feature the kernel dialect does not have."""
 
 
+class ArgumentError(KaiojitError, TypeError):
+    """A launch's arguments that do not fit the kernel: the wrong number, a value kaiojit cannot
+    pass, or one no compiled signature accepts (a TypeError, as Python's own for a call)."""
+
+
 class LaunchError(KaiojitError, ValueError):
     """A launch configuration the device cannot run, raised before launching."""
 

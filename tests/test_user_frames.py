@@ -46,6 +46,11 @@ def test_a_kernel_fault_keeps_one_hidden_entry_frame():
         with pytest.raises(kj.LaunchError, match="block") as info:
             writes_past_the_end[1, 4096](kj.device_array(32, np.float32), k)
         assert len(_kaiojit_frames(info.value)) == 1
+        with pytest.raises(TypeError, match=r"writes_past_the_end\(\): parameter 'out': kaiojit "
+                                            r"cannot pass an object of type builtins\.list"
+                           ) as info:
+            writes_past_the_end[1, 32]([1.0] * 32, k)
+        assert len(_kaiojit_frames(info.value)) == 1
     finally:
         kj.set_backend(previous)
 
