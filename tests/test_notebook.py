@@ -4,6 +4,7 @@ an autotune, with assertions on every cell's outputs (issue 30's "done when").""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 
@@ -80,6 +81,14 @@ print("doubled:", np.array_equal(doubled.copy_to_host(), 2 * np.arange({n}, dtyp
 """
 
 
+COMPARISON = """\
+from kaiojit import bench
+table = bench.Comparison.from_autotune(double)
+table.plot()
+table
+"""
+
+
 def _errors(cell) -> list:
     return [o for o in cell.outputs if o.output_type == "error"]
 
@@ -105,6 +114,8 @@ def notebook(tmp_path_factory):
     cells = [README_EXAMPLE, "saxpy.inspect_ptx(saxpy.signatures[0])",
              COMPILE_ERROR.format(name=name), KERNEL_FAULT.format(k=k),
              KERNEL_PRINT.format(blocks=blocks, token=token), AUTOTUNE.format(n=n)]
+    if importlib.util.find_spec("matplotlib") is not None:
+        cells.append(COMPARISON)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     env = {"KAIOJIT_BACKEND": "cpu", "KAIOJIT_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
@@ -185,3 +196,16 @@ def test_autotune_chooses_and_computes(notebook):
                                      and o.name == "stderr").splitlines() if "autotune" in ln]
     assert [re.search(r"config (\d)/3", ln).group(1) for ln in progress] == ["1", "2", "3"]
     assert all("best so far" in ln for ln in progress)
+
+
+def test_an_autotuners_configs_as_a_table_and_a_plot(notebook):
+    nb, _ = notebook
+    if len(nb.cells) < 7:
+        pytest.skip("needs matplotlib")
+    cell = nb.cells[6]
+    assert not _errors(cell), [e.evalue for e in _errors(cell)]
+    kinds = {kind for o in cell.outputs for kind in getattr(o, "data", {})}
+    assert "image/png" in kinds  # the bar plot, drawn by the inline backend
+    (table,) = [o for o in cell.outputs if o.output_type == "execute_result"]
+    html = table.data["text/html"]
+    assert html.count("<tr>") == 4 and "kj.autotune: " in html and "Config(block=64" in html
