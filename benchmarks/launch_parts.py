@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     if "KAIOJIT_BACKEND" not in os.environ:
         os.environ["KAIOJIT_BACKEND"] = "mock"
+        os.environ["KAIOJIT_MOCK_BACKEND"] = "1"  # the mock backend, on purpose
     import kaiojit as kj
     import kaiojit.runtime as rt
     from kaiojit.runtime import launchrecord

@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import env
 from . import types as kt
 from .autotune_launch import FastCalls
 from .logs import log as logger
@@ -396,7 +397,7 @@ class Autotuner:
 def _log_from_env() -> bool:
     """``KAIOJIT_AUTOTUNE_LOG=1``: print each tuning's table to stderr (read at every tuning,
     so it may be set after the decorator ran; ``kj.set_log_level("INFO")`` shows progress)."""
-    return os.environ.get("KAIOJIT_AUTOTUNE_LOG", "") not in ("", "0")
+    return bool(env.get("KAIOJIT_AUTOTUNE_LOG"))
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,

@@ -35,10 +35,12 @@ from .errors import CompileError, UnsupportedError
 from .frontend.source import function_source
 from .frontend.typer import type_function
 from .kir import coarsen
-from .kir.analysis import SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync
+from .kir.analysis import (
+    SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync, written_params,
+)
 from .kir.intrinsics import lookup
 from .logs import log
-from .options import CONFIG, CompileOptions, Config
+from .options import CONFIG, CompileOptions, Config, write_dump
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
 
@@ -65,6 +67,9 @@ class CompiledKernel:
     fault_sites: tuple = ()  # nvptx, debug=True: where a recorded fault comes from
     resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
     coarse: CoarseEntry | None = None  # nvptx: the coarse entry, compiled when first launched
+    # the array parameters the kernel may write (a read-only NumPy array passed for one is an
+    # error before the launch); None: not known (a disk-cache entry from before it was kept)
+    written_arrays: frozenset | None = None
 
     @property
     def symbol(self) -> str:
@@ -405,11 +410,7 @@ def dump_name(meta: Metadata, stage: str) -> str:
 
 
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    text = meta.texts[stage.name]
-    path = os.path.join(directory, dump_name(meta, stage.name))
-    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
-        f.write(text)
+    write_dump(directory, dump_name(meta, stage.name), meta.texts[stage.name])
     where = os.path.abspath(directory)
     if where not in _ANNOUNCED:  # the first dump says where they go
         _ANNOUNCED.add(where)
@@ -452,6 +453,7 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
         fault_sites=tuple(meta.sites) if spec.kind == "nvptx" else (),
         coarse=(CoarseEntry(pyfunc, signature, options, meta.target, symbol, specialize_device,
                             kfunc) if meta.coarsenable else None),
+        written_arrays=frozenset(written_params(kfunc)),
     )
 
 

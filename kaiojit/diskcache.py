@@ -127,7 +127,7 @@ def store_kernel(key: str, ck: CompiledKernel) -> None:
     """Cache a compiled kernel: its image (the last stage's output) and its metadata."""
     entry = {"kind": ck.target.kind, "name": ck.name, "arg_names": list(ck.arg_names),
              "kir": ck.kir, "llvm": ck.llvm, "static_shared_bytes": ck.static_shared_bytes,
-             "uses_sync": ck.uses_sync}
+             "uses_sync": ck.uses_sync, "written_arrays": sorted(ck.written_arrays or ())}
     if isinstance(ck.image, HostImage):
         entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
                      entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
@@ -184,6 +184,8 @@ def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
             llvm=str(entry["llvm"]), ptx=ptx, image=image,
             static_shared_bytes=int(entry["static_shared_bytes"]),
             uses_sync=bool(entry["uses_sync"]), options=options, target=target,
-            timings={"cache": True}, fault_sites=fault_sites, coarse=coarse)
+            timings={"cache": True}, fault_sites=fault_sites, coarse=coarse,
+            written_arrays=(frozenset(entry["written_arrays"]) if "written_arrays" in entry
+                            else None))
     except (KeyError, TypeError, ValueError):
         return None

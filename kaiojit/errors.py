@@ -14,6 +14,7 @@ import functools
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,7 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     """``tb`` without the frames of kaiojit's own code."""
     frames = []
     while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(KAIOJIT_DIR):
+        if not is_kaiojit_code(tb.tb_frame.f_code.co_filename):
             frames.append(tb)
         tb = tb.tb_next
     out = None
@@ -175,3 +176,21 @@ class LibdeviceNotFound(KaiojitError, RuntimeError):
 
 class PerformanceWarning(UserWarning):
     """A launch that works but costs extra, e.g. NumPy arrays copied to and from the device."""
+
+
+_PACKAGE_DIR = KAIOJIT_DIR
+
+
+def is_kaiojit_code(filename: str) -> bool:
+    """Whether ``filename`` (a code object's) is kaiojit's: a file of its package, or code it
+    generated (``<kaiojit fast launch of ...>``)."""
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<kaiojit ")
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line: the first frame outside kaiojit
+    (a launch reaches the warning through a varying number of kaiojit frames)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and is_kaiojit_code(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

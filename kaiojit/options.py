@@ -1,8 +1,10 @@
 """How a compile is asked for: the user's options, and the environment read once.
 
 ``CompileOptions`` is what ``@kj.jit(...)`` takes; it is part of every cache key.
-``Config`` is the environment (``KAIOJIT_DUMP``, ``KAIOJIT_DUMP_DIR``), read once at import
-into a frozen object, so nothing deeper in the compiler reads ``os.environ``.
+``Config`` is what the compiler dumps and where (``KAIOJIT_DUMP``, ``KAIOJIT_DUMP_DIR``);
+``CONFIG`` reads them from the environment (:mod:`kaiojit.env`) at the first compile, so
+nothing deeper in the compiler reads ``os.environ``. :func:`write_dump` writes a dump file
+without following links: a fresh temporary file renamed into place.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+
+from kaiojit import env
 
 VERSION = "0.1.0"  # kaiojit's version: part of every cache key
 
@@ -30,26 +34,60 @@ class CompileOptions:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """The environment, read once at import (``KAIOJIT_DUMP``, ``KAIOJIT_DUMP_DIR``)."""
+    """Which stages the compiler dumps (their names), and into which directory."""
 
     dump: frozenset = frozenset()
     dump_dir: str = "."
 
     @staticmethod
     def from_env() -> Config:
-        stages = os.environ.get("KAIOJIT_DUMP", "")
-        return Config(
-            dump=frozenset(s.strip() for s in stages.split(",") if s.strip()),
-            dump_dir=os.environ.get("KAIOJIT_DUMP_DIR", "."),
-        )
+        return Config(dump=env.get("KAIOJIT_DUMP"), dump_dir=env.get("KAIOJIT_DUMP_DIR"))
 
 
-CONFIG = Config.from_env()
+class _EnvConfig:
+    """``CONFIG``: the :class:`Config` of the environment, read when a compile first asks."""
+
+    __slots__ = ()
+
+    @property
+    def dump(self) -> frozenset:
+        return env.get("KAIOJIT_DUMP")
+
+    @property
+    def dump_dir(self) -> str:
+        return env.get("KAIOJIT_DUMP_DIR")
+
+
+CONFIG: Config = _EnvConfig()  # type: ignore[assignment]
+
+
+def write_dump(directory: str, filename: str, data: str | bytes) -> str:
+    """Write one dump file into ``directory`` (made if missing) and return its path. The file
+    is written under a fresh random name (``O_EXCL``, mode 0600) and renamed over
+    ``filename``: a link planted under the predictable name is replaced, never written
+    through. A ``directory`` naming a file is a one-line ``ValueError``."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        pass  # said below, as for a directory that exists but is a file
+    if not os.path.isdir(directory):
+        raise ValueError(f"KAIOJIT_DUMP_DIR={directory!r}: names a file, not a directory; "
+                         f"takes {env.KNOBS['KAIOJIT_DUMP_DIR'].takes}")
+    path = os.path.join(directory, filename)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kaiojit-dump-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
 
 
 def cache_dir() -> str:
     """Where kaiojit keeps what it caches on disk (kernels, libdevice subsets)."""
-    root = os.environ.get("KAIOJIT_CACHE_DIR")
+    root = env.get("KAIOJIT_CACHE_DIR")
     if root:
         return root
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -25,6 +25,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
+    choice = config.getoption("--kaiojit-backend", default=None)
+    if choice in ("cuda", "all") and not _cuda_available():
+        raise pytest.UsageError(f"--kaiojit-backend={choice}: no usable CUDA device on this "
+                                f"machine ({_why_no_cuda()}); use --kaiojit-backend=cpu")
+
+
+def _why_no_cuda() -> str:
+    from kaiojit.runtime import driver
+
+    try:
+        n = driver.probe_device_count()
+    except Exception as e:  # noqa: BLE001 - no driver library, no device: the reason is shown
+        return f"{type(e).__name__}: {e}".split("\n")[0]
+    return f"the driver reports {n} devices"
 
 
 def _cuda_available() -> bool:

@@ -252,6 +252,9 @@ class ArrayType(namedtuple("_Array", "dtype ndim layout align"), Type):
         return super().__new__(cls, dtype, ndim, layout, align)
 
     def __str__(self) -> str:
+        if self.ndim == 0:  # numba's spelling of a 0-d array (a[()] is its one element)
+            align = f", align={self.align}" if self.align else ""
+            return f"array({self.dtype}, 0d, {self.layout}{align})"
         dims = [":"] * self.ndim
         if self.layout == "C":
             dims[-1] = "::1"

@@ -14,6 +14,8 @@ from kaiojit import types as T
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.mock import MockBackend
 
+from tests.located import is_kaiojit_file
+
 
 @pytest.fixture
 def mock():
@@ -226,5 +228,5 @@ def test_compile_error_at_launch_points_at_user_line(mock):
     line = inspect.getsourcelines(bad)[1] + 3
     assert str(info.value).startswith(f"{__file__}:{line}:22: unsupported operand types for +")
     frames = traceback.extract_tb(info.value.__traceback__)
-    internal = [f for f in frames if "/kaiojit/" in f.filename.replace("\\", "/")]
+    internal = [f for f in frames if is_kaiojit_file(f.filename)]
     assert len(internal) <= 1  # the launch call itself, nothing below it

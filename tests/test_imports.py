@@ -28,7 +28,7 @@ BASE = 0
 LAST = 6
 LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectorize, ...)
 _STAGES: dict[str, int] = {
-    "types": BASE, "errors": BASE, "options": BASE, "target": BASE, "language": BASE,
+    "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "tools": BASE, "linking": BASE, "highlight": BASE, "logs": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,

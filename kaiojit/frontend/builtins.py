@@ -40,6 +40,8 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
         if attr == "ndim":
             return Expr("const", T.int64, attr=t.ndim, loc=typer.loc(node), weak=True)
         if attr == "size":
+            if t.ndim == 0:  # a 0-d array holds one element
+                return Expr("const", T.int64, attr=1, loc=typer.loc(node), weak=True)
             size = Expr("shape", T.int64, (base,), attr=0, loc=typer.loc(node))
             for d in range(1, t.ndim):
                 dim = Expr("shape", T.int64, (base,), attr=d, loc=typer.loc(node))

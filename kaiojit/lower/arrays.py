@@ -81,11 +81,15 @@ def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc, bas
             term = v if isinstance(st, ir.Constant) and st.constant == 1 else \
                 b.mul(v, st, flags=("nsw",))
             offset = term if offset is None else b.add(offset, term, flags=("nsw",))
+        if offset is None:  # a 0-d array's one element (a[()])
+            return base
         return b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
     offset = None
     for d, v in enumerate(idx):
         term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
         offset = term if offset is None else b.add(offset, term, flags=("nsw",))
+    if offset is None:
+        return base
     return b.gep(base, [offset], inbounds=True, source_etype=I8)
 
 

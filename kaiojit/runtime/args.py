@@ -10,15 +10,14 @@ strides in bytes. A NumPy array is staged: copied to the device for the launch a
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kaiojit import types as kt
-from kaiojit.errors import PerformanceWarning
-from kaiojit.runtime.interop import array_extractor, instance_extractor
+from kaiojit.errors import PerformanceWarning, warn_user
+from kaiojit.runtime.interop import array_extractor, cai_extractor, instance_extractor
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
@@ -217,7 +216,9 @@ def _fits_alignment(t: kt.ArrayType, ptr: int, shape: tuple, strides: tuple) -> 
     return alignment(ptr, shape, strides, t.dtype.itemsize, t.layout) >= t.align
 
 
-def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
+def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) -> Writer:
+    """``written``: the kernel may write this parameter (a read-only NumPy array for it is an
+    error: its writes could not be copied back)."""
     accepted = _accepted_types(t)
     exact = array_type(t.dtype, t.ndim, t.layout, t.align)
     ndim = t.ndim
@@ -253,6 +254,9 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
                 info = ex(value)
             except TypeError as e:
                 raise TypeError(f"parameter {name!r}: {e}") from None
+            if written and ex is cai_extractor and value.__cuda_array_interface__["data"][1]:
+                raise ValueError(f"parameter {name!r}: the kernel writes this array, and its "
+                                 "__cuda_array_interface__ marks it read-only (data[1] is True)")
         ptr, shape, strides, vt, vdev = info
         if vt not in accepted:
             if strides is None and vt.layout != "A":
@@ -280,9 +284,8 @@ def _array_writer(first: int, t: kt.ArrayType, name: str) -> Writer:
 
 
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
-    warnings.warn(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
-                  "and back after it; pass a kj.DeviceArray to avoid the copies",
-                  PerformanceWarning, stacklevel=5)
+    warn_user(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
+              "and back after it; pass a kj.DeviceArray to avoid the copies", PerformanceWarning)
     try:
         kt.from_dtype(a.dtype)
     except TypeError as e:
@@ -301,10 +304,10 @@ class ArgPacker:
     """Writes one signature's arguments into :class:`ArgSlots`; built once per signature."""
 
     def __init__(self, arg_types: Sequence[kt.Type], arg_names: Sequence[str] | None = None,
-                 trailing: bool = False):
+                 trailing: bool = False, written: frozenset | None = None):
         """``trailing``: one more int64 slot after the arguments, which the launch writes (a
         coarse entry's grid extent, ``trailing_slot``); an entry without that parameter
-        ignores it."""
+        ignores it. ``written``: the array parameters the kernel may write (None: any)."""
         self.arg_types = tuple(arg_types)
         names = tuple(arg_names) if arg_names is not None else ()
         if len(names) != len(self.arg_types):
@@ -318,12 +321,13 @@ class ArgPacker:
         self.layout = SlotLayout.for_kinds(kinds + ["int64"] if trailing else kinds)
         self.trailing_slot = self.layout.first_slot[len(kinds)] if trailing else None
         self.writers: tuple[Writer, ...] = tuple(
-            self._writer(t, self.layout.first_slot[start], name)
+            self._writer(t, self.layout.first_slot[start], name,
+                         written is None or name in written)
             for t, start, name in zip(self.arg_types, starts, names))
         self.nargs = len(self.arg_types)
 
     @staticmethod
-    def _writer(t: kt.Type, slot: int, name: str) -> Writer:
+    def _writer(t: kt.Type, slot: int, name: str, written: bool = True) -> Writer:
         if isinstance(t, kt.ScalarType):
             if t.is_bool:
                 return _bool_writer(slot, name)
@@ -333,7 +337,7 @@ class ArgPacker:
                 return _float_writer(slot, t, name)
             return _int_writer(slot, t, name)
         if isinstance(t, kt.ArrayType):
-            return _array_writer(slot, t, name)
+            return _array_writer(slot, t, name, written)
         if isinstance(t, kt.TensorMapType):
             return _tensormap_writer(slot, t, name)
         raise TypeError(f"parameter {name!r}: type {t} cannot be a kernel parameter")

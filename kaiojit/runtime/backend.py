@@ -15,12 +15,12 @@ default is cuda when a CUDA device is usable, else cpu (said once in the ``kaioj
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kaiojit import env
 from kaiojit.runtime import driver
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec
@@ -268,13 +268,27 @@ def is_cuda_available() -> bool:
 
 
 def _choose_default() -> str:
-    env = os.environ.get("KAIOJIT_BACKEND", "").strip().lower()
-    if env:
-        return env
+    name = env.get("KAIOJIT_BACKEND")
+    if name:
+        _check_env_choice(name)
+        return name
     if is_cuda_available():
         return "cuda"
     log.info("no usable CUDA device, using the cpu backend")
     return "cpu"
+
+
+def _check_env_choice(name: str) -> None:
+    """``KAIOJIT_BACKEND`` names a registered backend, and the mock backend (which runs no
+    kernel) only with ``KAIOJIT_MOCK_BACKEND=1`` beside it: it cannot be picked by accident."""
+    users = ", ".join(n for n in sorted(_FACTORIES) if n != "mock")
+    raw = env.raw("KAIOJIT_BACKEND")
+    if name not in _FACTORIES:
+        raise env.invalid("KAIOJIT_BACKEND", raw, f"one of {users}")
+    if name == "mock" and not env.get("KAIOJIT_MOCK_BACKEND"):
+        raise env.invalid("KAIOJIT_BACKEND", raw, f"one of {users}; the mock backend runs no "
+                          "kernel and is for kaiojit's own tests, which set "
+                          "KAIOJIT_MOCK_BACKEND=1 beside it")
 
 
 def get_backend() -> GpuBackend:

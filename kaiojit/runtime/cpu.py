@@ -24,6 +24,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.faults import assert_message, bounds_message
-from kaiojit.runtime.launch import check_launch_config
+from kaiojit.runtime.launch import ConfigCache, check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
 
@@ -117,9 +118,10 @@ class CpuKernel:
         self.name = image.py_name
         self.device = 0
         self.fn = self  # on its one device, the kernel is its own function handle
-        self.packer = ArgPacker(image.signature.args, image.arg_names)
+        self.packer = ArgPacker(image.signature.args, image.arg_names,
+                                 written=getattr(image, "written_arrays", None))
         self._slots = ThreadSlots(self.packer.layout)
-        self._configs: dict[Any, Any] = {}
+        self._configs = ConfigCache()
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
 
@@ -154,11 +156,12 @@ class CpuKernel:
                cluster: Any = None) -> None:
         key = (grid, block, shared_mem, cluster)
         try:
-            config = self._configs[key]
-        except KeyError:
-            config = self._configs[key] = self.configure(grid, block, shared_mem, cluster)
+            config = self._configs.get(key)
         except TypeError:  # unhashable (lists): check every time
             config = self.configure(grid, block, shared_mem, cluster)
+        if config is None:
+            config = self.configure(grid, block, shared_mem, cluster)
+            self._configs.put(key, config)
         slots = self._slots.get()
         staged = self.packer.pack(slots, args, 0)
         self.backend.run_grid(self, config, slots.address)
@@ -204,7 +207,10 @@ class CpuBackend:
         self._buffers: dict[int, np.ndarray] = {}
         self._handles = itertools.count(0x10, 0x10)
         self._events: dict[int, float | None] = {}
-        self._kernels: dict[int, tuple[Any, CpuKernel]] = {}
+        # the loaded kernels in use, by id of their compiled kernel (which each one holds, so
+        # the id is not reused while it lives); weak: a dropped kernel's code is freed
+        self._kernels: weakref.WeakValueDictionary[int, CpuKernel] = weakref.WeakValueDictionary()
+        self._load_lock = threading.Lock()
         self._local = _LaunchBuffers()
         self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
@@ -240,10 +246,13 @@ class CpuBackend:
     def load_kernel(self, kernel: Any) -> CpuKernel:
         if not isinstance(getattr(kernel, "image", None), HostImage):
             raise TypeError(f"kernel {kernel.name!r} was not compiled for the host")
-        entry = self._kernels.get(id(kernel))
-        if entry is None or entry[0] is not kernel:
-            entry = self._kernels[id(kernel)] = (kernel, CpuKernel(self, kernel))
-        return entry[1]
+        loaded = self._kernels.get(id(kernel))
+        if loaded is None or loaded.image is not kernel:
+            with self._load_lock:  # not self._lock: a finalizer's free() may run meanwhile
+                loaded = self._kernels.get(id(kernel))
+                if loaded is None or loaded.image is not kernel:
+                    loaded = self._kernels[id(kernel)] = CpuKernel(self, kernel)
+        return loaded
 
     def load_module(self, image: HostImage, device: int) -> HostModule:
         """Link a host image's object code into this process. PTX text is a CudaError: it

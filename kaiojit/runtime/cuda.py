@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import re
 import threading
 from typing import Any
 
+from kaiojit import env
 from kaiojit.errors import CudaError
 from kaiojit.runtime import driver, launchrecord
 from kaiojit.runtime.backend import (
@@ -59,7 +59,7 @@ class CudaBackend:
 
     def __init__(self) -> None:
         self.drv = driver.initialized()
-        self.debug_sync = os.environ.get("KAIOJIT_DEBUG_SYNC", "") not in ("", "0")
+        self.debug_sync = env.get("KAIOJIT_DEBUG_SYNC")
         self._count = int(check(self.drv.cuDeviceGetCount()))
         if self._count == 0:
             raise driver.unavailable_error("the driver reports no devices")
@@ -72,7 +72,7 @@ class CudaBackend:
         self._lock = threading.Lock()
         self._launch = driver.entry_point("cuLaunchKernel", driver.LAUNCH_PROTO)
         # KAIOJIT_LAUNCH: native (default), ex, ctypes or bindings (kaiojit.runtime.launchrecord)
-        self.launch_mode = launchrecord.launch_mode(os.environ.get("KAIOJIT_LAUNCH"))
+        self.launch_mode = launchrecord.launch_mode(env.get("KAIOJIT_LAUNCH"))
         self.launch_through_bindings = self.launch_mode == "bindings"
         self._launch_ex_address = 0
         self._streams: dict[int, Any] = {0: None}

@@ -2,18 +2,22 @@
 
 Export: :func:`to_dlpack_capsule` builds a ``DLManagedTensor`` that keeps the exported array
 (and the shape/strides storage) alive until the consumer calls the deleter, or until the
-capsule dies unconsumed. Import: :func:`consume` reads a producer's tensor and renames the
-capsule ``used_dltensor`` (the protocol's "consumed" mark); whoever views the tensor calls
-:func:`release` when the view dies, which calls the producer's deleter. Making a DeviceArray of
-an imported tensor is :func:`kaiojit.runtime.interop.from_dlpack`'s job.
+capsule dies unconsumed. Import: :func:`consume` reads and checks a producer's tensor, hands
+it to the caller's ``accept`` (which makes the view), and only then renames the capsule
+``used_dltensor`` (the protocol's "consumed" mark): a tensor refused by either check is never
+consumed, so the capsule's own destructor hands it back to its producer. Whoever views the
+tensor calls :func:`release` when the view dies, which calls the producer's deleter. Making a
+DeviceArray of an imported tensor is :func:`kaiojit.runtime.interop.from_dlpack`'s job.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -153,8 +157,20 @@ def release(address: int) -> None:
         managed.deleter(ctypes.cast(address, ctypes.POINTER(DLManagedTensor)))
 
 
-def consume(obj: Any) -> ImportedTensor:
-    """Take ``obj.__dlpack__()``'s tensor; the caller must :func:`release` it when done."""
+View = TypeVar("View")
+
+
+def _as_is(t: ImportedTensor) -> Any:
+    return t
+
+
+def consume(obj: Any, device_types: Collection[int] | None = None,
+            accept: Callable[[ImportedTensor], View] = _as_is) -> View:
+    """``accept(tensor)`` of ``obj.__dlpack__()``'s tensor (by default the
+    :class:`ImportedTensor` itself), which is then consumed: the caller must :func:`release`
+    it when the view dies. The tensor is checked first (its dtype, device type among
+    ``device_types`` where given, shape, data pointer); whatever refuses it, a check here or
+    ``accept`` raising, leaves the capsule unconsumed, so its producer gets it back."""
     try:
         capsule = obj.__dlpack__(stream=None)
     except TypeError:
@@ -162,18 +178,40 @@ def consume(obj: Any) -> ImportedTensor:
     if not _capsule_is_valid(capsule, ctypes.addressof(_NAME)):
         raise TypeError("__dlpack__ did not return an unconsumed 'dltensor' capsule")
     address = _capsule_pointer(capsule, ctypes.addressof(_NAME))
-    t = DLManagedTensor.from_address(address).dl_tensor
-    if t.dtype.lanes != 1 or t.dtype.code not in _CODE_KINDS:
-        raise TypeError(f"DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits, "
-                        f"{t.dtype.lanes} lanes) has no kaiojit type")
-    kind = _CODE_KINDS[t.dtype.code]
-    if kind == "bf":
-        dtype = kt.bfloat16_dtype()
-    else:
-        dtype = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = (tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
-               if t.strides else None)
+    view = accept(_read(DLManagedTensor.from_address(address).dl_tensor, device_types, address))
     _capsule_set_name(capsule, ctypes.addressof(_USED_NAME))
+    return view
+
+
+def _read(t: DLTensor, device_types: Collection[int] | None, address: int) -> ImportedTensor:
+    """The checked facts of a producer's DLTensor (``TypeError``/``ValueError`` naming what
+    kaiojit cannot take)."""
+    dtype = _dtype_of(t.dtype)
+    if device_types is not None and int(t.device.device_type) not in device_types:
+        raise TypeError(f"a DLPack tensor on device type {t.device.device_type}; kaiojit takes "
+                        f"device type {' or '.join(str(d) for d in sorted(device_types))} here")
+    if t.ndim < 0 or (t.ndim and not t.shape):
+        raise ValueError(f"a DLPack tensor of {t.ndim} dimensions without a shape")
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"a DLPack tensor of shape {shape}: extents must be 0 or more")
+    if not t.data and math.prod(shape):
+        raise ValueError(f"a DLPack tensor of shape {shape} with a NULL data pointer")
+    strides = (tuple(int(t.strides[i]) * dtype.itemsize for i in range(t.ndim))
+               if t.strides else None)
     ptr = (t.data or 0) + t.byte_offset
     return ImportedTensor(ptr, shape, strides, dtype, int(t.device.device_id), address)
+
+
+def _dtype_of(dl: DLDataType) -> np.dtype:
+    kind = _CODE_KINDS.get(dl.code)
+    if dl.lanes != 1 or kind is None or dl.bits % 8:
+        raise TypeError(f"DLPack dtype (code {dl.code}, {dl.bits} bits, {dl.lanes} lanes) has "
+                        "no kaiojit type")
+    if kind == "bf":
+        return kt.bfloat16_dtype()
+    try:
+        return np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{dl.bits // 8}")
+    except TypeError:
+        raise TypeError(f"DLPack dtype (code {dl.code}, {dl.bits} bits) has no kaiojit "
+                        "type") from None

@@ -10,6 +10,7 @@ they have no extractor here (the argument packer stages them).
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -80,19 +81,71 @@ def _cai_info(obj: Any) -> ArrayInfo:
     return cai_info(obj.__cuda_array_interface__)
 
 
+cai_extractor: Extractor = _cai_info  # the extractor of CAI arrays (the packer asks which)
+
+
 def cai_info(cai: dict) -> ArrayInfo:
-    """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3)."""
+    """Launch facts of a ``__cuda_array_interface__`` dict (v2 or v3), each field checked: a
+    ``TypeError`` names the field that is malformed (the caller names the parameter)."""
+    return _cai_fields(cai)
+
+
+def _cai_fields(cai: Any) -> ArrayInfo:
+    if not isinstance(cai, dict):
+        raise TypeError(f"__cuda_array_interface__ is a {type(cai).__name__}, not a dict")
     if cai.get("mask") is not None:
         raise TypeError("masked __cuda_array_interface__ arrays are not supported")
-    scalar = kt.from_dtype(np.dtype(cai["typestr"]))
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides")
-    strides = tuple(strides) if strides is not None else None
+    shape = _cai_ints(cai, "shape", required=True)
+    if "typestr" not in cai:
+        raise TypeError("__cuda_array_interface__ has no 'typestr'")
+    typestr = cai["typestr"]
+    try:
+        if not isinstance(typestr, str):
+            raise TypeError("takes a NumPy type string such as '<f4'")
+        scalar = kt.from_dtype(np.dtype(typestr))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"__cuda_array_interface__['typestr'] = {typestr!r}: {e}") from None
+    strides = _cai_ints(cai, "strides", required=False)
+    if strides is not None and len(strides) != len(shape):
+        raise TypeError(f"__cuda_array_interface__['strides'] = {strides} has {len(strides)} "
+                        f"entries for a shape of {len(shape)} dimensions")
+    data = cai.get("data")
+    if (not isinstance(data, (tuple, list)) or len(data) != 2 or not _is_int(data[0], none_ok=True)
+            or not isinstance(data[1], (bool, np.bool_))):
+        raise TypeError(f"__cuda_array_interface__['data'] = {data!r}: takes a tuple "
+                        "(pointer: int, read_only: bool)")
+    ptr = int(data[0] or 0)
+    if not 0 <= ptr < 1 << 64:
+        raise TypeError(f"__cuda_array_interface__['data'] pointer {ptr} is not an address")
+    if ptr == 0 and math.prod(shape):
+        raise TypeError(f"__cuda_array_interface__['data'] is a NULL pointer for an array of "
+                        f"shape {shape}")
     layout = layout_of(shape, strides, scalar.itemsize)
-    ptr = cai["data"][0] or 0
     t = array_type(scalar, len(shape), layout,
                    alignment(ptr, shape, strides, scalar.itemsize, layout))
     return ptr, shape, strides if layout == "A" else None, t, -1
+
+
+def _is_int(value: Any, none_ok: bool = False) -> bool:
+    if value is None:
+        return none_ok
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def _cai_ints(cai: dict, field: str, required: bool) -> tuple[int, ...] | None:
+    """A tuple-of-ints field of a CAI dict (extents non-negative)."""
+    if field not in cai and required:
+        raise TypeError(f"__cuda_array_interface__ has no {field!r}")
+    value = cai.get(field)
+    if value is None and not required:
+        return None
+    if not isinstance(value, (tuple, list)) or not all(_is_int(n) for n in value):
+        raise TypeError(f"__cuda_array_interface__[{field!r}] = {value!r}: takes a tuple of "
+                        "ints")
+    ints = tuple(int(n) for n in value)
+    if field == "shape" and any(n < 0 for n in ints):
+        raise TypeError(f"__cuda_array_interface__['shape'] = {ints}: extents must be 0 or more")
+    return ints
 
 
 def _dlpack_info(obj: Any) -> ArrayInfo:
@@ -152,9 +205,13 @@ def from_dlpack(obj: Any) -> DeviceArray:
     if int(device_type) not in accepted:
         raise TypeError(f"a DLPack tensor on device type {int(device_type)}; kaiojit's "
                         f"{backend.name} backend takes device type {backend.dlpack_device_type()}")
-    t = dlpack.consume(obj)
-    view = DeviceArray(t.shape, t.strides, t.dtype, t.ptr, t.device_id, obj, backend)
-    weakref.finalize(view, dlpack.release, t.address).atexit = False
+
+    def view_of(t: dlpack.ImportedTensor) -> tuple[DeviceArray, int]:
+        return DeviceArray(t.shape, t.strides, t.dtype, t.ptr, t.device_id, obj, backend), \
+            t.address
+
+    view, address = dlpack.consume(obj, accepted, view_of)
+    weakref.finalize(view, dlpack.release, address).atexit = False
     return view
 
 

@@ -10,14 +10,15 @@ raised at the launch that caused it.
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 import warnings
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kaiojit import env
 from kaiojit.errors import CudaError, LaunchError
 from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
@@ -34,11 +35,12 @@ from kaiojit.runtime.stream import stream_handle
 from kaiojit.target import COARSE_FACTOR
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+CONFIG_CACHE_LIMIT = 256  # checked configurations kept per kernel (ConfigCache)
 # a launch of at least this many threads (grid.x times the block's) takes the kernel's coarse
 # entry, where it has one (kaiojit/kir/coarsen.py): a quarter of the blocks still fill the GPU
 # several times over (the H200 holds 132 x 2048 threads). KAIOJIT_COARSE_MIN_THREADS (read
 # once, at import) changes it: 0 sends every launch it can through the coarse entry (tests).
-COARSE_MIN_THREADS = int(os.environ.get("KAIOJIT_COARSE_MIN_THREADS", str(1 << 22)))
+COARSE_MIN_THREADS = env.get("KAIOJIT_COARSE_MIN_THREADS")
 
 
 class KernelImage(Protocol):
@@ -145,6 +147,41 @@ def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig
         raise CudaError(e.name, e.text, context, e.code) from None
 
 
+class ConfigCache:
+    """A kernel's checked launch configurations by what the launch asked (grid, block, dynamic
+    shared bytes, cluster and device), the least recently used dropped past ``limit``: a
+    program sweeping dynamic shared sizes or grids keeps a bounded number. ``get`` raises
+    ``TypeError`` for an unhashable key (lists), which the caller checks every time."""
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int = CONFIG_CACHE_LIMIT):
+        self._entries: OrderedDict[Any, LaunchConfig] = OrderedDict()
+        self.limit = limit
+
+    def get(self, key: Any) -> LaunchConfig | None:
+        entries = self._entries
+        config = entries.get(key)
+        if config is not None:
+            try:
+                entries.move_to_end(key)
+            except KeyError:  # another thread dropped it meanwhile
+                pass
+        return config
+
+    def put(self, key: Any, config: LaunchConfig) -> None:
+        entries = self._entries
+        entries[key] = config
+        while len(entries) > self.limit:
+            try:
+                entries.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                break
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 # --- one kernel on one device -------------------------------------------------------------------
 
 class _DeviceKernel:
@@ -221,11 +258,12 @@ class ModuleKernel:
         # how many of the user's blocks a block of the coarse entry does (0: none)
         self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names,
-                                trailing=bool(self.coarse_factor))
+                                trailing=bool(self.coarse_factor),
+                                written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
         self._devices: dict[int, _DeviceKernel] = {}
-        self._configs: dict[Any, LaunchConfig] = {}
+        self._configs = ConfigCache()
         self._lock = threading.Lock()
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
 
@@ -263,9 +301,7 @@ class ModuleKernel:
             self.backend.set_dynamic_shared(dk.fn, config.shared_mem)
             dk.dynamic_limit = config.shared_mem
         if key is not None:
-            if len(self._configs) > 1024:
-                self._configs.clear()
-            self._configs[key] = config
+            self._configs.put(key, config)
         return config
 
     def launch(self, grid: Any, block: Any, stream: Any, shared_mem: Any, args: Any,
@@ -276,11 +312,11 @@ class ModuleKernel:
         dk = self._devices.get(device) or self.on_device(device)
         key = (grid, block, shared_mem, cluster, device)
         try:
-            config = self._configs[key]
-        except KeyError:
-            config = self._configure(dk, grid, block, shared_mem, cluster, key)
+            config = self._configs.get(key)
         except TypeError:  # an unhashable configuration (lists): check it every time
             config = self._configure(dk, grid, block, shared_mem, cluster, None)
+        if config is None:
+            config = self._configure(dk, grid, block, shared_mem, cluster, key)
         handle = 0 if stream is None else stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
@@ -311,8 +347,10 @@ class ModuleKernel:
         if self.cooperative:
             return None  # each launch checks its grid and zeroes the barrier
         try:
-            config = self._configs[(grid, block, shared_mem, None, device)]
-        except (KeyError, TypeError):
+            config = self._configs.get((grid, block, shared_mem, None, device))
+        except TypeError:
+            return None
+        if config is None:
             return None
         handle = 0 if stream is None else stream_handle(stream)
         return fastlaunch.build(self, config, handle, device, plan)
@@ -355,13 +393,18 @@ def _copy_back(staged: list[StagedArray], backend: GpuBackend, stream: int) -> N
 
 # --- loading, cached per backend ----------------------------------------------------------------
 
-_LOADED: weakref.WeakKeyDictionary[Any, dict[Any, ModuleKernel]] = weakref.WeakKeyDictionary()
+# Per backend, the ModuleKernels alive, by what they load. Weak: a kernel lives as long as
+# something launches it (the dispatcher's caches hold it); when the last holder goes, its
+# modules are unloaded (_DeviceKernel's finalizer) and its entry here disappears.
+_LOADED: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[Any, ModuleKernel]] = \
+    weakref.WeakKeyDictionary()
 _loaded_lock = threading.Lock()
 
 
 def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
     """The ModuleKernel of ``image`` on ``backend``; one per (PTX, entry name, signature,
-    whether it has a coarse entry: ``coarsen=False`` compiles the same PTX without one)."""
+    whether it has a coarse entry: ``coarsen=False`` compiles the same PTX without one)
+    while it is in use."""
     key = (image.ptx, image.name, image.signature, getattr(image, "coarse", None) is not None)
     cache = _LOADED.get(backend)
     if cache is not None:
@@ -369,11 +412,19 @@ def load_kernel(backend: GpuBackend, image: KernelImage) -> ModuleKernel:
         if loaded is not None:
             return loaded
     with _loaded_lock:
-        cache = _LOADED.setdefault(backend, {})
+        cache = _LOADED.get(backend)
+        if cache is None:
+            cache = _LOADED[backend] = weakref.WeakValueDictionary()
         loaded = cache.get(key)
         if loaded is None:
             loaded = cache[key] = ModuleKernel(backend, image)
         return loaded
+
+
+def loaded_kernels(backend: GpuBackend) -> int:
+    """How many ModuleKernels of ``backend`` are alive (for tests of their lifetime)."""
+    cache = _LOADED.get(backend)
+    return 0 if cache is None else len(cache)
 
 
 # --- occupancy ------------------------------------------------------------------------------------

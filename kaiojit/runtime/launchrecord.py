@@ -37,9 +37,10 @@ import ctypes
 import threading
 from typing import Any
 
+from kaiojit import env
 from kaiojit.runtime import cbuiltins
 
-LAUNCH_MODES = ("native", "ex", "ctypes", "bindings")
+LAUNCH_MODES = env.LAUNCH_MODES
 DEFAULT_LAUNCH_MODE = "native"
 
 

@@ -8,6 +8,7 @@ wrappers of foreign CAI or DLPack arrays) keep their owner alive instead of owni
 
 from __future__ import annotations
 
+import math
 import struct
 import weakref
 from collections.abc import Sequence
@@ -25,6 +26,9 @@ from kaiojit.runtime.stream import stream_handle
 
 
 _U64 = 0xFFFFFFFFFFFFFFFF
+# Kernels index with int64 byte offsets: an array of more bytes than int64 holds could not be
+# addressed without wrapping, whatever the device (and no device has that much memory).
+MAX_ARRAY_BYTES = (1 << 63) - 1
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -33,7 +37,20 @@ def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"negative dimension in shape {shape}")
+    if any(n > MAX_ARRAY_BYTES for n in shape):
+        raise ValueError(f"shape {shape} has an extent past int64, the type kernels read "
+                         "extents as")
     return shape
+
+
+def array_nbytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
+    """Bytes of a contiguous array, computed with Python ints (no int64 wrap); a
+    ``ValueError`` past :data:`MAX_ARRAY_BYTES`."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > MAX_ARRAY_BYTES:
+        raise ValueError(f"an array of shape {shape} and dtype {dtype} would take {nbytes} "
+                         f"bytes, more than a kernel can address (2**63 - 1 bytes)")
+    return nbytes
 
 
 class _Allocation:
@@ -41,8 +58,12 @@ class _Allocation:
 
     __slots__ = ("ptr", "nbytes", "device", "__weakref__")
 
-    def __init__(self, backend: GpuBackend, nbytes: int):
-        self.ptr = backend.alloc(nbytes)
+    def __init__(self, backend: GpuBackend, nbytes: int, what: str = ""):
+        try:
+            self.ptr = backend.alloc(nbytes)
+        except (MemoryError, OverflowError) as e:  # the host's (cpu, mock) malloc failed
+            raise MemoryError(f"cannot allocate {nbytes} bytes{what} on the {backend.name} "
+                              f"backend ({e})") from None
         self.nbytes = nbytes
         self.device = backend.current_device()
         fin = weakref.finalize(self, _free, backend, self.ptr, self.device)
@@ -79,7 +100,7 @@ class DeviceArray:
         self.strides = (tuple(int(s) for s in strides) if strides is not None
                         else contiguous_strides(self.shape, itemsize))
         self.ndim = len(self.shape)
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.size = math.prod(self.shape)
         self.nbytes = self.size * itemsize
         self.ptr = int(ptr)
         self.device_id = device
@@ -122,7 +143,13 @@ class DeviceArray:
     # --- interop exports ------------------------------------------------------------------
 
     @property
-    def __cuda_array_interface__(self) -> dict:
+    def is_host_memory(self) -> bool:
+        """Whether the memory is the host's, for kernels the host runs (the cpu backend): it
+        is then exported as host memory (``__array_interface__``, DLPack's CPU device), never
+        as CUDA memory. (The mock backend's host buffers stand for CUDA memory.)"""
+        return self.backend.name == "cpu"
+
+    def _interface(self) -> dict:
         contiguous = self.kaiojit_type.layout == "C"
         return {
             "shape": self.shape,
@@ -130,8 +157,22 @@ class DeviceArray:
             "data": (self.ptr, False),
             "strides": None if contiguous else self.strides,
             "version": 3,
-            "stream": None,
         }
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.is_host_memory:
+            raise AttributeError("a DeviceArray of the cpu backend is host memory: it has "
+                                 "__array_interface__ and __dlpack__ (a CPU device), not "
+                                 "__cuda_array_interface__")
+        return {**self._interface(), "stream": None}
+
+    @property
+    def __array_interface__(self) -> dict:
+        if not self.is_host_memory:
+            raise AttributeError("a DeviceArray in device memory has no __array_interface__; "
+                                 "copy_to_host() makes a NumPy array of it")
+        return self._interface()
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
@@ -249,7 +290,7 @@ class DeviceArray:
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = tuple(shape[0])
         shape = _normalize_shape(shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
         if self.kaiojit_type.layout != "C":
             raise ValueError("reshape needs a C-contiguous array")
@@ -276,8 +317,8 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     if order not in ("C", "F"):
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     strides = contiguous_strides(shape, dtype.itemsize, order)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
-    allocation = _Allocation(backend, nbytes)
+    nbytes = array_nbytes(shape, dtype)
+    allocation = _Allocation(backend, nbytes, f" for an array of shape {shape} and dtype {dtype}")
     return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
                        backend)
 

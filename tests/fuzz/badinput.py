@@ -15,6 +15,8 @@ import random
 import signal
 import threading
 
+from tests.located import names_kaiojit_source
+
 from .generator import generate
 from .program import render
 
@@ -144,7 +146,7 @@ def check_bad(seed: int, kind: str | None = None, seconds: float = 60.0) -> str 
     except kj.CompileError as e:
         text = str(e)
         head = text.split("\n")[0]
-        if "internal error" in text or "kaiojit/" in text.replace("\\", "/"):
+        if "internal error" in text or names_kaiojit_source(text):
             return f"{kind} ({where}): an internal error: {text}\n{source}"
         if not head.startswith(f"{filename}:{line}:"):
             return f"{kind} ({where}): located at {head.split(' ')[0]}, not line {line}: " \

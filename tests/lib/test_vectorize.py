@@ -156,14 +156,18 @@ def test_stream(backend):
 
 
 class Foreign:
-    """Someone else's device array, seen only through __cuda_array_interface__."""
+    """Someone else's array, seen only through __cuda_array_interface__ (device memory) or,
+    on the cpu backend, whose memory is the host's, through DLPack."""
 
     def __init__(self, array):
         self.array = array
-        self.__cuda_array_interface__ = array.__cuda_array_interface__
+        if array.is_host_memory:
+            self.__dlpack__, self.__dlpack_device__ = array.__dlpack__, array.__dlpack_device__
+        else:
+            self.__cuda_array_interface__ = array.__cuda_array_interface__
 
 
-def test_cuda_array_interface_operands(backend):
+def test_foreign_operands(backend):
     x, y = normal(500), normal(500)
     got = add(Foreign(kj.to_device(x)), Foreign(kj.to_device(y)))
     assert isinstance(got, kj.DeviceArray)

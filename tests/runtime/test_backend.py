@@ -28,13 +28,27 @@ def test_import_does_not_load_the_driver_bindings():
 
 
 def test_environment_chooses_the_backend():
-    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="mock")
+    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="CPU")
+    assert r.stdout.strip() == "cpu", r.stderr
+    r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="mock",
+             KAIOJIT_MOCK_BACKEND="1")
     assert r.stdout.strip() == "mock", r.stderr
 
 
 def test_unknown_backend_name():
     r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="tpu")
-    assert "ValueError: unknown kaiojit backend 'tpu'; choose one of cpu, cuda, mock" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == \
+        "ValueError: KAIOJIT_BACKEND='tpu': takes one of cpu, cuda"
+
+
+def test_the_mock_backend_is_not_chosen_by_accident():
+    """The mock backend runs no kernel: KAIOJIT_BACKEND=mock alone is an error, not a
+    program whose kernels silently do nothing."""
+    r = _run("import kaiojit.runtime as rt; rt.backend()", KAIOJIT_BACKEND="mock")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        "ValueError: KAIOJIT_BACKEND='mock': takes one of cpu, cuda; the mock backend runs no "
+        "kernel and is for kaiojit's own tests, which set KAIOJIT_MOCK_BACKEND=1 beside it")
 
 
 @pytest.mark.skipif(rt.is_cuda_available(), reason="checks the machine without CUDA")
@@ -140,3 +154,26 @@ def test_ptx_entry_parameter_count_must_match_the_signature():
     with pytest.raises(ValueError, match=r"^kernel 'tmap': its PTX entry takes 3 parameters, "
                                          r"its signature packs 4$"):
         check_entry_params(TENSORMAP_PTX, "tmap", 4)
+
+
+@pytest.mark.skipif(rt.is_cuda_available(), reason="checks the machine without CUDA")
+@pytest.mark.parametrize("choice", ["cuda", "all"])
+def test_pytest_asked_for_cuda_without_a_device_is_a_usage_error(tmp_path, choice):
+    """A CI job that lost its GPU must not go green by skipping every kernel test."""
+    import importlib.metadata
+    import os
+
+    (tmp_path / "test_one.py").write_text("def test_one(kj_backend):\n    assert kj_backend\n")
+    registered = any(ep.value == "kaiojit.testing"
+                     for ep in importlib.metadata.entry_points(group="pytest11"))
+    plugin = [] if registered else ["-p", "kaiojit.testing"]
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+                        f"--kaiojit-backend={choice}", str(tmp_path / "test_one.py")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 4, r.stdout + r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"ERROR: --kaiojit-backend={choice}: no usable CUDA device on "
+                               "this machine ("), r.stderr
+    assert lines[0].endswith("; use --kaiojit-backend=cpu"), r.stderr

@@ -119,3 +119,65 @@ def test_as_device_array_rejects_other_objects(mock):
     with pytest.raises(TypeError, match=r"needs an object with __cuda_array_interface__ or "
                                         r"__dlpack__, got list"):
         rt.as_device_array([1, 2])
+
+
+@pytest.mark.parametrize("shape", [(2**32, 2**32), (2**31, 2**31, 4), (2**62, 3), (2**64,)])
+def test_a_size_past_int64_is_refused_before_allocating(kj_backend, shape):
+    """The size is a Python int: (2**32, 2**32) float64 is 2**67 bytes, not a wrapped 16."""
+    backend = rt.get_backend()
+    live = backend.live_allocations
+    with pytest.raises(ValueError, match=r"(would take \d+ bytes, more than a kernel can "
+                                         r"address|has an extent past int64)"):
+        rt.device_array(shape, np.float64)
+    assert backend.live_allocations == live
+
+
+def test_a_size_the_backend_cannot_allocate_is_a_memory_error(kj_backend):
+    backend = rt.get_backend()
+    live = backend.live_allocations
+    with pytest.raises(MemoryError, match=r"^cannot allocate 4611686018427387904 bytes for an "
+                                          r"array of shape \(1073741824, 2147483648\) and "
+                                          r"dtype float16 on the cpu backend \("):
+        rt.device_array((2**30, 2**31), np.float16)  # 4 EiB
+    assert backend.live_allocations == live
+
+
+def test_sizes_are_exact_python_ints(kj_backend):
+    n = int(RNG.integers(3, 40))
+    a = rt.device_array((n, 0, 2**40), np.float32)
+    assert (a.size, a.nbytes, a.shape) == (0, 0, (n, 0, 2**40))
+    b = rt.device_array((n, 5), np.complex128)
+    assert (b.size, b.nbytes) == (5 * n, 80 * n)
+    assert b.reshape(5, n).size == 5 * n
+
+
+def test_cpu_arrays_are_host_memory_to_numpy_and_torch(kj_backend):
+    """The cpu backend's arrays speak the host's interfaces (NumPy's array interface, DLPack
+    on the CPU), never __cuda_array_interface__ with a host pointer (torch would start CUDA)."""
+    torch = pytest.importorskip("torch")
+    if kj_backend != "cpu":
+        pytest.skip("the cpu backend's memory")
+    host = RNG.standard_normal((5, 6))
+    a = rt.to_device(host)
+    assert not hasattr(a, "__cuda_array_interface__")
+    with pytest.raises(AttributeError, match="host memory: it has __array_interface__ and "
+                                             "__dlpack__"):
+        a.__cuda_array_interface__  # noqa: B018
+    view = a[1:, ::2]
+    for seen, expected in ((np.asarray(a), host), (np.asarray(view), host[1:, ::2]),
+                           (np.from_dlpack(view), host[1:, ::2])):
+        assert np.array_equal(seen, expected)
+    assert np.asarray(view).__array_interface__["data"][0] == a.ptr + 48 + 0
+    for t, expected in ((torch.as_tensor(a), host), (torch.from_dlpack(view), host[1:, ::2]),
+                        (torch.as_tensor(view), host[1:, ::2])):
+        assert t.device.type == "cpu"
+        assert np.array_equal(t.numpy(), expected)
+    shared = torch.as_tensor(a)
+    shared[2, 3] = 7.5  # one memory: a write through torch is the array's
+    assert a.copy_to_host()[2, 3] == 7.5 and np.asarray(a)[2, 3] == 7.5
+
+
+def test_device_memory_has_no_host_array_interface(mock):
+    a = rt.to_device(RNG.standard_normal(4))
+    assert not hasattr(a, "__array_interface__")
+    assert a.__cuda_array_interface__["data"] == (a.ptr, False)
