@@ -13,7 +13,7 @@ from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
 from .target import TargetSpec as _TargetSpec
-from .target import ptx_version_for as _ptx_version_for
+from .target import check_arch as _check_arch, ptx_version_for as _ptx_version_for
 from .errors import (
     CompileError,
     CudaError,
@@ -80,6 +80,7 @@ from .types import (
     uint16,
     uint32,
     uint64,
+    void,
 )
 
 __version__ = _VERSION
@@ -100,6 +101,7 @@ __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
+__all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
@@ -190,7 +192,7 @@ def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | No
     named after it, returning what it returns (numba's ``compile_ptx(device=True)``)."""
     try:
         return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
-    except CompileError as e:
+    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
         raise e.with_traceback(None) from None
 
 
@@ -200,11 +202,12 @@ def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False
     :func:`compile_ptx`."""
     try:
         return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
-    except CompileError as e:
+    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
         raise e.with_traceback(None) from None
 
 
 def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
+    _check_arch(arch)
     from .dispatcher import Dispatcher
 
     spec = _TargetSpec("nvptx", arch, ptx_version or _ptx_version_for(arch))
@@ -212,9 +215,10 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
 
 
-_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language", "launcher",
-                         "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot"})
+_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language",
+                         "launcher", "options", "sass", "target", "types", "errors", "frontend", "lower",
+                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
+                         "cuda"})
 
 
 def __getattr__(name: str):

@@ -8,6 +8,12 @@ or its resources (ptxas's report for ``--arch``: registers, shared, local, const
 [--target nvptx|host] -o DIR``: export kernels (``kaiojit.aot``); several ``file.py:kernel``
 may be given, each signature applying to the kernel before it.
 
+``python -m kaiojit cache list|size|clear``: the disk cache's entries (newest use first), its
+size against its limit, or delete it all (docs/cache.md).
+
+Each subcommand is an entry of :data:`COMMANDS`: its help, a function adding its arguments to
+its parser, and one running it and returning the exit status.
+
 Errors are one line on stderr, ``python -m kaiojit: error: ...`` (a compile error adds the
 source line and a caret under it, as the exception does), and the exit code says which kind
 (docs/cli.md):
@@ -15,7 +21,8 @@ source line and a caret under it, as the exception does), and the exit code says
 * 0: done;
 * 1: the kernel does not compile (or export) for the signature (a compile error, a signature
   that does not fit the function);
-* 2: usage: bad arguments, no such file or no such kernel in it;
+* 2: usage: bad arguments, no such file or no such kernel in it (and the cache's own usage
+  errors);
 * 3: the file raised while it was imported;
 * 4: a tool kaiojit runs is missing or failed (ptxas, nvdisasm).
 """
@@ -26,6 +33,7 @@ import argparse
 import importlib.util
 import os
 import sys
+
 
 EXIT_OK, EXIT_COMPILE, EXIT_USAGE, EXIT_IMPORT, EXIT_TOOL = 0, 1, 2, 3, 4
 PROG = "python -m kaiojit"
@@ -80,30 +88,21 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Inspect kaiojit kernels.",
-                                     epilog="exit codes: 0 done, 1 compile error, 2 usage, "
-                                            "3 the file raised on import, 4 a tool missing")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("ptx", help="print a stage of a kernel's compile")
+def _ptx_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kernel", help="FILE.py:KERNEL")
     p.add_argument("--sig", required=True, help='e.g. "void(float32[:], int32)"')
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--emit", choices=["kir", "llvm_unoptimized", "llvm", "ptx", "sass",
                                       "resources"],
                    default="ptx", help="a stage of the nvptx pipeline, sass, or resources")
-    a = sub.add_parser("aot", help="export kernels: cubins and PTX (or a host library), a "
-                       "manifest and a C launcher")
-    a.add_argument("kernels", nargs="+", metavar="FILE.py:KERNEL")
-    a.add_argument("--sig", action="append", default=[], required=True,
-                   help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
-    a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
-    a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
-    a.add_argument("-o", "--out", required=True, help="the directory to write")
-    return parser
 
 
-def ptx_command(args: argparse.Namespace) -> str:
+def _ptx(args) -> int:
+    print(_ptx_text(args))
+    return EXIT_OK
+
+
+def _ptx_text(args: argparse.Namespace) -> str:
     """The text ``python -m kaiojit ptx`` prints (CliError on failure)."""
     import kaiojit as kj
     from kaiojit.dispatcher import Dispatcher
@@ -145,8 +144,61 @@ def ptx_command(args: argparse.Namespace) -> str:
     return ck.stage(args.emit)
 
 
-def aot_command(args: argparse.Namespace) -> str:
-    """Export the kernels (``kaiojit.aot``); the lines ``python -m kaiojit aot`` prints."""
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["list", "size", "clear"],
+                   help="list the entries, print the size, or delete every entry")
+
+
+def _cache(args) -> int:
+    import time
+
+    from kaiojit import cachefiles
+    from kaiojit.options import cache_dir
+
+    root = cache_dir()
+    if args.action == "clear":
+        freed = cachefiles.clear()
+        print(f"deleted {_size(freed)} from {root}")
+        return 0
+    try:
+        limit = cachefiles.size_limit()
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    found = sorted(cachefiles.files(read_headers=args.action == "list"),
+                   key=lambda f: f.used, reverse=True)
+    total = sum(f.size for f in found)
+    if args.action == "list":
+        for f in found:
+            about = f.about
+            what = " ".join(str(about[k]) for k in ("what", "kind", "name") if k in about)
+            if about.get("untrusted") or about.get("damaged"):
+                what = "untrusted (not read)" if about.get("untrusted") else "damaged"
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(f.used))
+            print(f"{when}  {_size(f.size):>9}  {os.path.relpath(f.path, root)}  {what}")
+    print(f"{root}: {len(found)} files, {_size(total)} (limit {_size(limit)}, "
+          f"{cachefiles.SIZE_ENV})")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _aot_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("kernels", nargs="+", metavar="FILE.py:KERNEL")
+    a.add_argument("--sig", action="append", default=[], required=True,
+                   help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
+    a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
+    a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
+    a.add_argument("-o", "--out", required=True, help="the directory to write")
+
+
+def _aot(args) -> int:
     import kaiojit as kj
     from kaiojit.aot.exporter import ExportError, export
     from kaiojit.dispatcher import Dispatcher
@@ -160,24 +212,33 @@ def aot_command(args: argparse.Namespace) -> str:
         manifest = export(args.out, kernels, args.arch.split(","), args.target)
     except (ExportError, kj.CompileError, TypeError, ValueError) as e:
         raise CliError(EXIT_COMPILE, f"aot: {e}") from None
-    lines = [f"{e.kernel}: {e.signature} -> {e.c_name}" for e in manifest.entries]
-    lines.append(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
-                 f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
-    return "\n".join(lines)
+    for e in manifest.entries:
+        print(f"{e.kernel}: {e.signature} -> {e.c_name}")
+    print(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
+          f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
+    return 0
 
 
-COMMANDS = {"ptx": ptx_command, "aot": aot_command}
+COMMANDS = {
+    "ptx": ("print a stage of a kernel's compile", _ptx_arguments, _ptx),
+    "aot": ("export kernels: cubins and PTX (or a host library), a manifest and a C launcher",
+            _aot_arguments, _aot),
+    "cache": ("list, measure or clear the disk cache", _cache_arguments, _cache),
+}
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)  # usage errors: argparse's one line and exit code 2
+    parser = argparse.ArgumentParser(prog=PROG, epilog="exit codes: 0 done, 1 compile error, "
+                                     "2 usage, 3 the file raised on import, 4 a tool missing")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (words, add_arguments, _) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=words))
+    args = parser.parse_args(argv)  # usage errors: argparse's one line and exit code 2
     try:
-        text = COMMANDS[args.command](args)
+        return COMMANDS[args.command][2](args)
     except CliError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return e.code
-    print(text)
-    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from typing import Any
 
 from . import env
 from . import types as kt
+from .launcher import outside_graphs
 from .autotune_launch import FastCalls
 from .logs import log as logger
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
@@ -205,6 +206,7 @@ class Autotuner:
 
     # --- calling ---------------------------------------------------------------------------
 
+    @outside_graphs
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Launch with the config chosen for these arguments (``stream=`` by keyword)."""
         stream = kwargs.pop("stream", None) if kwargs else None
@@ -287,7 +289,10 @@ class Autotuner:
 
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
         from .runtime import synchronize
+        from .runtime.graph import forbid_in_capture
 
+        forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
+                          "its configurations")
         trial = _TrialArrays(values, self.outputs, self.__qualname__)
         tried: list[tuple[Config, float | None, str]] = []
         reference: tuple[Config, dict] | None = None
@@ -357,24 +362,23 @@ class Autotuner:
 
     # --- the disk cache --------------------------------------------------------------------
 
-    def _disk_path(self, key: tuple) -> str:
-        from .diskcache import cache_dir
+    def _disk_key(self, key: tuple) -> str:
         from .runtime import get_backend
 
         backend = get_backend()
         cc = backend.compute_capability(backend.current_device())
-        digest = hashlib.sha256(
+        return hashlib.sha256(
             f"{self._disk_base}\0{backend.name}\0{cc}\0{key!r}".encode()).hexdigest()[:40]
-        return os.path.join(cache_dir(), "autotune", digest + ".json")
 
     def _from_disk(self, key: tuple) -> Config | None:
         if not self.cache:
             return None
+        from .cachefiles import load_entry
+
         try:
-            with open(self._disk_path(key), encoding="utf-8") as f:
-                entry = json.load(f)
+            entry = json.loads(load_entry(self._disk_key(key), ".json", "autotune"))
             config = self.configs[entry["index"]]
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError):
             return None
         if entry.get("config") != config.describe():
             return None
@@ -386,12 +390,13 @@ class Autotuner:
     def _to_disk(self, key: tuple, config: Config) -> None:
         if not self.cache:
             return
-        from .diskcache import store_bytes
+        from .cachefiles import store_entry
 
         entry = {"index": self.configs.index(config), "config": config.describe(),
                  "key": repr(key),
                  "tried": [(c.describe(), ms, note) for c, ms, note in self.history[key]]}
-        store_bytes(self._disk_path(key), json.dumps(entry).encode())
+        store_entry(self._disk_key(key), ".json", json.dumps(entry).encode(),
+                               "autotune", what="autotuned choice", name=self.__qualname__)
 
 
 def _log_from_env() -> bool:

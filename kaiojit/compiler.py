@@ -17,6 +17,7 @@ kernels all come from the disk cache never loads it.
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
 import hashlib
 import logging
@@ -86,6 +87,81 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.py_name}{self.signature}>"
+
+    def to_record(self) -> dict:
+        """What a later process needs to launch and inspect this kernel without compiling it,
+        as JSON values (the disk cache's entry): the image (the last stage's output) and the
+        metadata. The typed IR and the unoptimized LLVM IR are not kept."""
+        record = {"kind": self.target.kind, "name": self.name, "arg_names": list(self.arg_names),
+                  "kir": self.kir, "llvm": self.llvm,
+                  "static_shared_bytes": self.static_shared_bytes, "uses_sync": self.uses_sync,
+                  "written_arrays": sorted(self.written_arrays or ())}
+        if isinstance(self.image, HostImage):
+            record.update(
+                image=binascii.b2a_base64(self.image.object_code, newline=False).decode(),
+                entry=self.image.entry, uses_block_mode=self.image.uses_block_mode,
+                host_shared_bytes=self.image.static_shared_bytes, sites=self.image.sites,
+                symbols=list(self.image.symbols))
+        else:
+            record.update(image=self.image, fault_sites=list(self.fault_sites),
+                          coarse=self.coarse is not None,
+                          arch=self.target.arch)  # sm_90a for arch-specific features
+        return record
+
+    @staticmethod
+    def from_record(record: dict, pyfunc, signature: T.Signature, options: CompileOptions,
+                    target: TargetSpec) -> CompiledKernel:
+        """The kernel :meth:`to_record` described, for ``pyfunc`` compiled for ``signature``,
+        ``options`` and ``target`` (no stage runs). ValueError if the record is not one: a
+        field missing or of the wrong kind, another target's, or a host image calling a C
+        function outside :func:`kaiojit.hostsyms.host_symbol_allowed`."""
+        try:
+            return _kernel_from_record(record, pyfunc, signature, options, target)
+        except (KeyError, TypeError, AttributeError, binascii.Error) as e:
+            raise ValueError(f"not a compiled kernel's record ({type(e).__name__}: {e})") from None
+
+
+def _kernel_from_record(record: dict, pyfunc, signature: T.Signature, options: CompileOptions,
+                        target: TargetSpec) -> CompiledKernel:
+    if record["kind"] != target.kind:
+        raise ValueError(f"a {record['kind']} kernel's record, not a {target.kind} one")
+    name = _text(record["name"])
+    if target.kind == "host":
+        from .hostsyms import host_symbol_allowed
+
+        symbols = tuple(_text(n) for n in record["symbols"])
+        refused = [n for n in symbols if not host_symbol_allowed(n)]
+        if refused:
+            raise ValueError(f"the host code would call {', '.join(refused)}, which kaiojit's "
+                             "code never calls")
+        image = HostImage(
+            object_code=binascii.a2b_base64(_text(record["image"]), strict_mode=True),
+            entry=_text(record["entry"]), uses_block_mode=bool(record["uses_block_mode"]),
+            static_shared_bytes=int(record["host_shared_bytes"]),
+            sites=[dict(site) for site in record["sites"]], symbols=symbols)
+        ptx, fault_sites, coarse = "", (), None
+    else:
+        image = ptx = _text(record["image"])
+        fault_sites = tuple(dict(site) for site in record["fault_sites"])
+        target = dataclasses.replace(target, arch=_text(record["arch"]))
+        coarse = None
+        if record["coarse"]:  # compiled when a launch first takes it, not kept
+            coarse = CoarseEntry(pyfunc, signature, options, target, name)
+    return CompiledKernel(
+        name=name, py_name=pyfunc.__name__, signature=T.runtime_signature(signature),
+        arg_names=tuple(_text(n) for n in record["arg_names"]), kir=_text(record["kir"]),
+        llvm_unoptimized="", llvm=_text(record["llvm"]), ptx=ptx, image=image,
+        static_shared_bytes=int(record["static_shared_bytes"]),
+        uses_sync=bool(record["uses_sync"]), options=options, target=target,
+        timings={"cache": True}, fault_sites=fault_sites, coarse=coarse,
+        written_arrays=(frozenset(_text(n) for n in record["written_arrays"])
+                        if "written_arrays" in record else None))
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return value
 
 
 # --- what the stages know besides their module ----------------------------------------------------

@@ -1,36 +1,200 @@
 """The on-disk cache of compiled kernels (``@kj.jit(cache=True)``).
 
-An entry is the last stage's output of the target's pipeline (PTX, or the host's object code)
-with what a launch and inspection need (entry name, parameter names, shared bytes, the kir and
-optimized LLVM text, and for the host its block mode and fault sites). Its key covers
-everything the compile depended on: the kernel's source, the values of the module-level
-constants it reads, the source of every device function it calls (recursively), the
-signature, the options, the target (for the host: this CPU and LLVM's version) and kaiojit's
-version, so a stale entry cannot be hit. An entry is a header line (key and a digest of the
-rest) and a JSON payload; one that fails either check is a miss, and the compile rewrites it.
-Entries are written atomically.
+An entry is a compiled kernel's record (:meth:`CompiledKernel.to_record`: the last stage's
+output and what a launch and inspection need), keyed on everything the compile depended on:
+
+* what is known before compiling (the *lookup key*): the kernel's module, name, file and
+  source, the signature, the options, the target (for the host: this CPU and LLVM's version),
+  Python's and kaiojit's versions;
+* what typing read (the *dependency record*, kaiojit/frontend/deps.py): every global and
+  attribute it resolved with a fingerprint of its value, every device function compiled in
+  with its source and its own reads, every foreign declaration, and where each function
+  starts, which matters where line numbers reach the output (``debug``, ``lineinfo``, and
+  the host's fault reports).
+
+The lookup key names one file holding the kernels compiled under it (the latest few), each
+with its record. A lookup resolves each record's reads again in the running program; the
+first record that still holds gives its kernel. A record that no longer holds is a stale
+kernel and is never used; the compile adds its kernel and new record to the file. The file's
+first line is its header (the lookup key and, per kernel, the record, a sha256, and where its
+JSON lies in the rest), so a hit reads one file and parses and checks only the kernel it
+takes.
+
+Which files are trusted, how they are written and the size limit: kaiojit/cachefiles.py.
 """
 
 from __future__ import annotations
 
-import binascii
-import dataclasses
 import hashlib
 import json
-import os
 import sys
 import types as pytypes
 
-from .compiler import CoarseEntry, CompiledKernel
-from .options import CompileOptions, cache_dir, store_bytes
+from .cachefiles import entry_path, load_entry, read_entry, store_entry, touch, write_file
+from .compiler import CompiledKernel
+from .frontend.deps import source_digest, still_holds
+from .options import CompileOptions
 from .target import HostImage, TargetSpec
-from .types import runtime_signature
 
 # 4: nvptx entries keep their debug fault sites; 5: L2 prefetches of streams; 6: block-mode host
 # kernels without the loop vectorizer; 7: whether a kernel has a coarse entry; 8: PTX with
-# 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py)
-CACHE_VERSION = "8"
+# 64-bit shifts left by 31 and half-precision min/max with a zero respelled (lower/ptxfix.py);
+# 9: keys from dependency records, entries as CompiledKernel records
+CACHE_VERSION = "9"
+KERNELS_KEPT = 4  # kernels kept per lookup key (a global switched back and forth still hits)
 
+
+def lines_matter(options: CompileOptions, target: TargetSpec) -> bool:
+    """Whether line numbers reach the compiled code: debug information and fault reports on
+    the GPU with ``debug``/``lineinfo``; on the host, fault reports always name the line."""
+    return options.debug or options.lineinfo or target.kind == "host"
+
+
+def lookup_key(pyfunc, signature, options: CompileOptions, target: TargetSpec,
+               version: str) -> str | None:
+    """The key of the kernel's file: what is known before compiling (None: no source)."""
+    source = source_digest(pyfunc)
+    if source is None:
+        return None
+    code = pyfunc.__code__
+    parts = [CACHE_VERSION, version, sys.version, pyfunc.__module__, pyfunc.__qualname__,
+             code.co_filename, source, str(signature), repr(options), repr(target)]
+    if target.kind == "host":
+        from .target import host_machine_id
+        parts.append(host_machine_id())
+    return _digest(parts)
+
+
+def _digest(parts) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+# --- JSON entries ---------------------------------------------------------------------------
+
+def load(key: str, suffix: str = ".kjc"):
+    """The JSON payload of the entry ``key``, or None (absent, untrusted, damaged)."""
+    payload = load_entry(key, suffix)
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
+def store(key: str, value, suffix: str = ".kjc", **about) -> None:
+    store_entry(key, suffix, json.dumps(value).encode(), **about)
+
+
+# --- compiled kernels -------------------------------------------------------------------------------
+
+def _kernels_file(lookup: str) -> tuple[str, dict, bytes] | None:
+    """The file of the kernels compiled under ``lookup``: (path, header, rest), or None."""
+    found = read_entry(lookup, ".kjc")
+    return found if found is not None and isinstance(found[1].get("kernels"), list) else None
+
+
+def _kernel_json(rest: bytes, kernel: dict) -> bytes | None:
+    """One kernel's JSON in the file's body, if its digest matches."""
+    try:
+        at, size = int(kernel["at"]), int(kernel["size"])
+        text = rest[at:at + size]
+        return text if hashlib.sha256(text).hexdigest() == kernel["sha256"] else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def load_kernel(lookup: str, pyfunc, signature, options: CompileOptions,
+                target: TargetSpec) -> tuple[CompiledKernel, str] | None:
+    """The kernel cached under ``lookup`` whose dependency record still holds, with the key
+    of its coarse entry; None if there is none. No stage runs (and LLVM is not loaded)."""
+    found = _kernels_file(lookup)
+    if found is None:
+        return None
+    path, meta, rest = found
+    lines = lines_matter(options, target)
+    for kernel in meta["kernels"]:
+        if not isinstance(kernel, dict) or not still_holds(pyfunc, kernel.get("record"), lines):
+            continue
+        text = _kernel_json(rest, kernel)
+        if text is None:
+            return None
+        try:
+            ck = CompiledKernel.from_record(json.loads(text), pyfunc, signature, options, target)
+        except ValueError:
+            return None
+        if isinstance(ck.image, HostImage) and not _calls_only_allowed(ck.image):
+            return None
+        touch(path)
+        return ck, _coarse_key(lookup, kernel["sha256"])
+    return None
+
+
+def _coarse_key(lookup: str, sha256: str) -> str:
+    return f"{lookup}-{sha256[:16]}-coarse"
+
+
+def _calls_only_allowed(image: HostImage) -> bool:
+    """Whether the object code leaves undefined only names kaiojit's code may call (MCJIT
+    would otherwise resolve any function of the process: ``system``)."""
+    from .hostsyms import host_symbol_allowed, undefined_symbols
+
+    try:
+        return all(host_symbol_allowed(n) for n in undefined_symbols(image.object_code))
+    except ValueError:
+        return False
+
+
+def store_kernel(lookup: str, ck: CompiledKernel) -> str | None:
+    """Cache a compiled kernel under its lookup key with its dependency record, before the
+    kernels kept there already (the latest ``KERNELS_KEPT``); the key of its coarse entry
+    (None: the compile read something no record can follow, and is not cached)."""
+    record = ck.kfunc.deps if ck.kfunc is not None else None
+    if record is None:
+        return None
+    text = json.dumps(ck.to_record()).encode()
+    sha = hashlib.sha256(text).hexdigest()
+    kept = [(record, sha, text)]
+    found = _kernels_file(lookup)
+    if found is not None:
+        _, meta, rest = found
+        for kernel in meta["kernels"]:
+            old = _kernel_json(rest, kernel) if isinstance(kernel, dict) else None
+            if old is not None and kernel.get("record") != record:
+                kept.append((kernel["record"], kernel["sha256"], old))
+    kernels, body, at = [], [], 0
+    for rec, digest, data in kept[:KERNELS_KEPT]:
+        kernels.append({"record": rec, "sha256": digest, "at": at, "size": len(data)})
+        body.append(data)
+        at += len(data)
+    header = json.dumps({"key": lookup, "what": "kernel", "kind": ck.target.kind,
+                         "name": ck.py_name, "kernels": kernels})
+    write_file(entry_path(lookup, ".kjc"), header.encode() + b"\n" + b"".join(body))
+    return _coarse_key(lookup, sha)
+
+
+def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
+    """Keep the kernel's coarse entry, once a launch has compiled it, under ``key``, and read
+    it from there next time."""
+    if ck.coarse is None:
+        return
+
+    def load_ptx() -> str | None:
+        entry = load(key)
+        ptx = entry.get("ptx") if isinstance(entry, dict) else None
+        return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
+
+    def store_ptx(ptx: str) -> None:
+        store(key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
+              name=ck.py_name, kind=ck.target.kind)
+    ck.coarse.keep_on_disk(load_ptx, store_ptx)
+
+
+# --- the autotuner's key ----------------------------------------------------------------------
 
 def _describe_global(value, seen: set) -> str | None:
     """What a referenced global contributes to the key (None: it cannot change the code)."""
@@ -51,7 +215,8 @@ def _describe_global(value, seen: set) -> str | None:
 
 
 def function_fingerprint(pyfunc, seen: set | None = None) -> str:
-    """A digest of a function's code and of the globals it reads, device functions included."""
+    """A digest of a function's code and of the globals it reads, device functions included
+    (the autotuner's key of a kernel's tuned choice)."""
     seen = set() if seen is None else seen
     code = pyfunc.__code__
     if code in seen:
@@ -82,110 +247,5 @@ def function_fingerprint(pyfunc, seen: set | None = None) -> str:
     return h.hexdigest()
 
 
-def entry_key(pyfunc, signature, options, target, version: str) -> str:
-    parts = [CACHE_VERSION, version, function_fingerprint(pyfunc), str(signature),
-             repr(options), repr(target)]
-    if target.kind == "host":
-        from .target import host_machine_id
-        parts.append(host_machine_id())
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:40]
-
-
-def _path(key: str) -> str:
-    return os.path.join(cache_dir(), key[:2], key + ".kjc")
-
-
-def load(key: str) -> dict | None:
-    """The payload stored under ``key``, or None (absent, unreadable, damaged or stale)."""
-    try:
-        with open(_path(key), "rb") as f:
-            data = f.read()
-        header, _, payload = data.partition(b"\n")
-        meta = json.loads(header)
-        if meta.get("key") != key or meta.get("sha256") != hashlib.sha256(payload).hexdigest():
-            return None
-        entry = json.loads(payload)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return entry if isinstance(entry, dict) else None
-
-
-def store(key: str, entry: dict) -> None:
-    """Write an entry atomically (a failure to write only costs the next process a compile)."""
-    payload = json.dumps(entry).encode()
-    header = json.dumps({"key": key, "sha256": hashlib.sha256(payload).hexdigest()}).encode()
-    store_bytes(_path(key), header + b"\n" + payload)
-
-
-# --- compiled kernels -------------------------------------------------------------------------------
-
-def store_kernel(key: str, ck: CompiledKernel) -> None:
-    """Cache a compiled kernel: its image (the last stage's output) and its metadata."""
-    entry = {"kind": ck.target.kind, "name": ck.name, "arg_names": list(ck.arg_names),
-             "kir": ck.kir, "llvm": ck.llvm, "static_shared_bytes": ck.static_shared_bytes,
-             "uses_sync": ck.uses_sync, "written_arrays": sorted(ck.written_arrays or ())}
-    if isinstance(ck.image, HostImage):
-        entry.update(image=binascii.b2a_base64(ck.image.object_code, newline=False).decode(),
-                     entry=ck.image.entry, uses_block_mode=ck.image.uses_block_mode,
-                     host_shared_bytes=ck.image.static_shared_bytes, sites=ck.image.sites,
-                     symbols=list(ck.image.symbols))
-    else:
-        entry.update(image=ck.image, fault_sites=list(ck.fault_sites), coarse=bool(ck.coarse))
-        entry["arch"] = ck.target.arch  # sm_90a for a kernel with arch-specific features
-    store(key, entry)
-
-
-def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
-    """Keep the kernel's coarse entry, once a launch has compiled it, beside the kernel's
-    own cache entry (under ``key`` with a suffix), and read it from there next time."""
-    if ck.coarse is None:
-        return
-    coarse_key = key + "-coarse"
-
-    def load_ptx() -> str | None:
-        entry = load(coarse_key)
-        ptx = entry.get("ptx") if entry is not None else None
-        return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
-
-    def store_ptx(ptx: str) -> None:
-        store(coarse_key, {"name": ck.coarse.name, "ptx": ptx})
-    ck.coarse.keep_on_disk(load_ptx, store_ptx)
-
-
-def load_kernel(key: str, pyfunc, signature, options: CompileOptions,
-                target: TargetSpec) -> CompiledKernel | None:
-    """The kernel cached under ``key``, or None; no stage runs (and LLVM is not loaded)."""
-    entry = load(key)
-    if entry is None or entry.get("kind") != target.kind:
-        return None
-    try:
-        if target.kind == "host":
-            image = HostImage(
-                object_code=binascii.a2b_base64(entry["image"], strict_mode=True),
-                entry=str(entry["entry"]), uses_block_mode=bool(entry["uses_block_mode"]),
-                static_shared_bytes=int(entry["host_shared_bytes"]), sites=list(entry["sites"]),
-                symbols=tuple(str(n) for n in entry["symbols"]))
-            ptx, fault_sites, coarse = "", (), None
-        else:
-            image = ptx = str(entry["image"])
-            fault_sites = tuple(dict(site) for site in entry["fault_sites"])
-            target = dataclasses.replace(target, arch=str(entry.get("arch", target.arch)))
-            coarse = None
-            if entry.get("coarse"):  # compiled when a launch first takes it, not cached
-                coarse = CoarseEntry(pyfunc, signature, options, target, str(entry["name"]))
-        return CompiledKernel(
-            name=str(entry["name"]), py_name=pyfunc.__name__,
-            signature=runtime_signature(signature),
-            arg_names=tuple(entry["arg_names"]), kir=str(entry["kir"]), llvm_unoptimized="",
-            llvm=str(entry["llvm"]), ptx=ptx, image=image,
-            static_shared_bytes=int(entry["static_shared_bytes"]),
-            uses_sync=bool(entry["uses_sync"]), options=options, target=target,
-            timings={"cache": True}, fault_sites=fault_sites, coarse=coarse,
-            written_arrays=(frozenset(entry["written_arrays"]) if "written_arrays" in entry
-                            else None))
-    except (KeyError, TypeError, ValueError):
-        return None
+__all__ = ["CACHE_VERSION", "function_fingerprint", "keep_coarse_entry", "lines_matter", "load",
+           "load_kernel", "lookup_key", "store", "store_kernel"]

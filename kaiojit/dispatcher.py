@@ -7,6 +7,7 @@ Launching lives in :mod:`kaiojit.launcher`, SASS in :mod:`kaiojit.sass`, noteboo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import threading
@@ -16,16 +17,23 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .display import Shown
+from .frontend.parameters import check_parameters
 from .errors import (
-    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError, user_facing,
+    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError,
 )
 from .launcher import (
-    ForallLauncher, Launcher, launch_key, parse_launch_config,
+    USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
+from .overloads import accepts, best_signature
 from .resources import resource_summary, resources_header
 from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
+# device functions are typed under one lock (their caches filled once, whichever kernels'
+# compiles ask at once, with no lock order to get wrong between functions that call each
+# other); what each thread is typing now is its own, so recursion is found per thread
+_DEVICE_TYPING = threading.RLock()
+_TYPING_NOW = threading.local()
 
 
 def _runtime():
@@ -33,7 +41,18 @@ def _runtime():
     return runtime
 
 
-_user_facing = user_facing  # kaiojit.errors: the user's frames only
+def _user_facing(method):
+    """A public entry point: a user's error (a CompileError, a bad signature's TypeError)
+    leaves it with no frames of kaiojit's code below."""
+
+    @functools.wraps(method)
+    def entry_point(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841
+        try:
+            return method(*args, **kwargs)
+        except USER_ERRORS as e:
+            raise e.with_traceback(None) from None
+    return entry_point
 
 
 class Dispatcher:
@@ -47,6 +66,7 @@ class Dispatcher:
             pyfunc = pyfunc.py_func
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"@kj.jit decorates a Python function, got {type(pyfunc).__name__}")
+        check_parameters(pyfunc)
         self.constexpr_params = constexpr_params(pyfunc, specialize, device)
         params = list(inspect.signature(pyfunc).parameters)
         self._constexpr_at = tuple(params.index(n) for n in self.constexpr_params)
@@ -61,7 +81,6 @@ class Dispatcher:
         self._compiled: dict[tuple[TargetSpec, T.Signature], CompiledKernel] = {}
         self._launch_cache: dict = {}
         self._device_cache: dict = {}
-        self._typing_now: set = set()
         self._launchers: dict = {}
         self._eager: list[T.Signature] = []
         self._block_size_cache: dict = {}
@@ -143,16 +162,22 @@ class Dispatcher:
         kf = self._device_cache.get(arg_types)
         if kf is not None:
             return kf
-        if arg_types in self._typing_now:
-            raise TypingError(f"{self.__qualname__} calls itself: recursion is not supported in "
-                              "kernels", loc)
-        self._typing_now.add(arg_types)
-        try:
-            kf = type_kernel(self.py_func, arg_types, _specialize_device, False, self.options)
-        finally:
-            self._typing_now.discard(arg_types)
-        kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
-        self._device_cache[arg_types] = kf
+        with _DEVICE_TYPING:
+            kf = self._device_cache.get(arg_types)
+            if kf is not None:
+                return kf
+            typing_now = _TYPING_NOW.__dict__.setdefault("functions", set())
+            if (self, arg_types) in typing_now:
+                raise TypingError(f"{self.__qualname__} calls itself: recursion is not "
+                                  "supported in kernels", loc)
+            typing_now.add((self, arg_types))
+            try:
+                kf = type_kernel(self.py_func, arg_types, _specialize_device, False,
+                                 self.options)
+            finally:
+                typing_now.discard((self, arg_types))
+            kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
+            self._device_cache[arg_types] = kf
         return kf
 
     # --- inspection -----------------------------------------------------------------------------
@@ -219,24 +244,32 @@ class Dispatcher:
 
     # --- launching ------------------------------------------------------------------------------
 
+    @outside_graphs
     def __getitem__(self, config):
         """The launcher of ``kernel[grid, block(, stream(, shared))]``: a :class:`Launcher`,
         or, once a launch of this configuration has a fast form, that plain function."""
         try:
             launcher = self._launchers.get(config)
         except TypeError:  # an unhashable configuration (lists): a launcher of its own
-            return Launcher(self, *parse_launch_config(config))
-        if launcher is None:
+            launcher, cached = None, False
+        else:
             cached = len(self._launchers) < 64
-            launcher = Launcher(self, *parse_launch_config(config), config if cached else None)
+        if launcher is None:
+            try:
+                parsed = parse_launch_config(config)
+            except TypeError as e:  # shown at the user's kernel[...]
+                raise e.with_traceback(None) from None
+            launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
         return launcher
 
+    @outside_graphs
     @_user_facing
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
+    @outside_graphs
     def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
         if n <= 0:
@@ -254,7 +287,7 @@ class Dispatcher:
         try:
             loaded = self._loaded_for(args)
             loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
-        except KaiojitError as e:
+        except USER_ERRORS as e:  # the user's frames only
             raise e.with_traceback(None) from None
 
     def _loaded_for(self, args):
@@ -300,6 +333,9 @@ class Dispatcher:
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
         backend = rt.get_backend()
+        rt.graph.forbid_in_capture(f"kernel {self.__qualname__!r}: its first launch with "
+                                   f"argument types ({', '.join(map(str, sig.args))}) compiles "
+                                   "and loads it")
         loaded = backend.load_kernel(self.compile(sig, backend.target_spec()))
         try:
             key = self._launch_key(args)
@@ -310,16 +346,16 @@ class Dispatcher:
         return loaded
 
     def _match_eager(self, arg_types):
-        for sig in self._eager:
-            if all(_accepts(p, a) for p, a in zip(sig.args, arg_types)):
-                return sig
+        sig = best_signature(self._eager, arg_types)
+        if sig is not None:
+            return sig
         sigs = ", ".join(str(s) for s in self._eager)
         got = ", ".join(str(a) for a in arg_types)
         which = ""
         if len(self._eager) == 1:  # one signature: name the parameter that does not fit
             params = list(inspect.signature(self.py_func).parameters)
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
-                       in zip(params, self._eager[0].args, arg_types) if not _accepts(p, a))
+                       in zip(params, self._eager[0].args, arg_types) if not accepts(p, a))
             which = next(misfits, "")
         raise ArgumentError(f"{self.__qualname__} was compiled for {sigs}; no signature "
                             f"accepts ({got}){which}")
@@ -373,17 +409,6 @@ def _check_constexpr_signature(d: Dispatcher, sig: T.Signature) -> None:
                             f"{sig.args[i]}")
 
 
-def _accepts(param: T.Type, arg: T.Type) -> bool:
-    if param == arg:
-        return True
-    if isinstance(param, T.TensorMapType):
-        return param.accepts(arg)
-    if isinstance(param, T.ArrayType) and isinstance(arg, T.ArrayType):
-        return (param.dtype == arg.dtype and param.ndim == arg.ndim
-                and param.layout in ("A", arg.layout))
-    return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
-
-
 
 
 def _specialize_device(dispatcher, arg_types, loc=None):
@@ -423,12 +448,16 @@ def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) 
     from . import diskcache
     from .options import VERSION
 
-    key = diskcache.entry_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
-    ck = diskcache.load_kernel(key, dispatcher.py_func, sig, dispatcher.options, spec)
-    if ck is None:
+    lookup = diskcache.lookup_key(dispatcher.py_func, sig, dispatcher.options, spec, VERSION)
+    found = None if lookup is None else diskcache.load_kernel(
+        lookup, dispatcher.py_func, sig, dispatcher.options, spec)
+    if found is not None:
+        ck, coarse_key = found
+    else:
         ck = _compile_user_facing(dispatcher, sig, spec)
-        diskcache.store_kernel(key, ck)
-    diskcache.keep_coarse_entry(key, ck)  # compiled (and kept) when a launch first takes it
+        coarse_key = None if lookup is None else diskcache.store_kernel(lookup, ck)
+    if coarse_key is not None:  # compiled (and kept) when a launch first takes it
+        diskcache.keep_coarse_entry(coarse_key, ck)
     return ck
 
 

@@ -14,7 +14,37 @@ from typing import Any
 
 from .errors import KaiojitError
 
+# what a launch raises for the user's mistakes (compile errors, launch checks, arguments): shown
+# with the user's frames only, the message saying what is wrong
+USER_ERRORS = (KaiojitError, TypeError, ValueError)
+
 MAX_FAST_REBUILDS = 8  # a launcher fed ever-changing argument kinds stops specializing
+
+
+class _DynamoReason(str):
+    """Why ``torch.compile`` (Dynamo) breaks its graph at a kaiojit launch. Dynamo formats it
+    when it first meets a launch, before it runs the launch eagerly: that is when kaiojit
+    keeps Dynamo out of its own frames (:func:`kaiojit.torch.keep_dynamo_out`), at no cost
+    to any launch and whatever the order in which kaiojit and PyTorch were imported."""
+
+    def __format__(self, spec: str) -> str:
+        import kaiojit.torch  # noqa: F401 - importing it keeps Dynamo out
+
+        return str.__format__(str(self), spec)
+
+
+DYNAMO_REASON = _DynamoReason(
+    "a kaiojit launch runs eagerly, outside the graph: make the function that launches it a "
+    "custom op (kaiojit.torch.op) to keep it in the graph")
+
+
+def outside_graphs(fn: Any) -> Any:
+    """Mark a launch entry as ``torch.compiler.disable`` marks a function (the attributes
+    Dynamo reads, without importing PyTorch): Dynamo does not trace into it, it breaks the
+    graph there with :data:`DYNAMO_REASON`."""
+    fn._torchdynamo_disable = True
+    fn._torchdynamo_disable_msg = DYNAMO_REASON
+    return fn
 
 
 def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
@@ -25,7 +55,22 @@ def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
     grid, block = config[0], config[1]
     stream = config[2] if len(config) > 2 else None
     shared = config[3] if len(config) > 3 else 0
+    check_stream(stream)
     return grid, block, stream, shared
+
+
+def check_stream(stream: Any) -> None:
+    """A launch's stream is None, an integer handle (0: the default stream), a kj.Stream or an
+    object with ``__cuda_stream__`` (or numba's ``cuda_stream``): anything else is a TypeError
+    when the launch is configured (the cpu backend would otherwise ignore it)."""
+    cls = stream.__class__
+    if stream is None or (isinstance(stream, int) and cls is not bool) or \
+            hasattr(cls, "__cuda_stream__") or hasattr(cls, "cuda_stream"):
+        return
+    shown = f" {stream!r}" if isinstance(stream, (str, bytes, float, bool)) else ""
+    raise TypeError(f"the launch stream must be a kj.Stream, an integer handle (0: the default "
+                    f"stream), None or an object with __cuda_stream__; got "
+                    f"{cls.__qualname__}{shown}")
 
 
 class Launcher:
@@ -57,11 +102,12 @@ class Launcher:
         # the fast forms built, by the arguments' classes: (fast form, loaded kernel, token)
         self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
+    @outside_graphs
     def __call__(self, *args: Any) -> None:
         __tracebackhide__ = True  # pytest: the failure is the user's line  # noqa: F841
         try:
             return self.general(args)
-        except KaiojitError as e:  # the user's line, not kaiojit's frames
+        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def general(self, args: tuple) -> None:
@@ -82,7 +128,7 @@ class Launcher:
         __tracebackhide__ = True  # noqa: F841
         try:
             return self.general(args)
-        except KaiojitError as e:  # the user's line, not kaiojit's frames
+        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
             raise e.with_traceback(None) from None
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
@@ -107,7 +153,7 @@ class Launcher:
         self._forms[classes] = (fast, loaded, token)
         if fast is None:
             return  # the launcher keeps the fast form it has for other arguments
-        self.fast = fast
+        self.fast = outside_graphs(fast)
         self.__class__ = type("_FastLauncher", (Launcher,),
                               {"__slots__": (), "__call__": staticmethod(fast)})
         if self.config is not None:
@@ -125,11 +171,12 @@ class ForallLauncher:
     def __init__(self, dispatcher: Any, n: int, stream: Any, shared_mem: int):
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
+    @outside_graphs
     def __call__(self, *args: Any) -> None:
         __tracebackhide__ = True  # noqa: F841
         try:
             self._launch(args)
-        except KaiojitError as e:  # the user's error, without kaiojit's frames
+        except USER_ERRORS as e:  # the user's error, without kaiojit's frames
             raise e.with_traceback(None) from None
 
     def _launch(self, args: tuple) -> None:
@@ -162,4 +209,5 @@ def _bind_runtime() -> None:
     _get_backend = get_backend
 
 
-__all__ = ["ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "parse_launch_config"]
+__all__ = ["DYNAMO_REASON", "ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "outside_graphs",
+           "parse_launch_config"]

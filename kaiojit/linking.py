@@ -35,6 +35,10 @@ from typing import Any
 from . import types as T
 
 _DECLARED: dict[str, DeviceDeclaration] = {}
+# every callback whose address went to MCJIT's symbol table: code linked against it may run
+# as long as the process does, so it is never freed (a redeclared name binds a new one; code
+# compiled before keeps calling the one it was linked with)
+_BOUND_CALLBACKS: list = []
 _LOCK = threading.Lock()
 _EXTERN_RE = re.compile(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?(\w+)", re.MULTILINE)
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
@@ -60,6 +64,11 @@ class DeviceDeclaration:
             return self.py_impl(*args)
         raise RuntimeError(f"{self.name}() is a declared device function: call it inside a "
                            "kernel (or declare it with py_impl=... to call it from Python)")
+
+    def kaiojit_fingerprint(self) -> str:
+        """What of the declaration compiled code depends on (the disk cache's records)."""
+        return (f"{self.name}:{self.signature}:{self.abi}:{','.join(self.link)}:"
+                f"{'py_impl' if self.py_impl is not None else ''}")
 
     @property
     def host_symbol(self) -> str:
@@ -89,6 +98,8 @@ class DeviceDeclaration:
         restype = _CTYPES[str(sig.return_type)]
         proto = ctypes.CFUNCTYPE(restype, *(_CTYPES[str(a)] for a in sig.args))
         self._callback = proto(self.py_impl)
+        with _LOCK:
+            _BOUND_CALLBACKS.append(self._callback)
         llvm.add_symbol(self.host_symbol, ctypes.cast(self._callback, ctypes.c_void_p).value)
 
 

@@ -92,15 +92,3 @@ def cache_dir() -> str:
         return root
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "kaiojit")
-
-
-def store_bytes(path: str, data: bytes) -> None:
-    """Write a file of the cache atomically (a failure only costs a later rebuild)."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass

@@ -34,6 +34,31 @@ LLVM_MAX_PTX = 88
 MIN_ARCH = min(_MIN_PTX)  # the oldest GPU kaiojit writes PTX for (sm_70)
 
 
+# the compute capabilities LLVM 22's NVPTX backend knows (an 'a' suffix from sm_90 on, 'f' from
+# sm_100 on): an arch given to compile_ptx/compile_llvm is one of these
+KNOWN_CC = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120,
+            121)
+
+
+def check_arch(arch: object) -> None:
+    """A ValueError naming the accepted archs unless ``arch`` is one (``'sm_90'``,
+    ``'sm_90a'``, ``'compute_90'``). Only where the user names an arch: a device reports its
+    own, which may be newer than this table."""
+    ok = False
+    if isinstance(arch, str) and arch.startswith(("sm_", "compute_")):
+        tail = arch.split("_", 1)[1]
+        suffix = tail[-1] if tail[-1:] in ("a", "f") else ""
+        digits = tail[:-1] if suffix else tail
+        if digits.isdigit() and int(digits) in KNOWN_CC and digits == str(int(digits)):
+            cc = int(digits)
+            ok = not suffix or (suffix == "a" and cc >= 90) or (suffix == "f" and cc >= 100)
+    if not ok:
+        known = ", ".join(f"sm_{cc}" for cc in KNOWN_CC)
+        raise ValueError(f"arch {arch!r} is not a GPU architecture kaiojit compiles for; give one "
+                         f"of {known} (or compute_NN; sm_90a, sm_100a ... for arch-specific "
+                         "features)")
+
+
 def parse_arch(arch: str) -> int:
     """'sm_90' (or 'sm_90a', 'compute_90') -> 90."""
     digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
@@ -154,11 +179,11 @@ def register_host_symbols() -> None:
     """Make libm's and libc's functions known to MCJIT's symbol resolution by address."""
     from llvmlite import binding as llvm
 
+    from .hostsyms import MATH_FUNCTIONS
+
     libm = ctypes.CDLL("libm.so.6")
     libc = ctypes.CDLL(None)
-    names = ["snprintf"]
-    for base in ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "tgamma", "lgamma", "atan2", "pow", "hypot", "copysign", "fmod", "floor", "ceil", "trunc", "rint", "fabs", "fma", "exp2"]:
-        names += [base, base + "f"]
+    names = ["snprintf", *sorted(MATH_FUNCTIONS)]
     for name in names:
         for lib in (libm, libc):
             try:
@@ -171,9 +196,16 @@ def register_host_symbols() -> None:
 
 @functools.lru_cache(maxsize=None)
 def link_c_functions(names: tuple[str, ...]) -> None:
-    """Make C functions of this process (libc, libm) that host code calls known to MCJIT."""
+    """Make C functions of this process (libc, libm) that host code calls known to MCJIT:
+    only those of the allow-list (kaiojit/hostsyms.py), whatever an image names."""
     from llvmlite import binding as llvm
 
+    from .hostsyms import host_symbol_allowed
+
+    refused = [name for name in names if not host_symbol_allowed(name)]
+    if refused:
+        raise RuntimeError(f"host code names the C function(s) {', '.join(refused)}, which "
+                           "kaiojit's code never calls: refused")
     libs = (ctypes.CDLL(None), ctypes.CDLL("libm.so.6"))
     for name in names:
         for lib in libs:

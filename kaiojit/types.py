@@ -100,9 +100,22 @@ class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
             raise TypeError(f"array type slices are ':' or '::1', got {spec!r}")
         return ArrayType(self, len(spec), _layout_from_steps(steps))
 
-    def __call__(self, value):
-        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor."""
-        return self.np_dtype.type(value)
+    def __call__(self, *args):
+        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor; called with
+        types, ``kj.int32(kj.float32[:])`` is a signature returning this type (numba's)."""
+        if len(args) != 1 or isinstance(args[0], Type):
+            return signature_of(self, args)
+        return self.np_dtype.type(args[0])
+
+    @property
+    def bitwidth(self) -> int:
+        """numba's name for the width in bits."""
+        return self.bits
+
+    @property
+    def underlying_float(self) -> ScalarType:
+        """numba's name for a complex type's part type."""
+        return self.component
 
 
 def _layout_from_steps(steps: list) -> str:
@@ -337,6 +350,10 @@ class TensorMapType(Type):
 class VoidType(Type):
     def __str__(self) -> str:
         return "void"
+
+    def __call__(self, *args) -> Signature:
+        """``void(float32[:], int32)``: a kernel's signature, spelled numba's way."""
+        return signature_of(self, args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,3 +629,119 @@ def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
     if weak_kind == "c" and strong.is_float:
         return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
     return {"i": int64, "f": float64, "c": complex128}[weak_kind]
+
+
+def signature_of(return_type: Type, args: tuple) -> Signature:
+    """``return_type(*args)`` as numba spells a signature: every argument a type."""
+    for a in args:
+        if not isinstance(a, Type):
+            raise TypeError(f"{return_type}(...) as a signature takes types, got {a!r}")
+    return Signature(tuple(args), return_type)
+
+
+# --- numba's names for these types (kaiojit.cuda.types) -----------------------------------------
+
+b1 = bool_
+i1, i2, i4, i8 = int8, int16, int32, int64
+u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+f2, f4, f8 = float16, float32, float64
+c8, c16 = complex64, complex128
+intp, uintp = int64, uint64
+bf16 = bfloat16
+
+none = void
+boolean = bool_
+byte = uint8
+char = int8
+short, ushort = int16, uint16
+intc, uintc = int32, uint32
+long_, ulong = int64, uint64
+longlong, ulonglong = int64, uint64
+float_ = float32
+double = float64
+int_ = int64
+uint = uint64
+Record = RecordType
+NoneType = VoidType
+
+
+@dataclass(frozen=True, slots=True)
+class CPointer(Type):
+    """numba's ``types.CPointer(dtype)``: a pointer to ``dtype`` values (foreign functions'
+    parameters)."""
+
+    dtype: Type
+
+    def __str__(self) -> str:
+        return f"CPointer({self.dtype})"
+
+
+class _Family(type):
+    """numba's type classes: ``isinstance(t, types.Integer)`` asks about a kaiojit type."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return cls._test(obj)
+
+
+def _scalar_kinds(kinds: str):
+    return staticmethod(lambda t: isinstance(t, ScalarType) and t.kind in kinds)
+
+
+class Number(metaclass=_Family):
+    _test = _scalar_kinds("iufc")
+
+
+class Boolean(metaclass=_Family):
+    _test = _scalar_kinds("b")
+
+
+class Integer(metaclass=_Family):
+    _test = _scalar_kinds("iu")
+
+
+class Float(metaclass=_Family):
+    _test = _scalar_kinds("f")
+
+
+class Complex(metaclass=_Family):
+    _test = _scalar_kinds("c")
+
+
+class Array(metaclass=_Family):
+    """numba's ``types.Array(dtype, ndim, layout)``: an array type (an :class:`ArrayType`)."""
+
+    _test = staticmethod(lambda t: isinstance(t, ArrayType))
+
+    def __new__(cls, dtype, ndim: int, layout: str = "A") -> ArrayType:
+        if isinstance(dtype, str):
+            dtype = parse_type(dtype)
+        if layout not in ("C", "F", "A"):
+            raise ValueError(f"an array's layout is 'C', 'F' or 'A', got {layout!r}")
+        return ArrayType(dtype, int(ndim), layout)
+
+
+class UniTuple(metaclass=_Family):
+    """numba's ``types.UniTuple(dtype, count)``: ``count`` values of one type."""
+
+    _test = staticmethod(lambda t: isinstance(t, TupleType) and len(set(t.elements)) <= 1)
+
+    def __new__(cls, dtype: Type, count: int) -> TupleType:
+        return TupleType((dtype,) * int(count))
+
+
+class Tuple(metaclass=_Family):
+    """numba's ``types.Tuple((t1, t2, ...))``."""
+
+    _test = staticmethod(lambda t: isinstance(t, TupleType))
+
+    def __new__(cls, elements) -> TupleType:
+        return TupleType(tuple(elements))
+
+
+NUMBA_NAMES = [  # kaiojit.cuda.types exports these too
+    "Array", "Boolean", "CPointer", "Complex", "Float", "Integer", "NoneType", "Number", "Record",
+    "Tuple", "UniTuple", "b1", "bf16", "boolean", "byte", "c8", "c16", "char", "double", "f2",
+    "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intc", "intp", "long_", "longlong",
+    "none", "short", "u1", "u2", "u4", "u8", "uint", "uintc", "uintp", "ulong", "ulonglong",
+    "ushort",
+]

@@ -1,5 +1,6 @@
 """The disk cache (cache=True): a hit gives the same kernel without compiling, and anything the
-compile depended on (constants, device functions, options, signature) changes the key."""
+compile depended on (constants, device functions, options, signature) changes the key (the
+dependency record's edits: tests/test_diskcache_stale.py)."""
 
 from __future__ import annotations
 
@@ -109,14 +110,14 @@ def test_options_and_signature_are_in_the_key(cache_dir):
     from kaiojit.compiler import CompileOptions, TargetSpec
     spec = TargetSpec("nvptx", "sm_90", 80)
     keys = {
-        diskcache.entry_key(k, SIG, CompileOptions(), spec, kj.__version__),
-        diskcache.entry_key(k, SIG, CompileOptions(fastmath=True), spec, kj.__version__),
-        diskcache.entry_key(k, "void(float64[::1], float64[::1], int32)", CompileOptions(), spec,
-                            kj.__version__),
-        diskcache.entry_key(k, SIG, CompileOptions(), TargetSpec("nvptx", "sm_80", 80),
-                            kj.__version__),
+        diskcache.lookup_key(k, SIG, CompileOptions(), spec, kj.__version__),
+        diskcache.lookup_key(k, SIG, CompileOptions(fastmath=True), spec, kj.__version__),
+        diskcache.lookup_key(k, "void(float64[::1], float64[::1], int32)", CompileOptions(),
+                             spec, kj.__version__),
+        diskcache.lookup_key(k, SIG, CompileOptions(), TargetSpec("nvptx", "sm_80", 80),
+                             kj.__version__),
     }
-    assert len(keys) == 4
+    assert len(keys) == 4 and None not in keys
 
 
 def test_corrupt_entry_is_a_miss(cache_dir):
@@ -197,7 +198,8 @@ def test_damaged_host_entry_is_recompiled_and_rewritten(cache_dir):
 
     host = TargetSpec("host")
     first = make().compile(SIG, host)
-    (path,) = [os.path.join(r, f) for r, _, fs in os.walk(cache_dir) for f in fs]
+    (path,) = [os.path.join(r, f) for r, _, fs in os.walk(cache_dir) for f in fs
+               if f.endswith(".kjc")]
     data = bytearray(open(path, "rb").read())
     data[len(data) // 2] ^= 0x20  # one flipped bit in the payload: still readable JSON text
     with open(path, "wb") as f:
@@ -214,6 +216,6 @@ def test_host_and_nvptx_entries_have_their_own_keys():
 
     def k(out, x, n):
         out[0] = x[0]
-    keys = {diskcache.entry_key(k, SIG, CompileOptions(), spec, kj.__version__)
+    keys = {diskcache.lookup_key(k, SIG, CompileOptions(), spec, kj.__version__)
             for spec in (TargetSpec("host"), TargetSpec("nvptx", "sm_90", 80))}
-    assert len(keys) == 2
+    assert len(keys) == 2 and None not in keys

@@ -29,13 +29,15 @@ LAST = 6
 LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectorize, ...)
 _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
-    "tma_host": BASE, "tools": BASE, "linking": BASE, "highlight": BASE, "logs": BASE,
+    "tma_host": BASE, "tools": BASE, "linking": BASE, "cachefiles": BASE, "hostsyms": BASE,
+    "highlight": BASE, "logs": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
     "bench": LIBRARY, "aot": LIBRARY,
     "occupancy_api": LAST,
-    "occupancy_calc": BASE, "resources": 5,
+    "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
+    "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,
 }
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
 

@@ -17,6 +17,7 @@ from typing import Any
 from kaiojit import types as kt
 from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
 from kaiojit.options import VERSION, CompileOptions
+from kaiojit.overloads import accepts as _accepts
 from kaiojit.target import HostImage
 
 
@@ -59,19 +60,6 @@ def choose_arch(archs: list[str], cc: int, cubin: bool) -> str | None:
             continue
         best, best_cc = arch, acc
     return best
-
-
-def _accepts(param: kt.Type, arg: kt.Type) -> bool:
-    """Whether an argument of type ``arg`` may be passed where ``param`` was exported (the
-    rule of eager ``@kj.jit`` signatures: an 'A' array takes any layout, scalars convert)."""
-    if param == arg:
-        return True
-    if isinstance(param, kt.TensorMapType):
-        return param.accepts(arg)
-    if isinstance(param, kt.ArrayType) and isinstance(arg, kt.ArrayType):
-        return (param.dtype == arg.dtype and param.ndim == arg.ndim
-                and param.layout in ("A", arg.layout))
-    return isinstance(param, kt.ScalarType) and isinstance(arg, kt.ScalarType)
 
 
 class ExportedKernel:

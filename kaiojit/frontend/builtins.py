@@ -16,6 +16,7 @@ from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from ..kir import Expr
 from ..kir.intrinsics import call_typing, value_intrinsic
+from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
 from .values import PyObj, describe, result_scalar, type_words
 
@@ -331,6 +332,13 @@ def _device_call(typer, dispatcher, node) -> Expr:
         if isinstance(a.type, (T.StringType, T.VoidType)):
             typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
+    if dispatcher._eager:  # declared signatures: the arguments convert to the chosen one's
+        sig = best_signature(dispatcher._eager, tuple(arg_types))
+        if sig is None:
+            typer.error(f"{dispatcher.__name__}() was declared for "
+                        f"{', '.join(str(s) for s in dispatcher._eager)}; none accepts "
+                        f"({', '.join(str(t) for t in arg_types)})", node)
+        arg_types = list(sig.args)
     try:
         callee = typer.specialize_device(dispatcher, tuple(arg_types), typer.loc(node))
     except TypeError as e:

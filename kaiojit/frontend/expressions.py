@@ -165,8 +165,14 @@ class ExpressionTyping:
         return out
 
     def visit_Compare(self, node):
+        """``a < b``; a chain ``a < b <= c`` is ``a < b and (b <= c)``, nested to the right, so
+        each middle operand (a ``reuse`` node when it is not pure: evaluated once, as Python
+        does) is first evaluated in the comparison on its left, which dominates the rest of
+        the chain; a false comparison skips the operands after it (Python's short circuit)."""
         left = self.expr(node.left)
-        out = None
+        left_node = node.left
+        chained = len(node.ops) > 1
+        cmps = []
         for op_node, right_node in zip(node.ops, node.comparators):
             op = CMPOPS.get(type(op_node))
             if op is None:
@@ -174,26 +180,28 @@ class ExpressionTyping:
                 self.error(f"'{what.get(type(op_node), '?')}' is not supported in kernels: "
                            "compare numbers with ==, !=, <, <=, >, >=", node, UnsupportedError)
             right = self.expr(right_node)
-            if len(node.ops) > 1 and not is_pure(right):
-                # a < f() < b evaluates f() once, as Python does
+            if chained and right_node is not node.comparators[-1] and not is_pure(right):
                 right = Expr("reuse", right.type, (right,), loc=right.loc, weak=right.weak)
-            for e, n in ((left, node.left), (right, right_node)):
+            for e, n in ((left, left_node), (right, right_node)):
                 if not isinstance(e.type, T.ScalarType):
                     self.error(f"cannot compare {type_words(e.type)}", n)
-            t = result_scalar(left.type, left.weak, right.type, right.weak)
-            if _mixed_sign_64(left, right):
-                cmp = self.exact_mixed_compare(op, left, right, node)
-                out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
-                left = right
-                continue
-            if t.is_complex and op not in ("==", "!="):
-                self.error(f"complex numbers have no order: {op} of {left.type} and "
-                           f"{right.type}", node)
-            cmp = Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
-                       attr=op, loc=self.loc(node))
-            out = cmp if out is None else Expr("and", T.bool_, (out, cmp), loc=self.loc(node))
-            left = right
+            cmps.append(self.compare_pair(op, left, right, node))
+            left, left_node = right, right_node
+        out = cmps[-1]
+        for cmp in reversed(cmps[:-1]):
+            out = Expr("and", T.bool_, (cmp, out), loc=self.loc(node))
         return out
+
+    def compare_pair(self, op: str, left: Expr, right: Expr, node) -> Expr:
+        """One comparison of a (possibly chained) comparison, in the operands' common type."""
+        if _mixed_sign_64(left, right):
+            return self.exact_mixed_compare(op, left, right, node)
+        t = result_scalar(left.type, left.weak, right.type, right.weak)
+        if t.is_complex and op not in ("==", "!="):
+            self.error(f"complex numbers have no order: {op} of {left.type} and "
+                       f"{right.type}", node)
+        return Expr("cmp", T.bool_, (self.coerce(left, t, node), self.coerce(right, t, node)),
+                    attr=op, loc=self.loc(node))
 
     def exact_mixed_compare(self, op: str, left: Expr, right: Expr, node) -> Expr:
         """uint64 against a signed integer, by value as NumPy 2 compares them (their common

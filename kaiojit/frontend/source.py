@@ -45,6 +45,13 @@ def function_source(pyfunc) -> FunctionSource:
     if cached is not None and cached[0] is code:
         return cached[1]
     filename = code.co_filename
+    if pyfunc.__name__ == "<lambda>":
+        result = _lambda_source(pyfunc)
+        try:
+            setattr(pyfunc, _SOURCE_ATTR, (code, result))
+        except (AttributeError, TypeError):
+            pass
+        return result
     try:
         src_lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
@@ -71,3 +78,39 @@ def function_source(pyfunc) -> FunctionSource:
     except (AttributeError, TypeError):
         pass
     return result
+
+
+def _lambda_source(pyfunc) -> FunctionSource:
+    """A lambda's source, as the function ``def <lambda>(args): return body``: the lambda
+    node of its file on its first line whose parameters and body position match its code's."""
+    code = pyfunc.__code__
+    lines = linecache.getlines(code.co_filename)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        tree = None
+    if not lines or tree is None:
+        raise CompileError(
+            f"cannot compile a lambda defined in {code.co_filename!r}: its source code is not "
+            "available; kaiojit reads kernels from source files or notebook cells")
+    params = list(code.co_varnames[:code.co_argcount])
+    body_at = next((p for p in code.co_positions() if p[0] is not None and p[2] is not None
+                    and p[0] >= code.co_firstlineno), None)
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno
+                and [a.arg for a in node.args.args] == params):
+            found.append(node)
+    if body_at is not None and len(found) > 1:
+        found = [n for n in found if (n.body.lineno, n.body.col_offset) <= (body_at[0], body_at[2])
+                 <= (n.body.end_lineno, n.body.end_col_offset)] or found
+    if not found:
+        raise CompileError(f"cannot find the source of the lambda on line {code.co_firstlineno} "
+                           f"of {code.co_filename!r}")
+    lam = found[0]
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    fdef = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[],
+                           returns=None, type_params=[])
+    ast.copy_location(fdef, lam)
+    ast.fix_missing_locations(fdef)
+    return FunctionSource(fdef, code.co_filename, lines, 0)

@@ -18,8 +18,11 @@ from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
 from . import records
+from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
+from .parameters import signature_problem
+from .unbound import first_unbound_use, zero_trip_reads
 from .unroll import static_for
 from .values import (
     INT_LITERAL_RANGE,
@@ -68,7 +71,7 @@ def _progression(idx: Expr, items: list, t: T.Type, loc) -> Expr | None:
     return value if t == T.int64 else Expr("cast", t, (value,), loc=loc)
 
 
-class Typer(ExpressionTyping, ast.NodeVisitor):
+class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
     """Types one function for one tuple of argument types."""
 
     def __init__(self, pyfunc, src: FunctionSource, arg_types: tuple[T.Type, ...],
@@ -76,7 +79,8 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.pyfunc = pyfunc
         self.src = src
         self.is_kernel = is_kernel
-        self.specialize_device = specialize_device
+        self.deps = DependencyRecorder(pyfunc)  # what typing reads (frontend/deps.py)
+        self.specialize_device = self.deps.recording_callees(specialize_device)
         self.options = options
         self.namespace = dict(pyfunc.__globals__)
         if pyfunc.__closure__:
@@ -106,6 +110,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
 
     def run(self) -> kir.KFunction:
         fdef = self.src.node
+        unbound = first_unbound_use(fdef, self.param_names)
+        if unbound is not None:
+            raise TypingError(unbound.message(), self.loc(unbound.node))
         for _ in range(_MAX_PASSES):
             self._reset_pass()
             self.final = False
@@ -117,18 +124,31 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.final_return = self._return_type() if self.return_types else T.void
         self._reset_pass()
         self.final = True
-        body = self._block(fdef.body)
+        body = self._zero_trip_defaults() + self._block(fdef.body)
         ret = self._return_type()
         if self.is_kernel and ret != T.void:
             raise TypingError("a kernel cannot return a value", self._return_loc)
         locals_ = {n: self.var_types[n] for n in self.var_types}
-        return kir.KFunction(
+        kfunc = kir.KFunction(
             name=self.pyfunc.__name__, qualname=self.pyfunc.__qualname__,
             params=tuple((n, t) for n, t in zip(self.param_names, self.arg_types)
                          if n not in self.constexprs), return_type=ret,
             locals=locals_, body=body, is_kernel=self.is_kernel, loc=self.src.loc(fdef),
             callees=self.callees,
         )
+        kfunc.deps = self.deps.record(self.src.lines)
+        return kfunc
+
+    def _zero_trip_defaults(self) -> list:
+        """``v = 0`` first for each scalar variable a read may reach unassigned only through
+        a loop that ran no iteration (frontend/unbound.py): the read gives 0."""
+        out = []
+        for name in sorted(zero_trip_reads(self.src.node, self.param_names)):
+            t = self.var_types.get(name)
+            if isinstance(t, T.ScalarType):
+                zero = Expr("const", t, attr=convert_const(0, t), loc=self.src.loc(self.src.node))
+                out.append(kir.Assign(name, zero, zero.loc))
+        return out
 
     def _reset_pass(self):
         for name, t in zip(self.param_names, self.arg_types):
@@ -141,12 +161,9 @@ class Typer(ExpressionTyping, ast.NodeVisitor):
         self.shared_names = 0
 
     def _check_signature(self, fdef: ast.FunctionDef):
-        a = fdef.args
-        for what, node in (("*args", a.vararg), ("**kwargs", a.kwarg)):
-            if node is not None:
-                self.error(f"kernels cannot take {what}", node, UnsupportedError)
-        if a.kwonlyargs or a.posonlyargs:
-            self.error("kernels take plain positional parameters only", fdef, UnsupportedError)
+        problem = signature_problem(fdef)
+        if problem is not None:
+            self.error(*problem, UnsupportedError)
         if len(self.param_names) != len(self.arg_types):
             raise TypeError(
                 f"{self.pyfunc.__qualname__}() takes {len(self.param_names)} arguments, "

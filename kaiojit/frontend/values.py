@@ -161,10 +161,22 @@ def round_to_bfloat16(v: float) -> float:
 
 
 def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
-    """Fold an operation on two constants (used for module-level constants and literals)."""
+    """Fold an operation on two constants (used for module-level constants and literals) to
+    exactly what the kernel would compute at run time; None leaves it to run time. Python's
+    float arithmetic rounds once in float64, which for ``+ - * /`` of narrower floats rounds
+    as their own arithmetic does; float ``**`` follows the lowering's constant exponents
+    (``x ** 0.5`` is ``sqrt``) and is otherwise folded in float64 only (narrower ones call
+    their own ``pow``); float ``//`` and ``%`` of narrower floats, and complex ``/`` and
+    ``**``, whose run-time rounding differs from Python's float64 or complex arithmetic, are
+    not folded."""
     if a.op != "const" or b.op != "const":
         return None
     x, y = a.attr, b.attr
+    if rt.is_float and op == "**":
+        return _fold_float_pow(float(x), float(y), rt)
+    if (rt.is_float and rt != T.float64 and op in ("//", "%")) or \
+            (rt.is_complex and op in ("/", "**")):
+        return None
     try:
         if op == "+":
             r = x + y
@@ -200,6 +212,29 @@ def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:
         return None
     if r is None or (isinstance(r, complex) and not rt.is_complex):
         return None
+    return Expr("const", rt, attr=convert_const(r, rt))
+
+
+def _fold_float_pow(x: float, y: float, rt: T.ScalarType) -> Expr | None:
+    """``x ** y`` of floats as the lowering computes it (``ops._float_pow``): ``x * x``,
+    ``x`` and ``sqrt(x)`` for the exponents 2, 1 and 0.5 (so ``(-0.0) ** 0.5`` is -0.0 and
+    ``(-inf) ** 0.5`` NaN), C's ``pow`` otherwise, which Python's float power is for
+    float64 (None where Python differs from C: a complex result or a raised error)."""
+    if y == 2.0:
+        r = x * x
+    elif y == 1.0:
+        r = x
+    elif y == 0.5:
+        r = math.sqrt(x) if x >= 0.0 else math.nan  # sqrt(-0.0) is -0.0; NaN stays NaN
+    elif rt != T.float64:
+        return None
+    else:
+        try:
+            r = x ** y
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+        if isinstance(r, complex):
+            return None
     return Expr("const", rt, attr=convert_const(r, rt))
 
 

@@ -13,14 +13,21 @@ from ..lower.llvmtypes import I64
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid", "blockDim": "ntid", "gridDim": "nctaid"}
 
 
+# blockIdx, blockDim and gridDim are int64, so that ``blockIdx.x * blockDim.x + threadIdx.x``
+# does not wrap past 2**31 threads (numba computes it in 64 bits too); threadIdx is int32
+_WIDE = {"ctaid", "ntid", "nctaid"}
+
+
 def _lower_sreg(fl, e: Expr):
-    return fl.target.sreg(fl, e.attr[len("sreg."):])
+    value = fl.target.sreg(fl, e.attr[len("sreg."):])
+    return fl.builder.zext(value, I64) if e.type == T.int64 else value
 
 
 for _user, _ptx in _REGISTERS.items():
     for _axis in "xyz":
         register(Intrinsic(
-            name=f"sreg.{_ptx}.{_axis}", operands=Operands(result=T.int32),
+            name=f"sreg.{_ptx}.{_axis}",
+            operands=Operands(result=T.int64 if _ptx in _WIDE else T.int32),
             lowering={ANY_TARGET: _lower_sreg},
             values=(getattr(getattr(L, _user), _axis),), pure=True, nonnegative=True))
 

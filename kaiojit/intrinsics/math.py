@@ -21,9 +21,9 @@ from ..lower.ops import compare, math_call
 # math functions of one float argument whose result has the argument's type
 UNARY = (
     "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh "
-    "acosh atanh erf erfc gamma lgamma fabs"
+    "acosh atanh erf erfc gamma lgamma fabs exp2 cbrt"
 ).split()
-BINARY = "atan2 pow hypot copysign fmod".split()
+BINARY = "atan2 pow hypot copysign fmod remainder nextafter".split()
 TO_INT = "floor ceil trunc".split()  # int64 from math, the float type from NumPy
 PREDICATES = "isnan isinf isfinite".split()
 # NumPy's names for the same functions (np.floor and friends keep the float type)

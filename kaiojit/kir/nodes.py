@@ -148,6 +148,7 @@ class KFunction:
     loc: SourceLocation | None = None
     callees: list[KFunction] = field(default_factory=list)
     mangled: str = ""
+    deps: dict | None = None  # what typing read (frontend/deps.py); None: not recordable
 
     @property
     def signature(self) -> Signature:

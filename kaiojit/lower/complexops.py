@@ -137,9 +137,11 @@ def binop(fl, op: str, t: T.ScalarType, a, b_):
         # a ** b = exp(b * log(a)); 0 ** b is 0 for b with a positive real part
         lr, li = _log_parts(fl, t.component, ar, ai)
         er, ei = _exp_parts(fl, t.component, *mul_parts(fl, br, bi, lr, li))
-        zero = _fc(ar, 0.0)
+        zero, one = _fc(ar, 0.0), _fc(ar, 1.0)
         a_zero = b.and_(b.fcmp_ordered("==", ar, zero), b.fcmp_ordered("==", ai, zero))
-        return make(fl, t, b.select(a_zero, zero, er), b.select(a_zero, zero, ei))
+        b_zero = b.and_(b.fcmp_ordered("==", br, zero), b.fcmp_ordered("==", bi, zero))
+        re, im = b.select(a_zero, zero, er), b.select(a_zero, zero, ei)
+        return make(fl, t, b.select(b_zero, one, re), b.select(b_zero, zero, im))  # a ** 0j = 1
     raise AssertionError(f"complex binop {op}")
 
 
@@ -180,7 +182,21 @@ def _exp_parts(fl, pt: T.ScalarType, x, y):
     c, s = math_call(fl, "cos", pt, [y]), math_call(fl, "sin", pt, [y])
     # a zero imaginary part stays exactly zero (exp of a real number)
     y_zero = b.fcmp_ordered("==", y, _fc(y, 0.0))
-    return b.fmul(r, c), b.select(y_zero, y, b.fmul(r, s))
+    re, im = b.fmul(r, c), b.select(y_zero, y, b.fmul(r, s))
+    # C99 Annex G: exp(-inf + i(inf or nan)) = 0; exp(+inf + i(inf or nan)) = inf + i nan
+    y_bad = b.not_(_finite(fl, pt, y))
+    neg_inf = b.and_(y_bad, b.fcmp_ordered("==", x, _fc(x, -math.inf)))
+    pos_inf = b.and_(y_bad, b.fcmp_ordered("==", x, _fc(x, math.inf)))
+    zero = _fc(x, 0.0)
+    re = b.select(neg_inf, zero, b.select(pos_inf, x, re))
+    im = b.select(neg_inf, zero, b.select(pos_inf, _fc(x, math.nan), im))
+    return re, im
+
+
+def _finite(fl, pt: T.ScalarType, v):
+    """v is neither infinite nor NaN (an i1)."""
+    fabs = _REAL["math_call"](fl, "fabs", pt, [v])
+    return fl.builder.fcmp_ordered("<", fabs, _fc(v, math.inf))
 
 
 def _log_parts(fl, pt: T.ScalarType, x, y):
@@ -204,24 +220,50 @@ def _sqrt_parts(fl, pt: T.ScalarType, x, y):
     re = b.select(positive, pos_re, neg_re)
     im = b.select(positive, pos_im, neg_im)
     is_zero = b.and_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", y, zero))
-    return b.select(is_zero, zero, re), b.select(is_zero, y, im)
+    re, im = b.select(is_zero, zero, re), b.select(is_zero, y, im)
+    y_inf = b.fcmp_ordered("==", ay, _fc(y, math.inf))  # Annex G: sqrt(x + i inf) = inf + i inf
+    return b.select(y_inf, ay, re), b.select(y_inf, y, im)
+
+
+def _hyperbolic_parts(fl, pt, x, y, cosh: bool):
+    """sinh or cosh of x + iy from the real functions of the parts, with C99 Annex G's values
+    where a part is infinite, NaN or zero (the plain formula gives NaN parts there)."""
+    math_call = _REAL["math_call"]
+    b = fl.builder
+
+    def f(n, v):
+        return math_call(fl, n, pt, [v])
+    zero, nan = _fc(x, 0.0), _fc(x, math.nan)
+    if cosh:
+        re, im = b.fmul(f("cosh", x), f("cos", y)), b.fmul(f("sinh", x), f("sin", y))
+        y_zero_im = b.fmul(math_call(fl, "copysign", pt, [zero, x]), y)
+        y_zero_re = f("cosh", x)
+        x_zero_re, x_zero_im = nan, b.fmul(x, zero)  # cosh(±0 + i(inf|nan)) = nan ± i0
+    else:
+        re, im = b.fmul(f("sinh", x), f("cos", y)), b.fmul(f("cosh", x), f("sin", y))
+        y_zero_re, y_zero_im = f("sinh", x), y
+        x_zero_re, x_zero_im = x, nan  # sinh(±0 + i(inf|nan)) = ±0 + i nan
+    y_bad = b.not_(_finite(fl, pt, y))
+    x_inf = b.fcmp_ordered("==", f("fabs", x), _fc(x, math.inf))
+    x_zero = b.fcmp_ordered("==", x, zero)
+    y_zero = b.fcmp_ordered("==", y, zero)
+    inf_bad = b.and_(x_inf, y_bad)  # (inf, inf|nan) -> inf + i nan
+    re = b.select(inf_bad, _fc(x, math.inf), re)
+    im = b.select(inf_bad, nan, im)
+    zero_bad = b.and_(x_zero, y_bad)
+    re = b.select(zero_bad, x_zero_re, re)
+    im = b.select(zero_bad, x_zero_im, im)
+    return b.select(y_zero, y_zero_re, re), b.select(y_zero, y_zero_im, im)
 
 
 def _trig_parts(name: str):
-    """sin, cos, sinh, cosh of x + iy from the real functions of the parts."""
+    """sin, cos, sinh, cosh of x + iy: sin z = -i sinh(iz), cos z = cosh(iz)."""
     def lower(fl, pt, x, y):
-        math_call = _REAL["math_call"]
         b = fl.builder
-
-        def f(n, v):
-            return math_call(fl, n, pt, [v])
-        if name == "sin":
-            return b.fmul(f("sin", x), f("cosh", y)), b.fmul(f("cos", x), f("sinh", y))
-        if name == "cos":
-            return b.fmul(f("cos", x), f("cosh", y)), b.fneg(b.fmul(f("sin", x), f("sinh", y)))
-        if name == "sinh":
-            return b.fmul(f("sinh", x), f("cos", y)), b.fmul(f("cosh", x), f("sin", y))
-        return b.fmul(f("cosh", x), f("cos", y)), b.fmul(f("sinh", x), f("sin", y))
+        if name in ("sinh", "cosh"):
+            return _hyperbolic_parts(fl, pt, x, y, name == "cosh")
+        a, c = _hyperbolic_parts(fl, pt, b.fneg(y), x, name == "cos")
+        return (a, c) if name == "cos" else (c, b.fneg(a))
     return lower
 
 

@@ -59,28 +59,30 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str):
 
     Parsing the whole library (~450 KB of bitcode) costs ~30 ms a compile, linking and
     dropping the rest ~10 ms more; the subset for a set of names parses in well under 1 ms.
-    Subsets are kept for the process and in kaiojit's cache directory, keyed by the library's
-    bytes, the names and llvmlite's version, so a stale one cannot be used.
+    Subsets are kept for the process and as entries of kaiojit's disk cache (checked and
+    trusted as every entry is: kaiojit/cachefiles.py), keyed by the library's bytes, the
+    names and llvmlite's version, so a stale or foreign one cannot be used.
     """
     key = (names, triple, data_layout)
     bitcode = _SUBSETS.get(key)
     if bitcode is not None:
         return llvm.parse_bitcode(bitcode)
     import hashlib
-    import os
 
-    from ..options import cache_dir, store_bytes
+    from ..cachefiles import load_entry, store_entry
 
     full = _libdevice_bitcode()
     digest = hashlib.sha256(b"\0".join(
         [_libdevice_digest().encode(), llvm.llvm_version_info.__repr__().encode(),
          triple.encode(), data_layout.encode(), *(n.encode() for n in names)])).hexdigest()[:32]
-    path = os.path.join(cache_dir(), "libdevice", digest + ".bc")
-    try:
-        with open(path, "rb") as f:
-            bitcode = f.read()
-        subset = llvm.parse_bitcode(bitcode)
-    except (OSError, RuntimeError):  # absent, or unreadable: build it again
+    bitcode = load_entry(digest, ".bc", "libdevice")  # keyed, checked, trusted
+    subset = None
+    if bitcode is not None:
+        try:
+            subset = llvm.parse_bitcode(bitcode)
+        except RuntimeError:  # unreadable: build it again
+            subset = None
+    if subset is None:
         lib = llvm.parse_bitcode(full)
         lib.triple = triple
         lib.data_layout = data_layout
@@ -97,7 +99,8 @@ def _libdevice_subset(names: tuple[str, ...], triple: str, data_layout: str):
         dce.add_global_dead_code_eliminate_pass()
         dce.run(lib, pb)
         bitcode = lib.as_bitcode()
-        store_bytes(path, bitcode)
+        store_entry(digest, ".bc", bitcode, "libdevice", what="libdevice subset",
+                               name=",".join(names))
         subset = lib
     _SUBSETS[key] = bitcode
     return subset

@@ -26,6 +26,7 @@ from kaiojit.runtime.driver import (
     max_ptx_version,
     ptx_version_for_driver,
 )
+from kaiojit.runtime.graph import CudaGraph
 from kaiojit.runtime.interop import as_device_array
 from kaiojit.runtime.launch import (
     ModuleKernel,
@@ -54,7 +55,7 @@ register_backend("cpu", CpuBackend)
 register_backend("mock", MockBackend)
 
 __all__ = [
-    "can_access_peer", "copy_peer", "enable_peer_access",
+    "can_access_peer", "copy_peer", "enable_peer_access", "CudaGraph",
     "DeviceArray", "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel",
     "Module", "ModuleKernel", "Stream", "TensorMap", "as_device_array", "backend",
     "check_launch_config", "default_stream", "device", "device_array", "device_array_like",

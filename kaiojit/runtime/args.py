@@ -247,6 +247,10 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
         if ex is None:
             if not isinstance(value, np.ndarray):
                 raise TypeError(f"parameter {name!r} is an array ({t}): got {_describe(value)}")
+            if written and not value.flags.writeable:
+                raise ValueError(f"parameter {name!r}: the kernel writes this array, and the "
+                                 "NumPy array passed is read-only (the writes could not be "
+                                 "copied back); pass a writeable array (np.array(a) copies it)")
             staged = _stage_numpy(value, name)
             info = staged.device_array.launch_info
         else:

@@ -101,9 +101,11 @@ class _Code:
 
 
 def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
-          plan: FastPlan) -> Callable[..., Any] | None:
+          plan: FastPlan, stream_now: Callable[[int], int] | None = None
+          ) -> Callable[..., Any] | None:
     """A fast launcher ``fast(*args)`` for this launch's shape, or None where only the
-    general path applies."""
+    general path applies. With ``stream_now`` (a launch that follows PyTorch's current
+    stream) it tests that ``stream_now(device)`` is still ``stream``."""
     backend = loaded.backend
     if backend.debug_sync or config.cluster is not None:
         return None
@@ -123,6 +125,9 @@ def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
         "RT": sys.modules[LoadedKernel.__module__], "BK": backend, "SLOTS": slots,
     }
     code = _Code(env)
+    if stream_now is not None:
+        env["STREAM_NOW"], env["STREAM"] = stream_now, stream
+        code.guards.append("STREAM_NOW(DEV) == STREAM")
     param = 0
     for j, value in enumerate(plan.values):
         i = plan.bind[j]

@@ -36,7 +36,7 @@ def _device_array_info(a: DeviceArray) -> ArrayInfo:
 def _torch_info(t: Any) -> ArrayInfo:
     device = t.get_device()
     if device < 0:
-        raise TypeError("a PyTorch tensor on the CPU; move it to the GPU with .cuda() first")
+        device = _host_tensor_device(t)
     scalar = _torch_scalar(t.dtype)
     if scalar.is_complex and t.is_conj() or t.is_neg():
         # a lazy view: the memory holds the values before the conjugation or negation
@@ -52,6 +52,20 @@ def _torch_info(t: Any) -> ArrayInfo:
     layout = layout_of(shape, strides, itemsize)
     t = array_type(scalar, len(shape), layout, alignment(ptr, shape, strides, itemsize, layout))
     return ptr, shape, strides if layout == "A" else None, t, device
+
+
+def _host_tensor_device(t: Any) -> int:
+    """The device a CPU tensor is passed on: host memory is the memory of backends whose
+    arrays are host memory (cpu, mock), zero-copy as their own arrays are; the cuda backend
+    refuses it, as a CUDA kernel cannot read it."""
+    backend = get_backend()
+    if not getattr(t, "is_cpu", False):
+        raise TypeError(f"a PyTorch tensor on device {t.device}, which kaiojit cannot launch on")
+    if backend.dlpack_device_type() != dlpack.K_DL_CPU:
+        raise TypeError(f"a PyTorch tensor on the CPU, which kaiojit's {backend.name} backend "
+                        "cannot read; move it to the GPU with .cuda() first, or run on the cpu "
+                        "backend (KAIOJIT_BACKEND=cpu)")
+    return backend.current_device()
 
 
 _TORCH_DTYPES: dict[Any, kt.ScalarType] = {}

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kaiojit import env
+from kaiojit import types as kt
 from kaiojit.errors import CudaError, LaunchError
 from kaiojit.runtime import cooperative, fastlaunch
 from kaiojit.runtime.args import ArgPacker, StagedArray
@@ -30,8 +31,10 @@ from kaiojit.runtime.backend import (
     LoadedKernel,
     launch_context,
 )
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
+from kaiojit.runtime.torchstream import StreamChoice
 from kaiojit.target import COARSE_FACTOR
 
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
@@ -137,6 +140,7 @@ def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
 
 def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig) -> None:
     """``KAIOJIT_DEBUG_SYNC``: wait for the launch; a fault names it and where it came from."""
+    forbid_in_capture(f"kernel {name!r}: KAIOJIT_DEBUG_SYNC synchronizes after the launch")
     try:
         backend.stream_synchronize(stream)
     except CudaError as e:
@@ -266,6 +270,10 @@ class ModuleKernel:
         self._configs = ConfigCache()
         self._lock = threading.Lock()
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        # the arguments that are arrays: a launch naming no stream follows PyTorch's current
+        # stream where one of them is a CUDA tensor (kaiojit.runtime.torchstream)
+        self.array_at = tuple(i for i, t in enumerate(image.signature.args)
+                              if isinstance(t, kt.ArrayType))
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
         """The most blocks of ``block`` threads that a cooperative launch may have here."""
@@ -276,6 +284,8 @@ class ModuleKernel:
     def on_device(self, device: int) -> _DeviceKernel:
         dk = self._devices.get(device)
         if dk is None:
+            forbid_in_capture(f"kernel {self.name!r}: its first launch on device {device} "
+                              "loads its module")
             with self._lock:
                 dk = self._devices.get(device)
                 if dk is None:
@@ -317,7 +327,10 @@ class ModuleKernel:
             config = self._configure(dk, grid, block, shared_mem, cluster, None)
         if config is None:
             config = self._configure(dk, grid, block, shared_mem, cluster, key)
-        handle = 0 if stream is None else stream_handle(stream)
+        if stream is None:
+            handle = StreamChoice.default(args, self.array_at, device) if self.array_at else 0
+        else:
+            handle = stream_handle(stream)
         slots = self.slots.get()
         staged = self.packer.pack(slots, args, device)
         if self.cooperative:
@@ -352,8 +365,15 @@ class ModuleKernel:
             return None
         if config is None:
             return None
-        handle = 0 if stream is None else stream_handle(stream)
-        return fastlaunch.build(self, config, handle, device, plan)
+        stream_now = None
+        if stream is not None:
+            handle = stream_handle(stream)
+        elif StreamChoice.follows_torch(plan.values, range(len(plan.values))):
+            stream_now = StreamChoice.getter()
+            handle = 0 if stream_now is None else stream_now(device)
+        else:
+            handle = 0
+        return fastlaunch.build(self, config, handle, device, plan, stream_now)
 
     def entry(self, dk: _DeviceKernel, config: LaunchConfig) -> tuple[Any, Dim3, int | None]:
         """The function a launch of ``config`` calls, the grid it launches, and the grid
@@ -367,6 +387,8 @@ class ModuleKernel:
                 or config.shared_mem):
             return dk.fn, config.grid, None
         if not dk.coarse_tried:
+            forbid_in_capture(f"kernel {self.name!r}: its first launch of "
+                              f"{COARSE_MIN_THREADS} threads or more loads its coarse entry")
             with self._lock:
                 if not dk.coarse_tried:
                     dk.load_coarse(self.backend, self.image)

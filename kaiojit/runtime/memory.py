@@ -19,6 +19,7 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.layout import (
     alignment, array_type, contiguous_strides, launch_tag, layout_of,
 )
@@ -59,6 +60,7 @@ class _Allocation:
     __slots__ = ("ptr", "nbytes", "device", "__weakref__")
 
     def __init__(self, backend: GpuBackend, nbytes: int, what: str = ""):
+        forbid_in_capture(f"allocating {nbytes} bytes of device memory")
         try:
             self.ptr = backend.alloc(nbytes)
         except (MemoryError, OverflowError) as e:  # the host's (cpu, mock) malloc failed
@@ -79,6 +81,16 @@ def _free(backend: GpuBackend, ptr: int, device: int) -> None:
         pass
 
 
+class ArrayFlags(dict):
+    """NumPy's flags of an array: ``flags["C_CONTIGUOUS"]`` and ``flags.c_contiguous``."""
+
+    def __getattr__(self, name: str) -> bool:
+        try:
+            return self[name.upper()]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 class DeviceArray:
     """An N-d array in device memory (or a view of one), NumPy-like in its metadata.
 
@@ -89,7 +101,7 @@ class DeviceArray:
 
     __slots__ = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "ptr", "device_id",
                  "backend", "kaiojit_type", "launch_info", "launch_tag", "launch_bytes", "_owner",
-                 "__weakref__")
+                 "stream", "__weakref__")
 
     def __init__(self, shape: Sequence[int], strides: Sequence[int] | None, dtype: Any,
                  ptr: int, device: int, owner: Any, backend: GpuBackend):
@@ -106,6 +118,7 @@ class DeviceArray:
         self.device_id = device
         self.backend = backend
         self._owner = owner
+        self.stream = 0  # the stream it was made on (numba's .stream; CAI's "stream")
         layout = layout_of(self.shape, self.strides, itemsize)
         align = alignment(self.ptr, self.shape, self.strides, itemsize, layout)
         self.kaiojit_type = array_type(scalar, self.ndim, layout, align)
@@ -131,6 +144,22 @@ class DeviceArray:
         layout = self.kaiojit_type.layout
         return layout == "F" or (self.ndim <= 1 and layout == "C")
 
+    @property
+    def flags(self) -> ArrayFlags:
+        """NumPy's contiguity flags, as numba's device arrays have them."""
+        return ArrayFlags(C_CONTIGUOUS=self.is_c_contiguous, F_CONTIGUOUS=self.is_f_contiguous)
+
+    @property
+    def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
+        """The transpose: a view with the axes reversed."""
+        return DeviceArray(self.shape[::-1], self.strides[::-1], self.dtype, self.ptr,
+                           self.device_id, self, self.backend)
+
+    @property
+    def alloc_size(self) -> int:
+        """Bytes the array spans (numba's name)."""
+        return self.nbytes
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d array")
@@ -154,7 +183,7 @@ class DeviceArray:
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self.ptr, False),
+            "data": (self.ptr if self.size else 0, False),  # CAI: 0 for no elements
             "strides": None if contiguous else self.strides,
             "version": 3,
         }
@@ -165,7 +194,8 @@ class DeviceArray:
             raise AttributeError("a DeviceArray of the cpu backend is host memory: it has "
                                  "__array_interface__ and __dlpack__ (a CPU device), not "
                                  "__cuda_array_interface__")
-        return {**self._interface(), "stream": None}
+        # the stream it was made on, so consumers synchronize on it (None: the default)
+        return {**self._interface(), "stream": stream_handle(self.stream) or None}
 
     @property
     def __array_interface__(self) -> dict:
@@ -319,8 +349,11 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     strides = contiguous_strides(shape, dtype.itemsize, order)
     nbytes = array_nbytes(shape, dtype)
     allocation = _Allocation(backend, nbytes, f" for an array of shape {shape} and dtype {dtype}")
-    return DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
-                       backend)
+    array = DeviceArray(shape, strides, dtype, allocation.ptr, allocation.device, allocation,
+                        backend)
+    if stream is not None:
+        array.stream = stream
+    return array
 
 
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
@@ -329,7 +362,7 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
         and a.flags.f_contiguous else "C"
     if isinstance(a, DeviceArray):
         order = "F" if a.kaiojit_type.layout == "F" else "C"
-    return device_array(a.shape, a.dtype, order=order)
+    return device_array(a.shape, a.dtype, order=order, stream=stream)
 
 
 def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
@@ -341,6 +374,6 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     kt.from_dtype(host.dtype)
     if not (host.flags.c_contiguous or host.flags.f_contiguous):
         host = np.ascontiguousarray(host)
-    target = to if to is not None else device_array_like(host)
+    target = to if to is not None else device_array_like(host, stream=stream)
     target.copy_to_device(host, stream=stream)
     return target

@@ -12,7 +12,7 @@ import ctypes
 import hashlib
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaiojit.errors import CudaError
@@ -63,6 +63,24 @@ class MockFunction:
     dynamic_shared_limit: int = 48 * 1024
 
 
+@dataclass(slots=True)
+class MockCapture:
+    """A stream capture in progress: the launches recorded, the thread that began it (the
+    capture is thread-local: that thread may do nothing the capture forbids)."""
+
+    thread: int
+    nodes: list = field(default_factory=list)
+    invalidated: str = ""  # why the capture failed, once it has
+
+
+@dataclass(slots=True)
+class MockGraph:
+    """A captured graph, or an instantiated one (``nodes`` are MockLaunch records)."""
+
+    nodes: tuple
+    destroyed: bool = False
+
+
 class _ThreadState(threading.local):
     device: int | None = None
     token: Any = None
@@ -97,6 +115,8 @@ class MockBackend:
         self._lock = threading.Lock()
         self._buffers: dict[int, tuple[Any, int, int]] = {}  # address -> (buffer, nbytes, device)
         self._next_handle = 0x1000
+        self.captures: dict[int, MockCapture] = {}  # stream -> capture in progress
+        self.graph_launches = 0
 
     # devices
     def device_count(self) -> int:
@@ -139,6 +159,7 @@ class MockBackend:
     def load_module(self, image: str | bytes, device: int) -> MockModule:
         """A module of PTX text; text without an entry fails as the driver's JIT would. Bytes
         are a cubin: an ELF image, else the driver's CUDA_ERROR_INVALID_IMAGE."""
+        self._capture_forbids("a module load")
         if isinstance(image, bytes):
             if not image.startswith(b"\x7fELF"):
                 raise CudaError("CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid")
@@ -195,6 +216,14 @@ class MockBackend:
                      stream: int, slots: ArgSlots, cluster: Dim3 | None = None) -> None:
         launch = MockLaunch(fn.name, grid, block, shared_mem, stream, slots.all_param_bytes(),
                             self.current_device(), cluster)
+        if self.captures:
+            capture = self.captures.get(stream)
+            if capture is not None:
+                capture.nodes.append(launch)  # recorded, not run
+                return
+            if stream == 0:  # the legacy stream waits for every stream, capturing ones too
+                self._capture_forbids("a launch on the legacy default stream",
+                                      "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT")
         with self._lock:
             self.launches.append(launch)
 
@@ -241,6 +270,7 @@ class MockBackend:
 
     # memory: real host buffers, so copies and DLPack views hold real data
     def alloc(self, nbytes: int) -> int:
+        self._capture_forbids("cuMemAlloc")
         buf = ctypes.create_string_buffer(max(nbytes, 1) + 256)
         ptr = (ctypes.addressof(buf) + 255) // 256 * 256  # cudaMalloc's alignment
         with self._lock:
@@ -256,9 +286,13 @@ class MockBackend:
         return len(self._buffers)
 
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if stream is None:
+            self._capture_forbids("a synchronous copy")
         ctypes.memmove(dst, src, nbytes)
 
     def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if stream is None:
+            self._capture_forbids("a synchronous copy")
         ctypes.memmove(dst, src, nbytes)
         if stream is None and self.faults:  # a synchronous copy is a wait, as on the driver
             self.faults.check(self)
@@ -295,6 +329,7 @@ class MockBackend:
             return self._next_handle
 
     def synchronize(self) -> None:
+        self._capture_forbids("a synchronization")
         self.synchronize_calls += 1
         if self.fail_next_sync is not None:
             err, self.fail_next_sync = self.fail_next_sync, None
@@ -328,6 +363,63 @@ class MockBackend:
 
     def event_elapsed_ms(self, start: int, end: int) -> float:
         return 0.0
+
+    # CUDA graphs: a model of stream capture in the driver's thread-local mode
+    def _capture_forbids(self, what: str, name: str = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+                         ) -> None:
+        """What the driver does for work a capture forbids, in the capturing thread: it fails
+        and invalidates the capture (its end then fails too)."""
+        if not self.captures:
+            return
+        me = threading.get_ident()
+        mine = [c for c in self.captures.values() if c.thread == me]
+        if mine:
+            for capture in mine:
+                capture.invalidated = capture.invalidated or what
+            raise CudaError(name, f"operation not permitted when stream is capturing ({what})")
+
+    def capture_begin(self, stream: int) -> None:
+        if stream == 0 or stream in self.captures:
+            raise CudaError("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+                            "operation not supported when stream is capturing")
+        self.captures[stream] = MockCapture(threading.get_ident())
+
+    def capture_end(self, stream: int) -> MockGraph:
+        capture = self.captures.pop(stream, None)
+        if capture is None:
+            raise CudaError("CUDA_ERROR_ILLEGAL_STATE", "the stream is not capturing")
+        if capture.invalidated:
+            raise CudaError("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+                            f"the capture was invalidated by {capture.invalidated}")
+        return MockGraph(tuple(capture.nodes))
+
+    def stream_capturing(self, stream: int) -> bool:
+        return stream in self.captures
+
+    def graph_nodes(self, graph: MockGraph) -> int:
+        return len(graph.nodes)
+
+    def graph_instantiate(self, graph: MockGraph) -> MockGraph:
+        return MockGraph(graph.nodes)
+
+    def graph_update(self, executable: MockGraph, graph: MockGraph) -> bool:
+        """In place where the topology is the same (node for node, the same kernels)."""
+        if [n.kernel for n in executable.nodes] != [n.kernel for n in graph.nodes]:
+            return False
+        executable.nodes = graph.nodes
+        return True
+
+    def graph_launch(self, executable: MockGraph, stream: int) -> None:
+        if executable.destroyed:
+            raise CudaError("CUDA_ERROR_INVALID_HANDLE", "invalid resource handle")
+        with self._lock:
+            self.launches += [replace(n, stream=stream) for n in executable.nodes]
+            self.graph_launches += 1
+
+    def graph_destroy(self, graph: MockGraph) -> None:
+        graph.destroyed = True
+
+    graph_exec_destroy = graph_destroy
 
     # tensor maps
     def encode_tensormap_tiled(self, *, dtype: str, rank: int, address: int,

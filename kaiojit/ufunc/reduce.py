@@ -140,7 +140,8 @@ class Reduce:
     def _kernel(self, dtype: np.dtype) -> Any:
         kernel = self._kernels.get(dtype)
         if kernel is None:
-            name = f"{self.__name__}_reduce"
+            # a lambda's name, <lambda>, is no identifier: the kernel is named reduce then
+            name = f"{self.__name__ if self.__name__.isidentifier() else 'lambda'}_reduce"
             source = reduce_source(name, kt.from_dtype(dtype))
             kernel = self._kernels[dtype] = compile_generated(
                 name, source, {"kj": kj, "binary_function": self._device}, self._options)

@@ -320,10 +320,11 @@ def test_disk_cache_keeps_the_arch(tmp_path, monkeypatch):
     asked = TargetSpec("nvptx", "sm_90", 80)
     ck = raw_fragment.compile(SIG, asked)
     assert ck.target.arch == "sm_90a"
-    diskcache.store_kernel("wgmma-entry", ck)
-    back = diskcache.load_kernel("wgmma-entry", raw_fragment.py_func, ck.signature, ck.options,
-                                 asked)
-    assert back is not None and back.target.arch == "sm_90a" and back.ptx == ck.ptx
+    lookup = diskcache.lookup_key(raw_fragment.py_func, SIG, ck.options, asked, kj.__version__)
+    assert diskcache.store_kernel(lookup, ck) is not None
+    back, _ = diskcache.load_kernel(lookup, raw_fragment.py_func, ck.signature, ck.options,
+                                    asked)
+    assert back.target.arch == "sm_90a" and back.ptx == ck.ptx
 
 
 def test_benchmark_kernel(kj_backend):

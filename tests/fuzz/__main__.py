@@ -37,11 +37,16 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", default=None, help="a saved program (.pkl) to run again")
     ap.add_argument("--bad", action="store_true",
                     help="programs with one mistake each, which must be rejected at its line")
+    ap.add_argument("--bad-launches", action="store_true",
+                    help="launches with one mistake each (arguments, configuration, options), "
+                         "which must run or be refused with a clear error")
     args = ap.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.backend)
     if args.bad:
         return bad_programs(args.n, args.seed or 0)
+    if args.bad_launches:
+        return bad_launches(args.n, args.seed or 0)
     ptxas = None if args.no_ptxas else find_tool("ptxas")
     if ptxas is None and not args.no_ptxas:
         print("ptxas not found: the PTX is not assembled", file=sys.stderr)
@@ -68,10 +73,24 @@ def bad_programs(n: int, seed: int) -> int:
     from .badinput import check_bad
 
     warnings.simplefilter("ignore")
+    return _count_problems(check_bad, n, seed, "bad programs", "generated",
+                           "rejected at their line")
+
+
+def bad_launches(n: int, seed: int) -> int:
+    from .badlaunch import check_launch
+
+    return _count_problems(check_launch, n, seed, "bad launches", "made",
+                           "run or refused clearly")
+
+
+def _count_problems(check, n: int, seed: int, what: str, made: str, right: str) -> int:
+    """Run ``check(seed)`` over ``n`` seeds; print the count of right answers and the first
+    problems; 1 when there were any."""
     t0 = time.monotonic()
-    problems = [p for p in (check_bad(s) for s in range(seed, seed + n)) if p]
-    print(f"bad programs: {n} generated, {n - len(problems)} rejected at their line, "
-          f"{len(problems)} not, in {time.monotonic() - t0:.1f} s")
+    problems = [p for p in (check(s) for s in range(seed, seed + n)) if p]
+    print(f"{what}: {n} {made}, {n - len(problems)} {right}, {len(problems)} not, in "
+          f"{time.monotonic() - t0:.1f} s")
     for p in problems[:10]:
         print("  " + p.split("\n")[0])
     return 1 if problems else 0

@@ -76,6 +76,10 @@ KINDS: dict[str, str] = {
     "integer literal past 64 bits": "v_bad = 36893488147419103232",
     "integer power taking hours": "v_bad = 3 ** 10 ** 10",
     "local array past 512 KB": "v_bad = kj.local.array(4000000, kj.float32)",
+    # several lines: the mistake is the last one's (a read some path reaches unassigned)
+    "variable assigned on one path": "if s_int32 > 0:\n    v_one = 1.0\nv_bad = v_one",
+    "variable assigned in one branch": "if s_int32 > 0:\n    v_two = 1\nelse:\n"
+                                       "    v_other = 2\nv_bad = v_two + 1",
 }
 
 WRAPPERS = ("top", "if", "for", "device")
@@ -90,6 +94,7 @@ def bad_program(seed: int, kind: str | None = None) -> tuple[str, int, str, str]
     lines = render(p).splitlines()
     helper = ["@kj.jit(device=True)", "def dev_bad(q):", "    return q + 1", "", ""]
     statement = KINDS[kind].replace("{dev}", "dev_bad")
+    extra = statement.count("\n")  # the mistake is on the statement's last line
     where = r.choice(WRAPPERS) if kind not in ("kernel returns a value",) else "top"
     if where == "device" and any(n in statement for n in ("a_", "s_", "dev_bad", "return")):
         where = "if"
@@ -99,20 +104,24 @@ def bad_program(seed: int, kind: str | None = None) -> tuple[str, int, str, str]
               if i == len(lines) or (lines[i].startswith("    ") and lines[i][4] != " "
                                      and not lines[i].startswith(("    else", "    elif")))]
     at = r.choice(starts)
+    def indented(pad: str) -> list[str]:
+        return [pad + line for line in statement.split("\n")]
+
     if where == "device":
-        helper = ["@kj.jit(device=True)", "def dev_bad(q):", f"    {statement}", "    return q",
+        helper = ["@kj.jit(device=True)", "def dev_bad(q):", *indented("    "), "    return q",
                   "", ""]
         bad_line = kernel_at + 3  # 1-based: the helper's statement, after the helper goes in
         lines[at:at] = ["    v_dev_bad = dev_bad(s_int32)"]
     elif where == "if":
-        lines[at:at] = ["    if tid >= 0:", f"        {statement}"]
+        lines[at:at] = ["    if tid >= 0:", *indented("        ")]
         bad_line = at + 2 + len(helper)
     elif where == "for":
-        lines[at:at] = ["    for i_bad in range(2):", f"        {statement}"]
+        lines[at:at] = ["    for i_bad in range(2):", *indented("        ")]
         bad_line = at + 2 + len(helper)
     else:
-        lines[at:at] = [f"    {statement}"]
+        lines[at:at] = indented("    ")
         bad_line = at + 1 + len(helper)
+    bad_line += extra
     lines[kernel_at:kernel_at] = helper
     return "\n".join(lines) + "\n", bad_line, kind, where
 
@@ -171,6 +180,6 @@ def _param_type(name: str) -> str:
     kind, t = name.split("_", 1)
     if kind == "o":
         return f"{t}[:, ::1]"
-    if kind in ("a", "c"):
+    if kind in ("a", "c", "z"):
         return f"{t}[::1]"
     return t

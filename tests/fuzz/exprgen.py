@@ -3,11 +3,13 @@ docstring says what makes every generated program defined)."""
 
 from __future__ import annotations
 
+import math
 import random
 
-from .program import CAST_SPELLING, N_INPUT, DeviceFunction, Expr
+from .program import CAST_SPELLING, N_INPUT, PASS_SPELLING, DeviceFunction, Expr
 from .semantics import (
-    EXACT_MATH, FLOATS, INEXACT_MATH, INTS, NUMERIC, int_range, is_int, result_type,
+    EXACT_MATH, FLOATS, INEXACT_MATH, INTS, NUMERIC, PASS_THROUGH, int_range, is_int,
+    result_type,
 )
 
 SHUFFLE_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
@@ -16,6 +18,12 @@ ARITH = ("+", "-", "*", "//", "%")
 BITWISE = ("&", "|", "^", "<<", ">>")
 CMP = ("<", "<=", ">", ">=", "==", "!=")
 INEXACT_TOLERANCE = {"float16": 2, "float32": 16, "float64": 16}
+
+# float constants at the edges: NaN, infinities, zeros, subnormals, past float16's and float32's
+# range (a conversion saturates or overflows them)
+SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -1e-45, 6e-8, 1e-40,
+                  70000.0, -65520.0, 1e39, -3.5e38, 2.0**31, -(2.0**63), 2.0**64, 1.8e19, 127.5,
+                  -128.5, 32767.9, -32768.5, 255.5)
 
 # strong operand pairs giving each result type
 PAIRS = {t: [(a, b) for a in NUMERIC for b in NUMERIC if result_type(a, False, b, False) == t]
@@ -58,6 +66,8 @@ class ExprGenerator:
         self.in_index = 0
         self.max_depth = 3
         self.stream = False  # inputs read at the thread's own index too (size "stream")
+        self.const_only = False  # leaves are constants only (an expression to fold)
+        self.constants: dict[str, list] = {}  # z_<t> inputs: constants loaded at run time
 
     # --- names and helpers ------------------------------------------------------------------------
 
@@ -75,6 +85,8 @@ class ExprGenerator:
             v = r.choice([r.randint(-9, 9), r.randint(-300, 300)] if small or r.random() < 0.7
                          else [lo, hi, lo + 1, hi - 1, r.randint(lo, hi)])
             v = min(max(v, lo), hi)
+        elif not small and r.random() < (0.35 if self.const_only else 0.06):
+            v = r.choice(SPECIAL_FLOATS)
         else:
             v = r.choice([r.uniform(-10, 10), r.randint(-20, 20), r.choice([0.5, -1.5, 2.5])]
                          if small or r.random() < 0.8 else [1e4, -65504.0, 3e-5, 1e30, 1e-30])
@@ -119,7 +131,7 @@ class ExprGenerator:
         depth = min(depth, self.max_depth)
         if depth <= 0 or self.chance(0.25):
             return self.leaf(t)
-        forms = ["arith", "arith", "unary", "cast", "minmax", "ifexp", "leaf"]
+        forms = ["arith", "arith", "unary", "cast", "minmax", "ifexp", "leaf", "convert"]
         if is_int(t):
             forms += ["bitwise", "bitwise"]
             if t == "int64":
@@ -134,6 +146,8 @@ class ExprGenerator:
 
     def leaf(self, t: str) -> Expr:
         r = self.r
+        if self.const_only:
+            return self.const(t)
         options = []
         names = self.vars_of(t)
         if names:
@@ -187,8 +201,11 @@ class ExprGenerator:
                        if self.chance(0.6) else
                        Expr("bin", t, (self.expr(t, 0), Expr("const", "int64", attr=3, weak=True)),
                             attr="&"))
-            else:  # x ** 2 (a multiply); other float powers are inexact (form_math)
-                exp = Expr("const", "int64", attr=2, weak=True)
+            else:  # the exponents the lowering computes exactly (x * x, x, sqrt: folded
+                # constants too); other float powers are inexact (form_math)
+                value = self.r.choice([2, 2.0, 0.5, 1.0])
+                exp = Expr("const", "int64" if value == 2 else "float64", attr=value,
+                           weak=True)
             return Expr("bin", t, (base, exp), attr="**")
         a, b = self.operands(t, depth)
         return Expr("bin", t, (a, b), attr=op)
@@ -219,6 +236,32 @@ class ExprGenerator:
         if t == "float64" and self.chance(0.3):
             spelling = "float"
         return Expr("cast", t, (inner,), attr=spelling)
+
+    def form_convert(self, t: str, depth: int) -> Expr:
+        """``t`` through another scalar type: a narrow integer, bool, float16 or bfloat16
+        (``kj.int32(kj.bfloat16(x))``), or a condition made a number (``kj.float32(a < b)``)."""
+        r = self.r
+        if self.chance(0.2):
+            return Expr("cast", t, (self.cond(max(depth, 1)),), attr=CAST_SPELLING[t])
+        mid = r.choice(PASS_THROUGH + ("float16", "float32", "int32", "uint64"))
+        inner = self.expr(r.choice(NUMERIC), depth)
+        spelling = PASS_SPELLING.get(mid) or CAST_SPELLING[mid]
+        return Expr("cast", t, (Expr("cast", mid, (inner,), attr=spelling),),
+                    attr=CAST_SPELLING[t])
+
+    def folded_twin(self, e: Expr) -> Expr:
+        """``e`` with each typed constant loaded from ``z_<type>`` at run time instead (the
+        input holds the same value), so the kernel computes what the compiler folded in
+        ``e``; Python literals stay (they are weak: a load would type them)."""
+        if e.kind == "const" and not e.weak:
+            values = self.constants.setdefault(e.type, [])
+            values.append(e.attr)
+            index = Expr("const", "int64", attr=len(values) - 1, weak=True)
+            return Expr("load", e.type, (index,), attr=f"z_{e.type}")
+        if not e.children():
+            return e
+        args = tuple(self.folded_twin(a) if isinstance(a, Expr) else a for a in e.args)
+        return Expr(e.kind, e.type, args, e.attr, e.weak, e.exact)
 
     def form_toint(self, t: str, depth: int) -> Expr:
         fn = self.r.choice(["math.floor", "math.ceil", "math.trunc", "round"])
@@ -293,9 +336,7 @@ class ExprGenerator:
             b = self.weak(ta) if r.random() < 0.4 else self.expr(r.choice(NUMERIC), depth - 1)
             return Expr("cmp", "bool", (a, b), attr=r.choice(CMP))
         if form == "chain":
-            t = r.choice(NUMERIC)
-            return Expr("chain", "bool", tuple(self.expr(t, depth - 1) for _ in range(3)),
-                        attr=(r.choice(CMP), r.choice(CMP)))
+            return self.chain(depth - 1)
         if form == "bool":
             return Expr("bool", "bool", (self.cond(depth - 1), self.cond(depth - 1)),
                         attr=r.choice(["and", "or"]))
@@ -303,3 +344,23 @@ class ExprGenerator:
             return Expr("not", "bool", (self.cond(depth - 1),))
         fn = r.choice(["isnan", "isinf", "isfinite"])
         return Expr("call", "bool", (self.expr(r.choice(FLOATS), depth - 1),), attr=f"math.{fn}")
+
+    def chain(self, depth: int, operand=None) -> Expr:
+        """``a < b <= c ...`` of 2 to 5 operators over operands of one type or of several
+        (loads, calls, Python literals; ``operand(t)`` makes some, e.g. with side effects):
+        each operand is evaluated once, and a false comparison skips the rest."""
+        r = self.r
+        n = r.choice([2, 2, 3, 3, 4, 5])
+        one_type = r.choice(NUMERIC) if self.chance(0.5) else None
+        types = [one_type or r.choice(NUMERIC) for _ in range(n + 1)]
+        operands = []
+        for k, t in enumerate(types):
+            if operand is not None and self.chance(0.4):
+                operands.append(operand(t))
+            elif 0 < k < n and self.chance(0.12):  # a literal that fits either neighbour
+                operands.append(Expr("const", "int64", attr=r.randint(0, 9), weak=True))
+            elif k in (0, n) and self.chance(0.15):
+                operands.append(self.weak(types[1] if k == 0 else types[n - 1]))
+            else:
+                operands.append(self.expr(t, depth))
+        return Expr("chain", "bool", tuple(operands), attr=tuple(r.choice(CMP) for _ in range(n)))

@@ -85,10 +85,10 @@ class Generator(ExprGenerator):
             return getattr(self, f"s_{r.choice(kinds)}")(ctx)
         if self.elementwise:  # straight-line: what a coarse entry takes
             kind = r.choice(["newvar", "newvar", "reassign", "store", "store", "store",
-                             "inexact", "augstore"])
+                             "inexact", "augstore", "fold"])
             return getattr(self, f"s_{kind}")(ctx)
         kinds = ["newvar", "newvar", "reassign", "store", "store", "store", "if", "tuple",
-                 "atomic", "inexact", "augstore"]
+                 "atomic", "inexact", "augstore", "fold", "paths", "effects"]
         loops = not self.stream  # a stream program's kernel has none (device functions may)
         if ctx.depth < 3:
             kinds += ["if", "for", "while"] if loops else ["if"]
@@ -151,6 +151,55 @@ class Generator(ExprGenerator):
         value = self.weak(t) if self.chance(0.4) else self.expr(t, 2)
         return [Stmt("store", (array, k), (self.expr(t, 2),)),
                 Stmt("augstore", (array, k, op), (value,))]
+
+    def s_fold(self, ctx) -> list:
+        """An expression of constants only (special values among them), which the compiler
+        folds, stored beside its twin that loads the same constants at run time: both must
+        be what the reference computes, bit for bit."""
+        t = self.r.choice(NUMERIC)
+        self.const_only = True
+        e = self.expr(t, 2)
+        self.const_only = False
+        return [Stmt("store", self.slot(t), (e,)),
+                Stmt("store", self.slot(t), (self.folded_twin(e),))]
+
+    def s_paths(self, ctx) -> list:
+        """A variable assigned on every path of an if/elif/else (and read after it)."""
+        t = self.r.choice(NUMERIC)
+        name = self.fresh("v")
+        stmt = Stmt("if", None, (self.cond(2),), [Stmt("assign", name, (self.expr(t, 2),))])
+        tail = stmt
+        for _ in range(self.r.choice([0, 1, 2])):
+            nxt = Stmt("if", "elif", (self.cond(2),), [Stmt("assign", name, (self.expr(t, 2),))])
+            tail.orelse = [nxt]
+            tail = nxt
+        tail.orelse = [Stmt("assign", name, (self.expr(t, 2),))]
+        self.declare(name, t)
+        return [stmt, Stmt("store", self.slot(t), (Expr("var", t, attr=name),))]
+
+    def s_effects(self, ctx) -> list:
+        """A comparison chain some of whose operands add to the thread's own output element
+        (``kj.atomic.add(o, (tid, k), 1)``, the old count): the element's final count shows
+        which operands ran (once each, none after a false comparison)."""
+        t = self.r.choice(("int32", "int64", "uint32", "uint64"))
+        array, k = self.slot(t)
+
+        def effect(operand_t: str) -> Expr:
+            add = Expr("effect", t, (Expr("const", "int64", attr=self.r.randint(1, 3),
+                                          weak=True),), attr=(array, k))
+            return add if operand_t == t else Expr("cast", operand_t, (add,),
+                                                   attr=CAST_SPELLING[operand_t])
+
+        init = Stmt("store", (array, k), (Expr("const", t, ("kj",), attr=0),))
+        chain = self.chain(1, effect)
+        if self.chance(0.5):
+            one = Expr("const", "int64", attr=1, weak=True)
+            zero = Expr("const", "int64", attr=0, weak=True)
+            use = Stmt("store", self.slot("int32"), (Expr("ifexp", "int32", (chain, one, zero)),))
+        else:
+            use = Stmt("if", None, (chain,), [Stmt("store", self.slot("int64"),
+                                                  (self.expr("int64", 1),))])
+        return [init, use]
 
     def s_inexact(self, ctx) -> list:
         t = self.r.choice(FLOATS)
@@ -549,7 +598,8 @@ def generate(seed: int, size: str = "normal") -> Program:
     return Program(seed=seed, grid=grid, block=g.block, kernel=body, functions=g.functions,
                    slots=dict(g.slots), inputs=tuple(sorted(g.inputs)),
                    counters=tuple(sorted(g.counters)), tolerance=dict(g.tolerance),
-                   elementwise=g.elementwise)
+                   elementwise=g.elementwise, constants={t: list(v) for t, v in
+                                                         g.constants.items()})
 
 
 __all__ = ["generate", "is_float"]

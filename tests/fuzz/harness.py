@@ -86,6 +86,11 @@ def make_arguments(p: Program, rng: np.random.Generator) -> dict:
         args[f"a_{t}"] = input_array(t, max(N_INPUT, p.threads), rng)
     for t in p.inputs:
         args[f"s_{t}"] = S.NP[t](input_array(t, 1, rng)[0])
+    for t, values in p.constants.items():  # a constant expression's twin loads these
+        with np.errstate(all="ignore"):
+            args[f"z_{t}"] = np.array([S.convert(v, "int64", t) if S.is_int(t) else v
+                                       for v in values], dtype=np.float64 if S.is_float(t)
+                                      else t).astype(t)
     return args
 
 
@@ -100,10 +105,16 @@ def load(p: Program):
     with _serial_lock:
         _serial[0] += 1
         filename = f"<fuzz-{p.seed}-{_serial[0]}>"
+    return exec_source(source, filename, f"fuzz_{p.seed}")[p.name], source
+
+
+def exec_source(source: str, filename: str, module: str) -> dict:
+    """``source`` executed as a module named ``module``, its text registered with linecache
+    under ``filename`` (kaiojit reads kernels' source from there); returns its namespace."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {"__name__": f"fuzz_{p.seed}"}
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace[p.name], source
+    namespace: dict = {"__name__": module}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (generated kernels)
+    return namespace
 
 
 def signature_of(p: Program, args: dict) -> str:

@@ -62,6 +62,9 @@ class Program:
     inputs: tuple  # dtypes with an input array and a scalar
     counters: tuple  # dtypes with an atomic counter array
     tolerance: dict = field(default_factory=dict)  # (dtype, slot) -> ulps allowed
+    # dtype -> the values of an input ``z_<dtype>``: the constants of a constant expression,
+    # which its twin loads at run time (the folded and the computed value must agree)
+    constants: dict = field(default_factory=dict)
     name: str = "kern"
     # size "elementwise": the kernel reads no thread index but ``tid`` (no ``tx``, ``lane``),
     # so it has a coarse entry (kaiojit/kir/coarsen.py), checked against its own entry
@@ -73,7 +76,8 @@ class Program:
 
     def params(self) -> list[str]:
         return ([f"o_{t}" for t in sorted(self.slots)] + [f"c_{t}" for t in self.counters]
-                + [f"a_{t}" for t in self.inputs] + [f"s_{t}" for t in self.inputs])
+                + [f"a_{t}" for t in self.inputs] + [f"s_{t}" for t in self.inputs]
+                + [f"z_{t}" for t in sorted(self.constants)])
 
     def copy(self) -> Program:
         return deep_copy(self)
@@ -97,6 +101,8 @@ def deep_copy(node):
 CAST_SPELLING = {"int32": "kj.int32", "int64": "kj.int64", "uint32": "kj.uint32",
                  "uint64": "kj.uint64", "float16": "kj.float16", "float32": "kj.float32",
                  "float64": "kj.float64"}
+PASS_SPELLING = {"int8": "kj.int8", "int16": "kj.int16", "uint8": "kj.uint8",
+                 "uint16": "kj.uint16", "bool": "kj.bool_", "bfloat16": "kj.bfloat16"}
 NP_SPELLING = {t: f"np.{t}" for t in CAST_SPELLING}
 
 
@@ -105,8 +111,12 @@ def literal(value, t: str) -> str:
         return "True" if value else "False"
     if t.startswith(("int", "uint")):
         return str(int(value))
-    text = repr(float(value))
-    return text
+    v = float(value)
+    if v != v:
+        return "math.nan"
+    if v in (float("inf"), float("-inf")):
+        return "math.inf" if v > 0 else "-math.inf"
+    return repr(v)
 
 
 def expr_source(e: Expr) -> str:
@@ -142,6 +152,8 @@ def expr_source(e: Expr) -> str:
         return f"{e.attr}({expr_source(a[0])})"
     if k == "call":  # attr: function spelling
         return f"{e.attr}({', '.join(expr_source(x) for x in a)})"
+    if k == "effect":  # attr: (array, slot): an atomic add on the thread's own element
+        return f"kj.atomic.add({e.attr[0]}, (tid, {e.attr[1]}), {expr_source(a[0])})"
     if k == "ifexp":
         return f"({expr_source(a[1])} if {expr_source(a[0])} else {expr_source(a[2])})"
     if k == "item":  # attr: index into a tuple variable args[0]

@@ -319,10 +319,21 @@ class Reference:
                            self.conv(a[1], self.ev(a[1], th), t), t)
         if k == "cmp":
             return self.compare(e.attr, a[0], self.ev(a[0], th), a[1], self.ev(a[1], th))
-        if k == "chain":
-            values = [self.ev(x, th) for x in a]
-            return all(self.compare(op, a[i], values[i], a[i + 1], values[i + 1])
-                       for i, op in enumerate(e.attr))
+        if k == "chain":  # each operand evaluated once, from the left, until one is false
+            left = self.ev(a[0], th)
+            for i, op in enumerate(e.attr):
+                right = self.ev(a[i + 1], th)
+                if not self.compare(op, a[i], left, a[i + 1], right):
+                    return False
+                left = right
+            return True
+        if k == "effect":  # atomic add on the thread's own output element: the old value
+            array, slot = e.attr
+            store = self.arrays[array]
+            old = int(store[th.tid, slot])
+            store[th.tid, slot] = S.binop("+", old, self.conv(a[0], self.ev(a[0], th), e.type),
+                                          e.type)
+            return old
         if k == "bool":
             if e.attr == "and":
                 return bool(self.ev(a[0], th)) and bool(self.ev(a[1], th))

@@ -17,7 +17,12 @@ FLOATS = ("float16", "float32", "float64")
 NUMERIC = INTS + FLOATS
 NP = {name: np.dtype(name).type for name in NUMERIC}
 BITS = {"int32": 32, "int64": 64, "uint32": 32, "uint64": 64,
-        "float16": 16, "float32": 32, "float64": 64}
+        "float16": 16, "float32": 32, "float64": 64,
+        "int8": 8, "int16": 16, "uint8": 8, "uint16": 16}
+# types a value only passes through, in a conversion (``kj.int32(kj.bfloat16(x))``): a
+# bfloat16 is held as the float32 of its value, a bool as a Python bool
+SMALL_INTS = ("int8", "int16", "uint8", "uint16")
+PASS_THROUGH = SMALL_INTS + ("bool", "bfloat16")
 
 
 def is_int(t: str) -> bool:
@@ -98,19 +103,35 @@ def float_to_int(f, t: str) -> int:
 
 
 def convert(v, src: str, dst: str):
-    """The value ``v`` of type ``src`` converted to ``dst``."""
+    """The value ``v`` of type ``src`` converted to ``dst`` (``PASS_THROUGH`` types too)."""
     if src == dst:
         return v
+    if src == "bfloat16":  # widening is exact
+        v, src = np.float32(v), "float32"
+        if dst == src:
+            return v
     if dst == "bool":
         return bool(v != 0) if not is_float(src) else bool(v != 0 or np.isnan(v))
     if src == "bool":
         v, src = int(v), "int64"
-    if is_int(dst):
+    if dst == "bfloat16":  # through float32, then to the nearest bfloat16 (ties to even)
+        return to_bfloat16(convert(v, src, "float32"))
+    if is_int(dst) or dst in SMALL_INTS:
         return float_to_int(v, dst) if is_float(src) else wrap(v, dst)
-    if is_int(src):
+    if is_int(src) or src in SMALL_INTS:
         return int_to_float(v, dst)
     with np.errstate(all="ignore"):
         return NP[dst](v)
+
+
+def to_bfloat16(f) -> np.float32:
+    """A float32 rounded to the nearest bfloat16 (ties to even), held as a float32."""
+    f = np.float32(f)
+    if np.isnan(f):
+        return f
+    bits = int(f.view(np.uint32))
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return np.uint32(bits & 0xFFFFFFFF).view(np.float32)
 
 
 # --- operators -----------------------------------------------------------------------------------

@@ -196,3 +196,47 @@ def test_the_hand_written_ptx_assembles(sources):
 
     assemble(MUL_PTX.replace(".visible .func", ".visible .func"))  # a .func alone: -c not
     # needed, nothing is external
+
+
+
+redeclared = None  # a declaration, declared again by the test as a re-run notebook cell does
+
+
+def _calls_redeclared(out, x):
+    i = kj.grid(1)
+    if i < x.size:
+        out[i] = redeclared(x[i])
+
+
+def test_redeclared_name_leaves_compiled_kernels_calling_what_they_were_linked_with():
+    """A re-run notebook cell declares the name again: kernels compiled before keep calling
+    the implementation they were linked with (its callback is never freed), later ones call
+    the new one."""
+    import gc
+
+    global redeclared
+    previous = kj.set_backend("cpu")
+
+    def run(kernel, x):
+        out = kj.to_device(np.full(x.size, np.nan))
+        kernel[1, x.size](out, kj.to_device(x))
+        return out.copy_to_host()
+
+    try:
+        x = rng.uniform(1, 2, int(rng.integers(8, 64)))
+        redeclared = kj.declare_device("redeclared", "float64(float64)",
+                                       py_impl=lambda v: v * 3.0)
+        first = kj.jit(_calls_redeclared)
+        np.testing.assert_array_equal(run(first, x), x * 3.0)
+        redeclared = kj.declare_device("redeclared", "float64(float64)",
+                                       py_impl=lambda v: v - 5.0)
+        gc.collect()
+        # callbacks made now would take the first one's memory had it been freed
+        others = [kj.declare_device(f"unrelated_{n}", "float64(float64)",
+                                    py_impl=lambda v: -1.0) for n in range(50)]
+        np.testing.assert_array_equal(run(first, x), x * 3.0)
+        np.testing.assert_array_equal(run(kj.jit(_calls_redeclared), x), x - 5.0)
+        assert len(others) == 50
+    finally:
+        redeclared = None
+        kj.set_backend(previous)

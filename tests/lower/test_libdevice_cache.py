@@ -39,8 +39,10 @@ def test_subset_is_cached_and_a_damaged_one_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setattr(ptx_stage, "_SUBSETS", {})
     again = kj.compile_ptx(kj.jit(kernel_exp), SIG)
     assert again == first
-    with open(path, "rb") as f:
-        assert f.read(4) == b"BC\xc0\xde"  # rewritten as bitcode
+    from kaiojit.cachefiles import load_entry
+
+    rebuilt = load_entry(files[0].removesuffix(".bc"), ".bc", "libdevice")
+    assert rebuilt[:4] == b"BC\xc0\xde"  # rewritten: a checked entry holding bitcode
 
 
 def test_different_functions_get_different_subsets(tmp_path, monkeypatch):

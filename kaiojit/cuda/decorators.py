@@ -1,0 +1,124 @@
+"""numba.cuda's ``jit``, ``compile_ptx`` and ``compile`` over kaiojit's compiler.
+
+The options numba takes are accepted with numba's meaning where kaiojit has one (``opt``,
+``debug``, ``lineinfo``, ``fastmath``, ``max_registers``, ``cache``, ``link``) and accepted
+and recorded where it has none yet (``inline``, ``forceinline``, ``lto``, ``launch_bounds``,
+``cc``, ``abi``, ``shared_memory_carveout``): code written for numba compiles unchanged
+(docs/porting.md). Signatures may be strings, ``void(float32[:], int32)`` objects, tuples
+of argument types, or lists of any of those.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import jit as _kj_jit
+from .. import types as T
+from ..dispatcher import Dispatcher
+from ..target import TargetSpec, ptx_version_for
+from .dispatcher import numba_dispatcher
+from .linkable import link_paths
+
+# numba options kaiojit accepts and records, with no effect on the code it makes yet
+_RECORDED = ("inline", "forceinline", "lto", "launch_bounds", "cc", "abi",
+             "shared_memory_carveout", "boundscheck", "extensions", "nopython")
+
+
+def _signature(sig: Any) -> str | T.Signature:
+    if isinstance(sig, (str, T.Signature)):
+        return sig
+    if isinstance(sig, tuple) and all(isinstance(a, (T.Type, str)) for a in sig):
+        return T.Signature(tuple(T.parse_type(a) if isinstance(a, str) else a for a in sig))
+    raise TypeError(f"a signature is a string like 'void(float32[:], int32)', a signature "
+                    f"object like void(float32[:], int32) or a tuple of argument types; got "
+                    f"{sig!r}")
+
+
+def signatures(func_or_sig: Any) -> tuple:
+    """numba's signature forms as kaiojit's: a tuple of strings and Signatures."""
+    if isinstance(func_or_sig, list):
+        return tuple(_signature(s) for s in func_or_sig)
+    return (_signature(func_or_sig),)
+
+
+def _kj_options(debug, opt, lineinfo, cache, link, kws: dict) -> dict:
+    options = {k: kws.pop(k) for k in ("fastmath", "max_registers") if k in kws}
+    for k in _RECORDED:
+        kws.pop(k, None)
+    if kws:
+        raise TypeError(f"cuda.jit() got unknown option(s): {', '.join(sorted(kws))}")
+    if opt is None or opt is True:
+        opt = 3
+    elif opt is False:
+        opt = 0
+    options.update(debug=bool(debug), opt=int(opt), lineinfo=bool(lineinfo), cache=bool(cache),
+                   link=link_paths(link) or None)
+    return options
+
+
+def jit(func_or_sig=None, device: bool = False, inline="never", forceinline: bool = False,
+        link=(), debug=None, opt=None, lineinfo: bool = False, cache: bool = False,
+        launch_bounds=None, lto=None, **kws):
+    """numba's ``cuda.jit``: a kernel (or with ``device=True`` a device function), lazy or
+    compiled eagerly for the signature(s) given."""
+    options = _kj_options(debug, opt, lineinfo, cache, link, kws)
+    if func_or_sig is None:
+        return lambda fn: jit(fn, device=device, debug=debug, opt=opt, lineinfo=lineinfo,
+                              cache=cache, link=link, **options_back(options))
+    if callable(func_or_sig) and not isinstance(func_or_sig, T.Type):
+        return numba_dispatcher(_kj_jit(device=device, **options)(func_or_sig))
+    sigs = signatures(func_or_sig)
+    decorate = _kj_jit(list(sigs), device=device, **options)
+    return lambda fn: numba_dispatcher(decorate(fn))
+
+
+def options_back(options: dict) -> dict:
+    """The options of :func:`_kj_options` that :func:`jit` takes through ``**kws``."""
+    return {k: options[k] for k in ("fastmath", "max_registers") if k in options}
+
+
+def _target(cc) -> TargetSpec:
+    arch = "sm_90" if cc is None else f"sm_{cc[0]}{cc[1]}"
+    return TargetSpec("nvptx", arch, ptx_version_for(arch))
+
+
+def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True,
+            fastmath: bool = False, cc=None, opt=None, abi: str = "c", abi_info=None,
+            output: str = "ptx", forceinline: bool = False, launch_bounds=None):
+    """numba's ``cuda.compile``: ``(code, return type)`` for ``pyfunc`` and ``sig``;
+    ``output`` is ``"ptx"`` or ``"ltoir"`` (kaiojit gives LLVM IR text for the latter)."""
+    if output not in ("ptx", "ltoir"):
+        raise NotImplementedError(f"Unsupported output type: {output}")
+    options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath})
+    disp = pyfunc if isinstance(pyfunc, Dispatcher) else _kj_jit(**options)(pyfunc)
+    spec = _target(cc)
+    sig = _signature(sig)
+    ck = disp.compile_device(sig, spec) if device else disp.compile(sig, spec)
+    code = ck.ptx if output == "ptx" else ck.llvm
+    return code, ck.signature.return_type
+
+
+def compile_ptx(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = False,
+                fastmath: bool = False, cc=None, opt=None, abi: str = "numba", abi_info=None,
+                forceinline: bool = False, launch_bounds=None):
+    """numba's ``cuda.compile_ptx``: ``(ptx, return type)``; a kernel unless ``device``."""
+    return compile(pyfunc, sig, debug=debug, lineinfo=lineinfo, device=device,
+                   fastmath=fastmath, cc=cc, opt=opt, abi=abi, output="ptx")
+
+
+def compile_for_current_device(pyfunc, sig, **kws):
+    return compile(pyfunc, sig, cc=_current_cc(), **kws)
+
+
+def compile_ptx_for_current_device(pyfunc, sig, **kws):
+    return compile_ptx(pyfunc, sig, cc=_current_cc(), **kws)
+
+
+def compile_all(pyfunc, sig, **kws):
+    code, restype = compile(pyfunc, sig, **kws)
+    return [code], restype
+
+
+def _current_cc():
+    from .host import get_current_device
+    return get_current_device().compute_capability

@@ -1,0 +1,83 @@
+"""numba's ``CUDADispatcher`` API on kaiojit's :class:`~kaiojit.dispatcher.Dispatcher`.
+
+numba keys what it compiled by argument-type tuples (``kernel.overloads[(float32[:],)]``,
+``kernel.inspect_asm()`` as ``{(float32[:],): ptx}``, ``kernel.signatures`` a list of
+tuples); ``kj``'s dispatcher keys by :class:`~kaiojit.types.Signature`. This subclass gives
+numba's shapes; ``cuda.jit`` returns it, ``kj.jit`` the plain one.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+from ..dispatcher import Dispatcher
+
+
+class CUDADispatcher(Dispatcher):
+    """A kernel or device function with numba's inspection and specialization API."""
+
+    extensions: tuple = ()
+
+    def _arg_tuples(self) -> list[tuple]:
+        return [sig.args for sig in Dispatcher.signatures.fget(self)]
+
+    @property
+    def signatures(self) -> list[tuple]:
+        """The argument types of each compiled signature (numba's list of tuples)."""
+        return self._arg_tuples()
+
+    @property
+    def overloads(self) -> dict:
+        """{argument types: compiled kernel} for every compiled signature."""
+        if self.device:
+            return dict(self._device_cache)
+        return {sig.args: ck for (_, sig), ck in self._compiled.items()}
+
+    @property
+    def specializations(self) -> dict:
+        return getattr(self, "_specializations", {})
+
+    def specialize(self, *args) -> CUDADispatcher:
+        """A dispatcher compiled for the types of ``args`` only (numba's ``specialize``)."""
+        from ..runtime import typeof
+
+        argtypes = tuple(typeof(a) for a in args)
+        specs = self.__dict__.setdefault("_specializations", {})
+        found = specs.get(argtypes)
+        if found is None:
+            found = Dispatcher(self.py_func, self.options, device=self.device,
+                               signatures=(T.Signature(argtypes),))
+            found.__class__ = CUDADispatcher
+            specs[argtypes] = found
+        return found
+
+    def _stage_by_args(self, stage: str, signature):
+        if signature is not None:
+            return self.compile(signature).stage(stage)
+        out = {}
+        for args in self._arg_tuples():
+            out[args] = self.compile(T.Signature(args)).stage(stage)
+        return out
+
+    def inspect_asm(self, signature=None):
+        """PTX: a str for one signature, {argument types: str} for every compiled one."""
+        return self._stage_by_args("ptx", signature)
+
+    def inspect_llvm(self, signature=None):
+        """LLVM IR: a str for one signature, {argument types: str} for every compiled one."""
+        return self._stage_by_args("llvm", signature)
+
+    def inspect_types(self, file=None, **kwargs) -> None:
+        """Print each compiled signature's typed kernel IR (numba prints its typed IR)."""
+        import sys
+
+        out = file or sys.stdout
+        for args in self._arg_tuples():
+            print(f"{self.__name__} {args}", file=out)
+            print("-" * 80, file=out)
+            print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+def numba_dispatcher(dispatcher: Dispatcher) -> CUDADispatcher:
+    """``dispatcher`` with numba's API (the same object, of the subclass)."""
+    dispatcher.__class__ = CUDADispatcher
+    return dispatcher

@@ -1,0 +1,151 @@
+"""The name mapping that lets numba-cuda's test files import kaiojit in numba's place.
+
+``install(target)`` puts a small ``numba`` package in ``sys.modules``: ``numba.cuda`` is the
+target module (``kaiojit.cuda``, or ``kaiojit`` itself for the one-for-one baseline), and
+``numba.cuda.X`` is ``<target>.X`` where the target has that submodule. The test helpers
+(``numba.cuda.testing``, ``numba.cuda.tests.support``, ``config``) come from ``support.py``
+beside this file, the test files from the directory given. Nothing else is mapped: an
+import of numba's compiler internals fails, and so does the test file that makes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from types import ModuleType
+
+import support
+
+
+def _module(name: str, attrs: dict, package_path: list[str] | None = None) -> ModuleType:
+    mod = ModuleType(name)
+    mod.__dict__.update(attrs)
+    if package_path is not None:
+        mod.__path__ = package_path
+    return mod
+
+
+class _Prebuilt(importlib.abc.Loader):
+    def __init__(self, module: ModuleType):
+        self.module = module
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        pass
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """``numba.cuda.X`` -> ``<target>.X``; the prebuilt shims by name; nothing else of numba."""
+
+    def __init__(self, target_name: str, prebuilt: dict[str, ModuleType]):
+        self.target_name = target_name
+        self.prebuilt = prebuilt
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.prebuilt:
+            mod = self.prebuilt[name]
+            return importlib.util.spec_from_loader(
+                name, _Prebuilt(mod), is_package=hasattr(mod, "__path__"))
+        if name.startswith("numba.cuda.tests."):
+            return None  # the test files: found on the tests package's path
+        if name.startswith("numba.cuda."):
+            real = self.target_name + name[len("numba.cuda"):]
+            try:
+                mod = importlib.import_module(real)
+            except ImportError:
+                mod = None
+            if mod is None:
+                raise ModuleNotFoundError(f"kaiojit has no {real} (for {name})", name=name)
+            return importlib.util.spec_from_loader(
+                name, _Prebuilt(mod), is_package=hasattr(mod, "__path__"))
+        if name == "numba" or name.startswith("numba."):
+            raise ModuleNotFoundError(f"numba's {name} is not mapped onto kaiojit", name=name)
+        return None
+
+
+def _missing(name: str):
+    """A stand-in for a numba function kaiojit lacks: a test that calls it fails by name."""
+    def missing(*args, **kwargs):
+        raise NotImplementedError(f"kaiojit has no {name}")
+    missing.__name__ = name
+    return missing
+
+
+def _njit(*args, **kwargs):
+    """numba's CPU ``njit``: the Python function itself (a reference implementation)."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda fn: fn
+
+
+def install(target_name: str, cudapy_dir: str) -> None:
+    target = importlib.import_module(target_name)
+    kj = importlib.import_module("kaiojit")
+    errors = _module("numba.core.errors", {
+        "TypingError": kj.TypingError,
+        "NumbaPerformanceWarning": kj.PerformanceWarning,
+        "NumbaWarning": Warning,
+        "NumbaDeprecationWarning": DeprecationWarning,
+        "UnsupportedError": kj.UnsupportedError,
+        "CompileError": kj.CompileError,
+    })
+    testing = _module("numba.cuda.testing", dict(vars(support)))
+    testing.unittest = __import__("unittest")
+    config = support.config
+    prebuilt = {
+        "numba": _module("numba", {"cuda": target, "njit": _njit, "jit": _njit,
+                                   "vectorize": getattr(target, "vectorize", None),
+                                   "types": getattr(target, "types", None),
+                                   "guvectorize": getattr(target, "guvectorize", None)}, []),
+        "numba.core": _module("numba.core", {"errors": errors, "config": config}, []),
+        "numba.core.errors": errors,
+        "numba.cuda.testing": testing,
+        "numba.cuda.tests": _module("numba.cuda.tests", {
+            "load_testsuite": support.load_testsuite, "support": support}, []),
+        "numba.cuda.tests.support": support,
+        "numba.cuda.tests.cudapy": _module("numba.cuda.tests.cudapy", {}, [cudapy_dir]),
+        "numba.cuda.core": _module("numba.cuda.core", {"errors": errors, "config": config}, []),
+        "numba.cuda.core.errors": errors,
+        "numba.cuda.core.config": config,
+        "numba.cuda.config": config,
+        "numba.cuda.np": _module("numba.cuda.np", {}, []),
+        "numba.cuda.utils": _module("numba.cuda.utils", {"PYVERSION": sys.version_info[:2]}),
+        "numba.cuda.misc": _module("numba.cuda.misc", {}, []),
+        "numba.cuda.misc.special": _module("numba.cuda.misc.special", {
+            "literal_unroll": _missing("literal_unroll")}),
+        "numba.cuda.typing": _module("numba.cuda.typing", {
+            "signature": lambda ret, *args: kj.types.signature_of(ret, args)}, []),
+        "numba.cuda.typing.typeof": _module("numba.cuda.typing.typeof", {
+            "typeof": lambda value, purpose=None: kj.runtime.typeof(value)}),
+        "numba.cuda.cudadrv": _module("numba.cuda.cudadrv", {}, []),
+        "numba.cuda.cudadrv.driver": _module("numba.cuda.cudadrv.driver", {
+            "driver": _missing("numba.cuda.cudadrv.driver.driver"),
+            "CudaAPIError": kj.CudaError, "Stream": kj.runtime.Stream, "_have_nvjitlink": lambda: False}),
+        "numba.cuda.launchconfig": _module("numba.cuda.launchconfig", {
+            name: _missing(name) for name in ("current_launch_config", "capture_compile_config",
+                                              "ensure_current_launch_config")}),
+        "numba.cuda.args": _module("numba.cuda.args", {
+            "In": getattr(target, "In", None), "Out": getattr(target, "Out", None),
+            "InOut": getattr(target, "InOut", None), "wrap_arg": _missing("wrap_arg")}),
+        "numba.cuda.np.numpy_support": _module("numba.cuda.np.numpy_support", {
+            "from_dtype": kj.types.from_dtype,
+            "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
+            "farray": _missing("farray")}),
+    }
+    prebuilt["numba.core.config"] = config
+    prebuilt["numba"].errors = errors
+    prebuilt["numba"].typeof = prebuilt["numba.cuda.typing.typeof"].typeof
+    prebuilt["numba.cuda.cudadrv"].driver = prebuilt["numba.cuda.cudadrv.driver"]
+    sys.modules["numba.cuda"] = target
+    for child in ("config", "testing", "tests", "core", "np", "utils", "misc", "typing",
+                  "cudadrv", "launchconfig"):  # `from numba.cuda import config`
+        if not hasattr(target, child):
+            setattr(target, child, prebuilt[f"numba.cuda.{child}"])
+    sys.meta_path.insert(0, _Finder(target_name, prebuilt))
+    for name in ("numba", "numba.core", "numba.cuda.tests", "numba.cuda.tests.cudapy",
+                 "numba.cuda.core"):
+        sys.modules[name] = prebuilt[name]
