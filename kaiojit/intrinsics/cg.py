@@ -153,15 +153,10 @@ def _flip_bit(b, before, after):
 
 
 def _futex(bl, word, op: int, value):
-    """Sleep on ``word`` while it holds ``value`` (``op`` FUTEX_WAIT_PRIVATE), or wake every
-    sleeper (FUTEX_WAKE_PRIVATE), through kaiojit's own native functions
-    (kaiojit/runtime/blockthreads.py): host code calls no ``syscall`` itself."""
-    if op == FUTEX_WAIT_PRIVATE:
-        fn = bl.mod.declare("kaiojit_futex_wait", ir.VoidType(), [PTR, I32])
-        bl.builder.call(fn, [word, value])
-    else:
-        fn = bl.mod.declare("kaiojit_futex_wake", ir.VoidType(), [PTR])
-        bl.builder.call(fn, [word])
+    """``syscall(SYS_futex, word, op, value, NULL)``."""
+    syscall = bl.mod.declare("syscall", I64, [I64], var_arg=True)
+    bl.builder.call(syscall, [ir.Constant(I64, SYS_FUTEX), word, ir.Constant(I32, op), value,
+                              ir.Constant(PTR, None)])
 
 
 # --- declarations --------------------------------------------------------------------------------
@@ -173,4 +168,4 @@ register(Intrinsic(
 register(Intrinsic(
     name="cg.grid_sync", operands=Operands(result=T.void),
     lowering={"nvptx": _nvptx_grid_sync, "host": _host_grid_sync},
-    barrier=True, convergent=True, min_arch="sm_70", host_symbols=("kaiojit_futex_wait", "kaiojit_futex_wake", "sched_yield")))
+    barrier=True, convergent=True, min_arch="sm_70", host_symbols=("syscall", "sched_yield")))

@@ -34,16 +34,6 @@ declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_join(i64, ptr)
 declare i64 @syscall(i64, ...)
 
-define void @kaiojit_futex_wait(ptr %word, i32 %seen) {
-  FUTEX_WAIT
-  ret void
-}
-
-define void @kaiojit_futex_wake(ptr %word) {
-  FUTEX_WAKE
-  ret void
-}
-
 define internal void @wake(ptr %c) {
   %qp = getelementptr %call, ptr %c, i32 0, i32 6
   %seq = load ptr, ptr %qp
@@ -131,42 +121,16 @@ def _compile() -> tuple[Any, Any]:
     from llvmlite import binding as llvm
 
     from kaiojit.runtime.cbuiltins import compile_ir
-    from kaiojit.target import FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE, SYS_FUTEX
+    from kaiojit.target import FUTEX_WAKE_PRIVATE, SYS_FUTEX
 
-    def futex(word: str, op: int, value: str) -> str:
-        if SYS_FUTEX is None:
-            return ""
-        return (f"call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr {word}, i32 {op}, "
-                f"i32 {value}, ptr null)")
-
-    text = (_RUNNER_IR.replace("FUTEX_WAIT", futex("%word", FUTEX_WAIT_PRIVATE, "%seen"))
-            .replace("FUTEX_WAKE", futex("%word", FUTEX_WAKE_PRIVATE, "2147483647"))
-            .replace("WAKE", futex("%seq", FUTEX_WAKE_PRIVATE, "2147483647")))
+    wake = "" if SYS_FUTEX is None else (
+        f"call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr %seq, i32 {FUTEX_WAKE_PRIVATE}, "
+        "i32 2147483647, ptr null)")
     for name in ("pthread_attr_init", "pthread_attr_setstacksize", "pthread_attr_destroy",
                  "pthread_create", "pthread_join", "syscall"):  # kaiojit's own code: by address
         llvm.add_symbol(name, ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value)
-    engine = compile_ir(text, ())
+    engine = compile_ir(_RUNNER_IR.replace("WAKE", wake), ())
     return engine, RUN_BLOCKS_TYPE(engine.get_function_address("kaiojit_run_blocks"))
-
-
-def register_symbols() -> None:
-    """Make ``kaiojit_futex_wait(word, seen)`` and ``kaiojit_futex_wake(word)`` (the host grid
-    barrier's sleep and wake-up, kaiojit/intrinsics/cg.py) known to MCJIT, for kernels that
-    call them: kaiojit's own native functions, so host code never names ``syscall``."""
-    from llvmlite import binding as llvm
-
-    engine = _compiled()[0]
-    for name in ("kaiojit_futex_wait", "kaiojit_futex_wake"):
-        llvm.add_symbol(name, engine.get_function_address(name))
-
-
-def _compiled() -> tuple[Any, Any]:
-    global _runner
-    if _runner is None:
-        with _lock:
-            if _runner is None:
-                _runner = _compile()
-    return _runner
 
 
 def run_blocks(fn: Any, calls: list[tuple[int, int, int, int]], stack_bytes: int,
@@ -175,13 +139,18 @@ def run_blocks(fn: Any, calls: list[tuple[int, int, int, int]], stack_bytes: int
     of ``calls``, each on a new thread of ``stack_bytes``; return when all returned, with how
     many threads were started (fewer than the calls when the system refused one: the launch
     state ``launch`` then records nothing, the blocks started having stopped)."""
+    global _runner
     table = np.empty((len(calls), CALL_WORDS), np.uint64)
     table[:, 0] = ctypes.cast(fn, ctypes.c_void_p).value
     table[:, 1:5] = calls
     table[:, 5] = launch[LAUNCH_ERROR:].ctypes.data
     table[:, 6] = launch.view(np.int32)[2 * LAUNCH_GRID_BARRIER + 1:].ctypes.data
     handles = np.empty(len(calls), np.uint64)
-    made = _compiled()[1](table.ctypes.data, len(calls), stack_bytes, handles.ctypes.data,
+    if _runner is None:
+        with _lock:
+            if _runner is None:
+                _runner = _compile()
+    made = _runner[1](table.ctypes.data, len(calls), stack_bytes, handles.ctypes.data,
                       THREAD_REFUSED)
     if made < len(calls):
         launch[LAUNCH_ERROR] = 0

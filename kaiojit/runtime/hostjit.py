@@ -51,10 +51,6 @@ def load_host_image(image: HostImage) -> HostCode:
         from kaiojit import tma_host  # kaiojit's own native functions: the tensor copies
 
         tma_host.register_symbols()
-        if "kaiojit_futex_wait" in image.symbols:  # the grid barrier's sleep
-            from kaiojit.runtime import blockthreads
-
-            blockthreads.register_symbols()
     link_c_functions(tuple(n for n in image.symbols if not n.startswith(OWN_SYMBOL_PREFIX)))
     with _LOAD_LOCK:
         engine = llvm.create_mcjit_compiler(_empty_module(), _engine_target_machine())
