@@ -83,3 +83,23 @@ def test_frexp_of_complex_is_located():
     assert "math.frexp() needs a real number" in str(info.value)
     assert f"test_float_parts.py:{frexp_complex.py_func.__code__.co_firstlineno + 2}:" in str(
         info.value)
+
+
+@cuda.jit
+def angles(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i, 0] = math.degrees(x[i])
+        out[i, 1] = math.radians(x[i])
+        out[i, 2] = np.rad2deg(x[i])
+        out[i, 3] = np.deg2rad(x[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_degrees_radians(kj_backend, dtype):
+    x = rng.uniform(-400, 400, 50).astype(dtype)
+    out = cuda.to_device(np.full((50, 4), np.nan, dtype))
+    angles[1, 64](cuda.to_device(x), out)
+    got = out.copy_to_host()
+    want = np.stack([np.degrees(x), np.radians(x), np.degrees(x), np.radians(x)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == np.float32 else 1e-15)
