@@ -738,10 +738,19 @@ class Tuple(metaclass=_Family):
         return TupleType(tuple(elements))
 
 
+# numba's sets of types (``ty in types.signed_domain``), with numba's members
+signed_domain = frozenset([int8, int16, int32, int64])
+unsigned_domain = frozenset([uint8, uint16, uint32, uint64])
+integer_domain = signed_domain | unsigned_domain
+real_domain = frozenset([float32, float64])
+complex_domain = frozenset([complex64, complex128])
+number_domain = real_domain | integer_domain | complex_domain
+
 NUMBA_NAMES = [  # kaiojit.cuda.types exports these too
     "Array", "Boolean", "CPointer", "Complex", "Float", "Integer", "NoneType", "Number", "Record",
     "Tuple", "UniTuple", "b1", "bf16", "boolean", "byte", "c8", "c16", "char", "double", "f2",
     "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intc", "intp", "long_", "longlong",
     "none", "short", "u1", "u2", "u4", "u8", "uint", "uintc", "uintp", "ulong", "ulonglong",
-    "ushort",
+    "ushort", "signed_domain", "unsigned_domain", "integer_domain", "real_domain",
+    "complex_domain", "number_domain",
 ]
