@@ -77,6 +77,8 @@ from .linkable import (  # noqa: F401
 )
 from .types import *
 
+del bf16  # noqa: F821  numba.cuda.bf16 is the bfloat16 library (a submodule), not types.bf16
+
 threadIdx, blockIdx, blockDim, gridDim = _L.threadIdx, _L.blockIdx, _L.blockDim, _L.gridDim
 laneid, warpsize = _L.laneid, _L.warpsize
 grid, gridsize = _L.grid, _L.gridsize
@@ -130,7 +132,8 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 _FROM_KAIOJIT = frozenset({
     "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
-_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16"})
+_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
+                         "bf16"})
 
 
 def __getattr__(name: str):

@@ -117,6 +117,14 @@ def _py_int(typer, node):
 
 
 def _py_float(typer, node):
+    arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        # float("nan"), float("-inf"), float("1e3"): a Python float, folded here
+        try:
+            value = float(arg.value)
+        except ValueError:
+            typer.error(f"float() cannot convert {arg.value!r} to a number", arg)
+        return Expr("const", T.float64, attr=value, loc=typer.loc(node), weak=True)
     (a,) = call_args(typer, node, 1, 1, "float")
     scalar_arg(typer, a, node.args[0], "float()")
     return typer.coerce(a, T.float64, node)

@@ -177,7 +177,8 @@ for _name, _np_names, _factor in (("degrees", ("degrees", "rad2deg"), 180.0 / ma
     _math(_name, FLOAT_UNARY, _lower_scale(_factor),
           calls={getattr(math, _name): _unary(_name, f"math.{_name}"),
                  **{f"numpy.{n}": _unary(_name, f"np.{n}") for n in _np_names}})
-_math("rint", FLOAT_UNARY)  # round(x) of a float (frontend/builtins.py)
+# round(x) of a float (frontend/builtins.py), and NumPy's rint
+_math("rint", FLOAT_UNARY, calls={"numpy.rint": _unary("rint", "np.rint")})
 _math("iabs", Operands(INT, result=Same(0)), _lower_iabs)  # abs() of a signed integer
 _math("min", Operands(SCALAR, Same(0), result=Same(0)), _lower_minmax("<"))
 _math("max", Operands(SCALAR, Same(0), result=Same(0)), _lower_minmax(">"))
