@@ -179,8 +179,14 @@ def _minmax(which: str):
 
 def _py_round(typer, node):
     if len(node.args) == 2:
-        typer.error("round() with ndigits is not supported in kernels", node.args[1],
-                    UnsupportedError)
+        from ..intrinsics.floatparts import round_to
+
+        a, n = call_args(typer, node, 2, 2, "round")
+        t = scalar_arg(typer, a, node.args[0], "round()")
+        if not t.is_float:
+            typer.error("round() of an integer with ndigits is not supported in kernels",
+                        node.args[0], UnsupportedError)
+        return round_to(typer, node, a, n, t)
     (a,) = call_args(typer, node, 1, 1, "round")
     t = scalar_arg(typer, a, node.args[0], "round()")
     if not t.is_float:

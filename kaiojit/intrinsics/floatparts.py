@@ -11,6 +11,11 @@ GPU); an integer ``n`` wider than 32 bits is clamped to int32 first, which chang
 ``modf(x)`` is ``(fraction, integral part)``, both of ``x``'s float type and with ``x``'s sign
 (``modf(-0.5)`` is ``(-0.5, -0.0)``); an infinity gives ``(±0.0, ±inf)``, NaN ``(nan, nan)``.
 
+``round(x, n)`` of a float is numba's (CPython's portable fallback): ``x`` scaled by ``10**n``
+in float64, rounded half to even, scaled back; the result has ``x``'s type. An ``x * 10**n``
+that overflows gives ``x`` back, infinities and NaN give themselves, and an ``n`` so negative
+that ``10**-n`` overflows gives a zero of ``x``'s sign.
+
 float16 and bfloat16 compute in float32 (exact for all three functions' parts) and round back.
 """
 
@@ -23,7 +28,7 @@ from llvmlite import ir
 from .. import types as T
 from ..frontend.arguments import call_args, float_type, scalar_arg
 from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, FLOAT, INT, Intrinsic, Kind, Operands, register
+from ..kir.intrinsics import ANY_TARGET, FLOAT, INT, Intrinsic, Kind, Operands, Same, register
 from ..lower.llvmtypes import ll_type
 from ..lower.ops import convert, math_call
 
@@ -60,6 +65,14 @@ def _ldexp(typer, node):
     if nt.kind == "b" or n.weak:
         n = typer.coerce(n, T.int32, node)
     return typer.intrinsic("math.ldexp", ft, (typer.coerce(a, ft, node), n), node)
+
+
+def round_to(typer, node, a: Expr, n: Expr, t: T.ScalarType):
+    """``round(a, n)`` of a float ``a`` of type ``t`` (frontend/builtins.py's round)."""
+    nt = scalar_arg(typer, n, node.args[1], "round()")
+    if nt.kind not in "iub":
+        typer.error(f"round()'s ndigits must be an integer, got {nt}", node.args[1])
+    return typer.intrinsic("math.round_to", t, (a, typer.coerce(n, T.int64, node)), node)
 
 
 # --- lowering ------------------------------------------------------------------------------------
@@ -146,6 +159,42 @@ def _host_ldexp(fl, t, x, n):
     return fl.builder.call(fl.mod.declare(sym, x.type, [x.type, I32]), [x, n])
 
 
+def _lower_round_to(fl, e: Expr):
+    b = fl.builder
+    t = e.type
+    x = convert(fl, fl.expr(e.args[0]), t, T.float64)
+    n = fl.expr(e.args[1])
+    f64 = x.type
+
+    def ten(k: int):
+        return f64(10.0 ** k)
+
+    positive = b.icmp_signed(">=", n, n.type(0))
+    big = b.icmp_signed(">", n, n.type(22))
+    k = b.select(positive, b.select(big, b.sub(n, n.type(22)), n), b.neg(n))
+    pow1 = ten(0)
+    for i in range(1, 23):  # exact powers of ten; beyond 1e22 pow()
+        pow1 = b.select(b.icmp_signed("==", k, k.type(i)), ten(i), pow1)
+    far = math_call(fl, "pow", T.float64, [ten(1), b.sitofp(k, f64)])
+    pow1 = b.select(b.icmp_signed(">", k, k.type(22)), far, pow1)
+    pow2 = b.select(b.and_(positive, big), ten(22), ten(0))
+    y = b.select(positive, b.fmul(b.fmul(x, pow1), pow2), b.fdiv(x, pow1))
+    z = math_call(fl, "rint", T.float64, [y])
+    halfway = b.fcmp_ordered("==", math_call(fl, "fabs", T.float64, [b.fsub(y, z)]), f64(0.5))
+    even = b.fmul(f64(2.0), math_call(fl, "rint", T.float64, [b.fmul(y, f64(0.5))]))
+    z = b.select(halfway, even, z)
+    r = b.select(positive, b.fdiv(b.fdiv(z, pow2), pow1), b.fmul(z, pow1))
+    inf = f64(math.inf)
+    r = b.select(b.fcmp_ordered("==", pow1, inf), b.fmul(x, f64(0.0)), r)
+    keep = b.or_(b.fcmp_unordered("uno", x, x),
+                 b.fcmp_ordered("==", math_call(fl, "fabs", T.float64, [x]), inf))
+    keep = b.or_(keep, b.and_(positive, b.fcmp_ordered(
+        "==", math_call(fl, "fabs", T.float64, [y]), inf)))
+    return convert(fl, b.select(keep, x, r), T.float64, t)
+
+
+register(Intrinsic(name="math.round_to", operands=Operands(FLOAT, INT, result=Same(0)),
+                   lowering={ANY_TARGET: _lower_round_to}, pure=True))
 register(Intrinsic(name="math.frexp", operands=Operands(FLOAT, result=PAIR),
                    lowering={ANY_TARGET: _lower_frexp}, calls={math.frexp: _frexp}, pure=True))
 register(Intrinsic(name="math.modf", operands=Operands(FLOAT, result=PAIR),

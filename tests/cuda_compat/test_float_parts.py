@@ -103,3 +103,46 @@ def test_degrees_radians(kj_backend, dtype):
     got = out.copy_to_host()
     want = np.stack([np.degrees(x), np.radians(x), np.degrees(x), np.radians(x)], axis=1)
     np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == np.float32 else 1e-15)
+
+
+@cuda.jit
+def round_to(x, n, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = round(x[i], n[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_ndigits(kj_backend, dtype):
+    """numba's round(x, n): Python's result for ordinary values (half to even on the scaled
+    value), x itself where x * 10**n overflows, a signed zero where 10**-n does."""
+    x = (rng.uniform(-1, 1, 60) * 10.0 ** rng.integers(-3, 6, 60)).astype(dtype)
+    n = rng.integers(-5, 6, 60).astype(np.int32)
+    x[:6] = [np.finfo(dtype).max, 0.5425, -2.5, math.inf, math.nan, -3.75]
+    n[:6] = [300 if dtype == np.float32 else 12, 3, 0, 2, 1, -400]
+    out = cuda.to_device(np.full(60, np.nan, dtype))
+    round_to[1, 64](cuda.to_device(x), cuda.to_device(n), out)
+    got = out.copy_to_host()
+    assert got[0] == x[0] and got[1] == dtype(round(float(x[1]), 3)) and got[2] == -2.0
+    assert got[3] == math.inf and math.isnan(got[4])
+    assert got[5] == 0.0 and np.signbit(got[5])
+    for i in range(6, 60):
+        assert got[i] == dtype(round(float(x[i]), int(n[i]))), (x[i], n[i], got[i])
+
+
+@cuda.jit
+def round_int_ndigits(x, out):
+    out[0] = round(x[0], 2)
+
+
+def test_round_of_int_with_ndigits_is_located():
+    with pytest.raises(Exception) as info:
+        round_int_ndigits[1, 1](np.ones(1, np.int64), np.zeros(1, np.int64))
+    line = round_int_ndigits.py_func.__code__.co_firstlineno + 2
+    assert "round() of an integer with ndigits is not supported" in str(info.value)
+    assert f"test_float_parts.py:{line}:" in str(info.value)
+
+
+def test_round_ndigits_ptx():
+    ptx, _ = cuda.compile_ptx(round_to.py_func, "void(float32[:], int32[:], float32[:])")
+    assert ".entry" in ptx and "call" not in ptx  # libdevice's pow linked in; ptxas checks it
