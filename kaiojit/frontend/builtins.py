@@ -92,6 +92,13 @@ def scalar_attribute(typer, base: Expr, attr: str, node):
                 return base
             return typer.intrinsic("complex.conj", t, (base,), call)
         return PyObj(_BoundMethod(typing))
+    if attr == "bit_count" and t.is_int:
+        def bit_count(typer, call):
+            # Python's int.bit_count(): the ones of |x| (|INT_MIN| wraps to itself: one bit)
+            call_args(typer, call, 0, 0, "bit_count")
+            v = typer.intrinsic("math.iabs", t, (base,), call) if t.kind == "i" else base
+            return typer.intrinsic("bits.popc", T.int32, (v,), call)
+        return PyObj(_BoundMethod(bit_count))
     return None
 
 

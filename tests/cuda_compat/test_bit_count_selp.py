@@ -1,0 +1,53 @@
+"""``int.bit_count()`` and ``cuda.selp`` in kernels, as numba has them (issue 28)."""
+
+import numpy as np
+import pytest
+
+from kaiojit import cuda
+
+rng = np.random.default_rng()
+
+
+@cuda.jit
+def bit_counts(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = x[i].bit_count()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64])
+def test_bit_count(kj_backend, dtype):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)
+    x[:3] = [info.min, info.max, 0]
+    out = cuda.to_device(np.full(40, -1, np.int32))
+    bit_counts[1, 64](cuda.to_device(x), out)
+    np.testing.assert_array_equal(out.copy_to_host(), [int(v).bit_count() for v in x])
+
+
+@cuda.jit
+def selects(p, a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = cuda.selp(p[i] > 0, a[i], 13)
+
+
+def test_selp(kj_backend):
+    p = rng.integers(-5, 5, 40).astype(np.int32)
+    a = rng.integers(-1000, 1000, 40).astype(np.int64)
+    out = cuda.to_device(np.full(40, -99999, np.int64))
+    selects[1, 64](cuda.to_device(p), cuda.to_device(a), out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.where(p > 0, a, 13))
+
+
+@cuda.jit
+def float_bit_count(x, out):
+    out[0] = x[0].bit_count()
+
+
+def test_bit_count_of_float_is_located():
+    with pytest.raises(Exception) as info:
+        float_bit_count[1, 1](np.ones(1), np.zeros(1, np.int32))
+    line = float_bit_count.py_func.__code__.co_firstlineno + 2
+    assert "float64 has no attribute 'bit_count'" in str(info.value)
+    assert f"test_bit_count_selp.py:{line}:" in str(info.value)
