@@ -442,6 +442,27 @@ class ConstexprType(Type):
 constexpr = ConstexprType  # ``BLOCK: kj.constexpr`` marks a parameter, kj.constexpr(32) types it
 
 
+class BoundObjectType(ConstexprType):
+    """A Python object passed to a device function where no kernel value can be: a dtype, a
+    function (device function or intrinsic), a tuple of them. Folded into the callee as a
+    constexpr is (its parameter names the object, as a global would); two are the same type
+    only if they are the same object (numba's ``Function`` and ``NumberClass`` arguments)."""
+
+    __slots__ = ()
+
+    def __init__(self, value):
+        object.__setattr__(self, "value", value)
+
+    def _key(self) -> tuple:
+        v = self.value
+        if isinstance(v, tuple) and all(type(x) in (bool, int, float) for x in v):
+            return "tuple", repr(v)  # a literal shape: the same for equal values
+        return "object", id(v)
+
+    def __str__(self) -> str:
+        return f"bound({getattr(self.value, '__qualname__', self.value)!s})"
+
+
 def runtime_signature(sig: Signature) -> Signature:
     """``sig`` without its constexpr parameters: what a launch passes to the kernel."""
     if not any(isinstance(a, ConstexprType) for a in sig.args):

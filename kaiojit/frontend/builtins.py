@@ -13,12 +13,12 @@ import sys
 
 from .. import language as L
 from .. import types as T
-from ..errors import TypingError, UnsupportedError
+from ..errors import CompileError, TypingError, UnsupportedError
 from ..kir import Expr
 from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
-from .values import PyObj, describe, result_scalar, type_words
+from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
 def value_builtin(typer, obj: object, node) -> Expr | None:
@@ -339,6 +339,52 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
     typer.error(f"{describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
 
 
+def _device_arg(typer, node, may_bind: bool):
+    """A device function's argument: a kernel value, or (where none can be) the Python object
+    itself, bound into the callee (a dtype, a function, a tuple of them), as numba passes
+    functions and type classes to device functions."""
+    r = typer.visit(node)
+    if not isinstance(r, PyObj):
+        return r
+    try:
+        return typer.pyobj_to_expr(r, node)
+    except TypingError:
+        if not may_bind or is_ndarray(r.value):
+            raise
+        return T.BoundObjectType(r.value)
+
+
+def _literal(a) -> bool:
+    """A literal constant argument, or a tuple of them (a shape)."""
+    if isinstance(a, Expr) and a.op == "tuple":
+        return bool(a.args) and all(_literal(x) for x in a.args)
+    return (isinstance(a, Expr) and a.op == "const" and a.weak
+            and type(a.attr) in (bool, int, float))
+
+
+def _folded(a) -> T.ConstexprType:
+    if a.op == "tuple":
+        return T.BoundObjectType(tuple(x.attr for x in a.args))
+    return T.ConstexprType(a.attr)
+
+
+def _specialize(typer, dispatcher, args, arg_types, node):
+    """The callee for ``arg_types``; where that does not type and some arguments are literal
+    constants, the callee again with those folded in as constexprs (numba's literal dispatch:
+    ``cuda.shared.array(n, dt)`` with ``n`` a literal argument)."""
+    arg_types = tuple(arg_types)
+    try:
+        return typer.specialize_device(dispatcher, arg_types, typer.loc(node)), arg_types
+    except CompileError as first:
+        if dispatcher._eager or not any(_literal(a) for a in args):
+            raise
+        literal = tuple(_folded(a) if _literal(a) else t for a, t in zip(args, arg_types))
+        try:
+            return typer.specialize_device(dispatcher, literal, typer.loc(node)), literal
+        except CompileError:
+            raise first from None  # the error of the call as written
+
+
 def _device_call(typer, dispatcher, node) -> Expr:
     if node.keywords:
         typer.error("device functions take positional arguments only", node.keywords[0].value)
@@ -347,9 +393,12 @@ def _device_call(typer, dispatcher, node) -> Expr:
         typer.error(f"{dispatcher.__name__}() takes {len(params)} argument"
                     f"{'' if len(params) == 1 else 's'} ({', '.join(params)}), "
                     f"got {len(node.args)}", node)
-    args = [typer.expr(a) for a in node.args]
+    args = [_device_arg(typer, a, not dispatcher._eager) for a in node.args]
     arg_types = []
     for a, n in zip(args, node.args):
+        if isinstance(a, T.BoundObjectType):
+            arg_types.append(a)
+            continue
         if isinstance(a.type, (T.StringType, T.VoidType)):
             typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
@@ -361,10 +410,11 @@ def _device_call(typer, dispatcher, node) -> Expr:
                         f"({', '.join(str(t) for t in arg_types)})", node)
         arg_types = list(sig.args)
     try:
-        callee = typer.specialize_device(dispatcher, tuple(arg_types), typer.loc(node))
+        callee, typed_for = _specialize(typer, dispatcher, args, arg_types, node)
     except TypeError as e:
         raise TypingError(str(e), typer.loc(node)) from None
-    args = [typer.coerce(a, t, node) for a, (_, t) in zip(args, callee.params)]
+    passed = [a for a, t in zip(args, typed_for) if not isinstance(t, T.ConstexprType)]
+    args = [typer.coerce(a, t, node) for a, (_, t) in zip(passed, callee.params)]
     if callee not in typer.callees:
         typer.callees.append(callee)
     return Expr("call", callee.return_type, tuple(args), attr=callee, loc=typer.loc(node))
