@@ -30,7 +30,7 @@ def value_builtin(typer, obj: object, node) -> Expr | None:
 
 
 def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
-    """``a.shape``, ``a.size``, ``a.ndim`` of an array value."""
+    """``a.shape``, ``a.size``, ``a.ndim``, ``a.dtype`` of an array value."""
     t = base.type
     if isinstance(t, T.ArrayType):
         if attr == "shape":
@@ -48,7 +48,10 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
                 dim = Expr("shape", T.int64, (base,), attr=d, loc=typer.loc(node))
                 size = Expr("binop", T.int64, (size, dim), attr="*", loc=typer.loc(node))
             return size
-        typer.error(f"arrays in kernels have .shape, .size and .ndim, not .{attr}", node)
+        if attr == "dtype":  # a type, as a global dtype is: cuda.local.array(n, a.dtype)
+            return PyObj(t.dtype)
+        typer.error(f"arrays in kernels have .shape, .size, .ndim and .dtype, not .{attr}",
+                    node)
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)
