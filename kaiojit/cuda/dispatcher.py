@@ -62,6 +62,14 @@ class CUDADispatcher(Dispatcher):
         """PTX: a str for one signature, {argument types: str} for every compiled one."""
         return self._stage_by_args("ptx", signature)
 
+    def inspect_lto_ptx(self, signature=None):
+        """PTX after link-time optimization. kaiojit links device functions (and libdevice)
+        into one LLVM module before NVPTX runs, so this is :meth:`inspect_asm`'s PTX;
+        ``signature`` may be numba's tuple of argument types."""
+        if isinstance(signature, (tuple, list)):
+            signature = T.Signature(tuple(signature))
+        return self._stage_by_args("ptx", signature)
+
     def inspect_llvm(self, signature=None):
         """LLVM IR: a str for one signature, {argument types: str} for every compiled one."""
         return self._stage_by_args("llvm", signature)

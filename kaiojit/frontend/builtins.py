@@ -18,6 +18,7 @@ from ..kir import Expr
 from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
+from .operators import operator_table
 from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
@@ -296,6 +297,7 @@ def _build_table():
         L.shared.array: _shared_array, L.local.array: _local_array,
         L.const.array_like: _const_array_like,
     }
+    table.update(operator_table())
     for t in T.SCALARS.values():
         if not t.is_complex:  # complex constructors take (re, im): intrinsics/complex.py
             table[t] = _cast(t)
