@@ -89,6 +89,7 @@ threadfence, threadfence_block = _L.threadfence, _L.threadfence_block
 threadfence_system = _L.threadfence_system
 shfl_sync, shfl_up_sync, shfl_down_sync = _L.shfl_sync, _L.shfl_up_sync, _L.shfl_down_sync
 shfl_xor_sync, all_sync, any_sync = _L.shfl_xor_sync, _L.all_sync, _L.any_sync
+eq_sync = _L.eq_sync
 ballot_sync, activemask = _L.ballot_sync, _L.activemask
 fma, popc, clz, ffs, brev = _L.fma, _L.popc, _L.clz, _L.ffs, _L.brev
 cbrt = math.cbrt  # numba's cuda.cbrt: the kernel language's math.cbrt

@@ -51,3 +51,24 @@ def test_bit_count_of_float_is_located():
     line = float_bit_count.py_func.__code__.co_firstlineno + 2
     assert "float64 has no attribute 'bit_count'" in str(info.value)
     assert f"test_bit_count_selp.py:{line}:" in str(info.value)
+
+
+@cuda.jit
+def votes_eq(x, out):
+    i = cuda.grid(1)
+    out[i] = cuda.eq_sync(0xFFFFFFFF, x[i])
+
+
+def test_eq_sync(kj_backend):
+    x = rng.integers(0, 2, 128).astype(np.int32)
+    x[32:64] = 0  # a warp where every lane agrees (false)
+    x[64:96] = rng.integers(1, 100, 32)  # every lane true
+    out = cuda.to_device(np.full(128, -1, np.int32))
+    votes_eq[2, 64](cuda.to_device(x), out)
+    want = [int(len(set(w != 0)) == 1) for w in x.reshape(4, 32) for _ in range(32)]
+    np.testing.assert_array_equal(out.copy_to_host(), want)
+
+
+def test_eq_sync_ptx():
+    ptx, _ = cuda.compile_ptx(votes_eq.py_func, "void(int32[:], int32[:])")
+    assert "vote.sync.uni.pred" in ptx

@@ -57,3 +57,8 @@ def one_signature(x):
 def test_resource_getters_of_a_declared_kernel_are_ints():
     assert one_signature.get_shared_mem_per_block() == 800
     assert isinstance(one_signature.get_regs_per_thread(), int)
+
+
+def test_inspect_lto_ptx_is_the_linked_ptx():
+    ptx = one_signature.inspect_lto_ptx((float64[::1],))
+    assert ptx == one_signature.inspect_asm(void(float64[::1])) and ".entry" in ptx
