@@ -141,10 +141,10 @@ def __getattr__(name: str):
     # loaded on first use: the library kernels (vectorize, reduce) need NumPy and the runtime
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "selp":
-        from .select import selp
+    if name in ("selp", "lanemask_lt"):
+        from . import select
 
-        return selp
+        return getattr(select, name)
     if name == "Reduce":
         name = "reduce"
     if name in _FROM_KAIOJIT:

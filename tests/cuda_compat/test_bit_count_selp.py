@@ -72,3 +72,15 @@ def test_eq_sync(kj_backend):
 def test_eq_sync_ptx():
     ptx, _ = cuda.compile_ptx(votes_eq.py_func, "void(int32[:], int32[:])")
     assert "vote.sync.uni.pred" in ptx
+
+
+@cuda.jit
+def lane_masks(out):
+    out[cuda.grid(1)] = cuda.lanemask_lt()
+
+
+def test_lanemask_lt(kj_backend):
+    out = cuda.to_device(np.full(96, 12345, np.uint32))
+    lane_masks[3, 32](out)
+    want = np.tile([(1 << lane) - 1 for lane in range(32)], 3).astype(np.uint32)
+    np.testing.assert_array_equal(out.copy_to_host(), want)
