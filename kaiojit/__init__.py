@@ -68,6 +68,8 @@ from .types import (
     bool_,
     complex64,
     complex128,
+    float8_e4m3fn,
+    float8_e5m2,
     float16,
     float32,
     float64,
@@ -99,6 +101,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
+__all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
 
 

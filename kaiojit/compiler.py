@@ -338,7 +338,8 @@ def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
 
     if meta.device:
         raise ValueError("a device function on its own compiles for nvptx only")
-    target = HostTarget()
+    sanitize = meta.target.sanitize and _checkable(kfunc, meta)
+    target = HostTarget(sanitize=sanitize)
     mod = HostModule(target, meta.options, meta.symbol, kfunc)
     mod.lower_kernel(kfunc, meta.symbol)
     meta.uses_block_mode = mod.needs_block(kfunc)
@@ -346,6 +347,24 @@ def lower_host(kfunc: kir.KFunction, meta: Metadata) -> str:
     meta.sites = mod.sites
     meta.host_symbols = tuple(sorted(target.symbols))
     return str(mod.module)
+
+
+def _checkable(kfunc: kir.KFunction, meta: Metadata) -> bool:
+    """Whether the checked variant instruments this kernel: one with more array accesses
+    (after unrolling) than ``MAX_CHECKED_ACCESSES`` would take minutes to compile checked; it
+    runs unchecked, with a warning that says so (docs/sanitizer.md)."""
+    import warnings
+
+    from .errors import PerformanceWarning
+    from .lower.host_sanitize import MAX_CHECKED_ACCESSES, access_count
+
+    n = access_count(kfunc)
+    if n <= MAX_CHECKED_ACCESSES:
+        return True
+    warnings.warn(f"kaiojit: kernel {kfunc.name!r} has {n} array accesses after unrolling "
+                  f"(more than {MAX_CHECKED_ACCESSES}): the cpu backend's checked mode runs it "
+                  "unchecked", PerformanceWarning, stacklevel=2)
+    return False
 
 
 def optimize_host(module: str, meta: Metadata):

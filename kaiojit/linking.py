@@ -85,8 +85,8 @@ class DeviceDeclaration:
             if not isinstance(a.type, T.ScalarType):
                 typer.error(f"{self.name}() takes numbers, got {a.type}", n)
         args = [typer.coerce(a, t, node) for a, t in zip(args, self.signature.args)]
-        return typer.intrinsic(f"foreign.call:{self.name}", self.signature.return_type, args,
-                               node)
+        return typer.intrinsic("foreign.call", self.signature.return_type, args, node,
+                               param=self.name)
 
     def bind_host(self) -> None:
         """Make ``py_impl`` callable from host code under :attr:`host_symbol` (once)."""

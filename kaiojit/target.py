@@ -24,6 +24,7 @@ class TargetSpec:
     kind: str = "nvptx"
     arch: str = "sm_90"
     ptx_version: int = 80
+    sanitize: bool = False  # host: the checked variant (kaiojit/lower/host_sanitize.py)
 
 
 # PTX ISA version each sm needs at least, and what LLVM 22 can write
@@ -103,6 +104,8 @@ CTX_SHARED = 9        # this worker's shared memory (static arrays, then the dyn
 CTX_DYN_BYTES = 10    # dynamic shared memory bytes of the launch
 CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = returned)
 CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
+CTX_CHECK = 13        # checked variant: this worker's sanitizer state (SAN_* below)
+CTX_STACK_TOP = 14    # checked variant: the driver's frame address (local arrays lie below)
 CTX_WORDS = 16
 
 # --- the launch state: the first error and the print buffer ------------------------------------
@@ -134,6 +137,39 @@ FAULT_EXTENT = 3
 FAULT_BLOCK = 4       # blockIdx x, y, z
 FAULT_THREAD = 7      # threadIdx x, y, z
 FAULT_WORDS = 10
+
+# --- the checked variant's per-worker sanitizer state: an array of i64 --------------------------
+# An access is packed in one word: epoch << 32 | thread << SAN_THREAD_SHIFT | site.
+SAN_EPOCH = 0         # this worker's epoch: +1 at every block start and every barrier
+SAN_BLOCK_EPOCH = 1   # the epoch the current block started at
+SAN_LAUNCH_EPOCH = 2  # the epoch the launch started at
+SAN_BLOCK = 3         # the current block's linear index
+SAN_SHARED_BASE = 4   # the worker's shared memory, and its shadow (4 words per byte offset)
+SAN_SHARED_BYTES = 5
+SAN_SHARED_SHADOW = 6
+SAN_TABLE = 7         # the global-memory table (8 words per entry, direct-mapped by address)
+SAN_TABLE_MASK = 8    # its entries - 1
+SAN_UNINIT = 9        # kj.device_array ranges not fully written: (base, end, bitmap) triples
+SAN_UNINIT_COUNT = 10
+SAN_COUNTS = 11       # findings of each kind (SAN_COUNTS + kind - 1), kinds SAN_KIND_*
+SAN_QUIET = 15        # this launch: which of host_sanitize.quiet_params' arrays need no racecheck
+SAN_KIND = 16         # the first finding: its kind (0: none)
+SAN_SITE = 17
+SAN_THREAD = 18
+SAN_FIRST_BLOCK = 19
+SAN_DETAIL = 20       # bounds: the dimension; race: the hazard; sync: the lanes at fault
+SAN_OTHER = 21        # race: the other access (packed), its block
+SAN_OTHER_BLOCK = 22
+SAN_NDIM = 23
+SAN_INDEX = 24        # the access's indices (8 words) and the array's shape (8 words)
+SAN_SHAPE = 32
+SAN_MAX_DIMS = 8
+SAN_SCRATCH = 40      # a shadow lookup's finding: the other access (packed) and its block
+SAN_WORDS = 48
+SAN_THREAD_SHIFT = 21
+SAN_SITE_MASK = (1 << SAN_THREAD_SHIFT) - 1
+SAN_KIND_BOUNDS, SAN_KIND_RACE, SAN_KIND_INIT, SAN_KIND_SYNC = 1, 2, 3, 4
+HAZARD_RAW, HAZARD_WAR, HAZARD_WAW, HAZARD_BLOCKS = 1, 2, 3, 4
 
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters

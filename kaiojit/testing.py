@@ -5,13 +5,19 @@
   yields the backend's name. Which backends: ``--kaiojit-backend=cuda|cpu|all`` (``all`` runs
   each test on both; cuda is skipped without a device). The default is cuda when a CUDA device
   is usable, else cpu.
+* the cpu backend's checked mode (docs/sanitizer.md) is on for the test session:
+  ``--kaiojit-sanitize=off`` turns it off; without the option, ``KAIOJIT_SANITIZE`` set in the
+  environment decides, else it is on.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 BACKEND_CHOICES = ("cuda", "cpu", "all")
+SANITIZE_ENV = "KAIOJIT_SANITIZE"  # kaiojit.runtime.sanitizer.ENV (not imported: it is heavy)
 _instances: dict[str, object] = {}
 
 
@@ -23,12 +29,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "(default: cuda when a CUDA device is usable, else cpu)")
 
 
+    group.addoption(
+        "--kaiojit-sanitize", choices=("on", "off"), default=None,
+        help="the cpu backend's checked mode (memcheck, racecheck, initcheck, synccheck) for "
+             "the session (default: KAIOJIT_SANITIZE if set, else on)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
     choice = config.getoption("--kaiojit-backend", default=None)
     if choice in ("cuda", "all") and not _cuda_available():
         raise pytest.UsageError(f"--kaiojit-backend={choice}: no usable CUDA device on this "
                                 f"machine ({_why_no_cuda()}); use --kaiojit-backend=cpu")
+    _configure_sanitizer(config)
+
+
+def _configure_sanitizer(config: pytest.Config) -> None:
+    """Backends made from here on read ``KAIOJIT_SANITIZE``: set it as the option asks."""
+    choice = config.getoption("--kaiojit-sanitize", default=None)
+    if choice is not None:
+        os.environ[SANITIZE_ENV] = "1" if choice == "on" else "0"
+    else:
+        os.environ.setdefault(SANITIZE_ENV, "1")
 
 
 def _why_no_cuda() -> str:

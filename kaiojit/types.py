@@ -1,177 +1,23 @@
 """The type system shared by every stage: scalars, arrays, tuples, tensor maps, signatures.
 
 Types are immutable and hashable; ``str(t)`` is the numba-style spelling that signature
-strings use (``float32[:, ::1]``). This module imports no other part of kaiojit.
+strings use (``float32[:, ::1]``). The scalar types, the facts each carries and their
+promotion, and the array type, live in :mod:`kaiojit.scalars` and are re-exported here. This
+module imports only that ground module.
 """
 
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 from dataclasses import dataclass
 
-
-class Type:
-    """Base of every kaiojit type."""
-
-    __slots__ = ()
-
-    @property
-    def is_scalar(self) -> bool:
-        return False
-
-    @property
-    def is_array(self) -> bool:
-        return False
-
-
-class ScalarType(namedtuple("_Scalar", "name kind bits"), Type):
-    """A machine scalar: kind 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'c'
-    (complex: two floats, real then imaginary, of ``bits // 2`` bits each).
-
-    Scalar and array types are tuples underneath: launches hash argument types on every
-    call, and a tuple's hash and equality run in C.
-    """
-
-    __slots__ = ()
-
-    def __str__(self) -> str:
-        return self.name
-
-    def __repr__(self) -> str:
-        return f"kj.{self.name}"
-
-    @property
-    def is_scalar(self) -> bool:
-        return True
-
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "f"
-
-    @property
-    def is_int(self) -> bool:
-        return self.kind in "iu"
-
-    @property
-    def is_signed(self) -> bool:
-        return self.kind in "if"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.kind == "b"
-
-    @property
-    def is_complex(self) -> bool:
-        return self.kind == "c"
-
-    @property
-    def component(self) -> ScalarType:
-        """The float type of a complex type's parts (the type itself for other scalars)."""
-        return _COMPLEX_PART[self.bits] if self.kind == "c" else self
-
-    @property
-    def align(self) -> int:
-        """The alignment NumPy gives the type (a complex one aligns as its parts)."""
-        return self.itemsize // 2 if self.kind == "c" else self.itemsize
-
-    @property
-    def itemsize(self) -> int:
-        return max(self.bits // 8, 1)
-
-    @property
-    def np_dtype(self):  # -> numpy.dtype
-        import numpy as np  # not needed to compile: imported when NumPy objects are involved
-
-        if self.name == "bfloat16":
-            return bfloat16_dtype()
-        return np.dtype(self.name)
-
-    def __getitem__(self, spec) -> ArrayType:
-        """``float32[:]``, ``float32[::1]``, ``float32[:, ::1]``: array types, as numba spells them."""
-        if not isinstance(spec, tuple):
-            spec = (spec,)
-        if not spec or not all(isinstance(s, slice) for s in spec):
-            raise TypeError(f"array type needs slices, as in {self.name}[:] or {self.name}[:, ::1]")
-        steps = [s.step for s in spec]
-        if any(s.start is not None or s.stop is not None for s in spec) or any(
-            st not in (None, 1) for st in steps
-        ):
-            raise TypeError(f"array type slices are ':' or '::1', got {spec!r}")
-        return ArrayType(self, len(spec), _layout_from_steps(steps))
-
-    def __call__(self, *args):
-        """Outside a kernel, ``kj.float32(x)`` behaves as NumPy's constructor; called with
-        types, ``kj.int32(kj.float32[:])`` is a signature returning this type (numba's)."""
-        if len(args) != 1 or isinstance(args[0], Type):
-            return signature_of(self, args)
-        return self.np_dtype.type(args[0])
-
-    @property
-    def bitwidth(self) -> int:
-        """numba's name for the width in bits."""
-        return self.bits
-
-    @property
-    def underlying_float(self) -> ScalarType:
-        """numba's name for a complex type's part type."""
-        return self.component
-
-
-def _layout_from_steps(steps: list) -> str:
-    if steps[-1] == 1 and all(st is None for st in steps[:-1]):
-        return "C"
-    if steps[0] == 1 and all(st is None for st in steps[1:]):
-        return "F"
-    if all(st is None for st in steps):
-        return "A"
-    raise TypeError("at most one '::1', on the first (F) or last (C) dimension")
-
-
-bool_ = ScalarType("bool", "b", 8)
-int8 = ScalarType("int8", "i", 8)
-int16 = ScalarType("int16", "i", 16)
-int32 = ScalarType("int32", "i", 32)
-int64 = ScalarType("int64", "i", 64)
-uint8 = ScalarType("uint8", "u", 8)
-uint16 = ScalarType("uint16", "u", 16)
-uint32 = ScalarType("uint32", "u", 32)
-uint64 = ScalarType("uint64", "u", 64)
-float16 = ScalarType("float16", "f", 16)
-float32 = ScalarType("float32", "f", 32)
-float64 = ScalarType("float64", "f", 64)
-bfloat16 = ScalarType("bfloat16", "f", 16)  # 8 exponent bits, as float32's; 7 mantissa bits
-complex64 = ScalarType("complex64", "c", 64)
-complex128 = ScalarType("complex128", "c", 128)
-_COMPLEX_PART = {64: float32, 128: float64}
-
-SCALARS: dict[str, ScalarType] = {
-    t.name: t
-    for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, float32, float64, bfloat16, complex64, complex128)
-}
-ALIASES: dict[str, ScalarType] = {
-    "b1": bool_, "boolean": bool_, "bool_": bool_,
-    "i1": int8, "i2": int16, "i4": int32, "i8": int64,
-    "u1": uint8, "u2": uint16, "u4": uint32, "u8": uint64,
-    "f2": float16, "f4": float32, "f8": float64,
-    "i32": int32, "i64": int64, "i16": int16, "u32": uint32, "u64": uint64, "u16": uint16,
-    "f16": float16, "f32": float32, "f64": float64, "intp": int64, "uintp": uint64,
-    "half": float16, "float": float32, "double": float64, "bf16": bfloat16,
-    "c8": complex64, "c16": complex128, "c64": complex64, "c128": complex128,
-}
-
-
-def bfloat16_dtype():
-    """NumPy's dtype for bfloat16 data: ``ml_dtypes.bfloat16`` when ml_dtypes is installed,
-    else ``uint16`` (the same 16 bits, which kaiojit then cannot tell from integers)."""
-    import numpy as np
-
-    try:
-        import ml_dtypes
-    except ImportError:
-        return np.dtype(np.uint16)
-    return np.dtype(ml_dtypes.bfloat16)
+from kaiojit import scalars as _scalars
+from kaiojit.scalars import (  # noqa: F401 - re-exported: kaiojit.types is their public home
+    ALIASES, ALIGN_BYTES, DL_BFLOAT, DL_BOOL, DL_COMPLEX, DL_FLOAT, DL_FLOAT8_E4M3FN,
+    DL_FLOAT8_E5M2, DL_INT, DL_UINT, SCALARS, ArrayType, ScalarFacts, ScalarType, Type,
+    _layout_from_steps, bfloat16, bfloat16_dtype, bool_, complex64, complex128, float8_e4m3fn,
+    float8_e5m2, float16, float32, float64, from_dlpack_code, int8, int16, int32, int64,
+    ml_dtypes_dtype, promote, promote_weak, uint8, uint16, uint32, uint64)
 
 
 def from_dtype(dtype) -> ScalarType:
@@ -243,57 +89,6 @@ def record_from_dtype(dt) -> RecordType:
         fields.append((name, ft, int(offset)))
     fields.sort(key=lambda f: f[2])
     return RecordType(tuple(fields), dt.itemsize, bool(dt.isalignedstruct))
-
-
-ALIGN_BYTES = 16  # the alignment arrays are specialized on: one 128-bit access
-
-
-class ArrayType(namedtuple("_Array", "dtype ndim layout align"), Type):
-    """An N-d array view. Layout 'C' or 'F' means contiguous (strides follow from the shape);
-    'A' means any strides, passed at launch (in bytes, as NumPy keeps them).
-
-    ``align`` is 16 when the data pointer and every row stride (the strides of all but the
-    contiguous dimension: the innermost for 'C' and 'A', the outermost for 'F') are multiples
-    of 16 bytes, else 0 (nothing known). Kernels are specialized on it: an aligned array
-    lets LLVM use 128-bit loads and stores. Spelled ``float32[:, ::1, align=16]``."""
-
-    __slots__ = ()
-
-    def __new__(cls, dtype: ScalarType, ndim: int, layout: str = "A", align: int = 0):
-        if align not in (0, ALIGN_BYTES):
-            raise TypeError(f"an array's alignment is 0 or {ALIGN_BYTES} bytes, got {align!r}")
-        return super().__new__(cls, dtype, ndim, layout, align)
-
-    def __str__(self) -> str:
-        if self.ndim == 0:  # numba's spelling of a 0-d array (a[()] is its one element)
-            align = f", align={self.align}" if self.align else ""
-            return f"array({self.dtype}, 0d, {self.layout}{align})"
-        dims = [":"] * self.ndim
-        if self.layout == "C":
-            dims[-1] = "::1"
-        elif self.layout == "F":
-            dims[0] = "::1"
-        if self.align:
-            dims.append(f"align={self.align}")
-        return f"{self.dtype}[{', '.join(dims)}]"
-
-    def __repr__(self) -> str:
-        return f"kj.{self}"
-
-    @property
-    def is_array(self) -> bool:
-        return True
-
-    @property
-    def passes_strides(self) -> bool:
-        return self.layout == "A"
-
-    def with_layout(self, layout: str) -> ArrayType:
-        """The same array in another layout (alignment not kept: it depends on the layout)."""
-        return ArrayType(self.dtype, self.ndim, layout)
-
-    def with_align(self, align: int) -> ArrayType:
-        return ArrayType(self.dtype, self.ndim, self.layout, align)
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,81 +378,15 @@ def parse_signature(text: str) -> Signature:
     args = tuple(parse_type(p) for p in _split_top_level(s[open_at + 1 : -1]))
     return Signature(args, ret)
 
-
-# --- promotion (NumPy 2, NEP 50) ----------------------------------------------------------------
-
-
-def _np_result(a: ScalarType, b: ScalarType) -> ScalarType:
-    """NumPy 2's promotion of two typed scalars, without importing NumPy (the tests check
-    every pair against ``np.result_type``)."""
-    if a == b or b.kind == "b":
-        return a
-    if a.kind == "b":
-        return b
-    floats = {16: float16, 32: float32, 64: float64}
-    if a.kind == "c" or b.kind == "c":
-        # complex: the complex type whose parts hold the other operand's float promotion
-        part = _np_result(a.component, b.component)
-        return complex128 if part.bits == 64 else complex64
-    if a == bfloat16 or b == bfloat16:
-        return _bfloat16_result(a, b)
-    if a.is_float or b.is_float:
-        if a.is_float and b.is_float:
-            return a if a.bits >= b.bits else b
-        f, i = (a, b) if a.is_float else (b, a)
-        exact = {8: 16, 16: 32, 32: 64, 64: 64}[i.bits]  # the float that holds every value of i
-        return floats[max(f.bits, exact)]
-    if a.kind == b.kind:
-        return a if a.bits >= b.bits else b
-    signed, unsigned = (a, b) if a.kind == "i" else (b, a)
-    if signed.bits > unsigned.bits:
-        return signed
-    if unsigned.bits == 64:
-        return float64
-    return {16: int16, 32: int32, 64: int64}[2 * unsigned.bits]
-
-
-def _bfloat16_result(a: ScalarType, b: ScalarType) -> ScalarType:
-    """ml_dtypes' promotion: bfloat16 holds 8-bit integers exactly; float16 or 16-bit integers
-    meet it in float32, 32- and 64-bit integers in float64."""
-    other = b if a == bfloat16 else a
-    if other.is_float:
-        return other if other.bits > 16 else float32
-    return {8: bfloat16, 16: float32}.get(other.bits, float64)
-
-
-_PROMOTE_CACHE: dict[tuple[ScalarType, ScalarType], ScalarType] = {}
-
-
-def promote(a: ScalarType, b: ScalarType) -> ScalarType:
-    """The result type of a binary operation on two strongly typed scalars, as NumPy 2 gives it."""
-    key = (a, b)
-    r = _PROMOTE_CACHE.get(key)
-    if r is None:
-        r = _PROMOTE_CACHE[key] = _np_result(a, b)
-    return r
-
-
-def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
-    """NEP 50: a Python scalar of kind 'b', 'i' or 'f' meets a typed scalar.
-
-    The typed side wins unless the Python value is of a higher kind: int meets bool gives
-    int64, float meets an integer or bool gives float64.
-    """
-    order = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-    if order[weak_kind] <= order[strong.kind]:
-        return strong
-    if weak_kind == "c" and strong.is_float:
-        return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
-    return {"i": int64, "f": float64, "c": complex128}[weak_kind]
-
-
 def signature_of(return_type: Type, args: tuple) -> Signature:
     """``return_type(*args)`` as numba spells a signature: every argument a type."""
     for a in args:
         if not isinstance(a, Type):
             raise TypeError(f"{return_type}(...) as a signature takes types, got {a!r}")
     return Signature(tuple(args), return_type)
+
+
+_scalars.SIGNATURE_OF = signature_of  # ``kj.int32(kj.float32[:])`` (scalars cannot import us)
 
 
 # --- numba's names for these types (kaiojit.cuda.types) -----------------------------------------

@@ -108,10 +108,12 @@ def test_trials_leave_the_arguments_as_they_were(kj_backend):
         x = kj.to_device(host)
         kernel(x, n)  # four trials, each timed: only the real launch may reach x
         np.testing.assert_array_equal(x.copy_to_host(), host + np.float32(1.5))
-        h = host.copy()  # a NumPy argument: copied to the device for the trials
+        # a NumPy argument of a new size (a new key): copied to the device for the trials
+        h = RNG.standard_normal(n + 1).astype(np.float32)
+        want = h + np.float32(1.5)
         with pytest.warns(kj.PerformanceWarning):
             kernel(h, n + 1)
-        np.testing.assert_array_equal(h, host + np.float32(1.5))
+        np.testing.assert_array_equal(h, want)
 
 
 def test_results_that_depend_on_the_config_are_an_error(kj_backend):

@@ -6,7 +6,8 @@ name`` counts as an import of ``pkg.name`` when that is a module, else of ``pkg`
 packages that Python initializes on the way to a module are not counted: a package's
 ``__init__`` importing its submodules would otherwise close a circle with each of them.
 
-Stages, earliest first: base (types, errors, options, target, language) < kir < frontend <
+Stages, earliest first: base (types, scalars, floatbits, abi, errors, options, target,
+language) < kir < frontend <
 lower < intrinsics < compiler < dispatcher, launcher, sass, display. A module imports its own
 stage or earlier ones. The runtime imports the base and itself only, and only the last stage
 imports it. ``kaiojit/__init__.py``, ``__main__.py``, ``testing.py`` and ``diskcache.py`` are
@@ -30,6 +31,7 @@ LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectori
 _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "tools": BASE, "linking": BASE, "cachefiles": BASE, "hostsyms": BASE,
+    "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
@@ -38,6 +40,8 @@ _STAGES: dict[str, int] = {
     "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
     "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,
 }
+# an intrinsic family imports kaiojit.intrinsics.api and the ground (the BASE stage) only
+INTRINSIC_API = "kaiojit.intrinsics.api"
 ENTRY_POINTS = frozenset({"kaiojit", "kaiojit.__main__", "kaiojit.testing", "kaiojit.diskcache"})
 
 # Circles and imports against the order outside the runtime, which other parts of the
@@ -284,3 +288,14 @@ def test_package_imports_run_one_way(graph):
     assert not new, "imports against the stage order:\n" + "\n".join(new)
     gone = sorted(PENDING_ORDER - problems.keys())
     assert not gone, f"these imports are gone: delete them from PENDING_ORDER: {gone}"
+
+
+def test_intrinsic_families_import_only_the_api_and_the_ground(graph):
+    """A family (kaiojit/intrinsics/*.py) writes against one module, kaiojit.intrinsics.api,
+    and the ground modules: where a helper lives is the api's business."""
+    families = [m for m in graph if m.startswith("kaiojit.intrinsics.") and m != INTRINSIC_API]
+    assert len(families) > 10
+    problems = [f"{m}:{line} imports {t}" for m in sorted(families)
+                for t, line in sorted(graph[m].items())
+                if t != INTRINSIC_API and stage(t) != BASE]
+    assert not problems, "\n".join(problems)

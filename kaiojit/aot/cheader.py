@@ -25,19 +25,18 @@ from kaiojit.aot.manifest import Entry, Manifest
 HEADER = "kaiojit_kernels.h"
 SOURCE = "kaiojit_kernels.c"
 
-_C_SCALAR = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-             "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
-             "uint32": "uint32_t", "uint64": "uint64_t", "float16": "uint16_t",
-             "bfloat16": "uint16_t", "float32": "float", "float64": "double"}
-_BITS_NOTE = {"float16": "IEEE half bits", "bfloat16": "bfloat16 bits"}
-
-
 def _scalar_c(t: kt.ScalarType) -> str:
-    name = str(t)
-    if name in _C_SCALAR:
-        return _C_SCALAR[name]
-    if t.bits == 8 and t.is_float:  # fp8: its bits
-        return "uint8_t"
+    """The C type of a scalar parameter, from the type's own facts: bool, the <stdint.h>
+    integers, float and double; a float format C99 has no type for (IEEE half, and those
+    kaiojit encodes itself: bfloat16, fp8) travels as its bits."""
+    if t.is_bool:
+        return "bool"
+    if t.is_int:
+        return f"{'u' if t.kind == 'u' else ''}int{t.bits}_t"
+    if t.is_float and t.facts.encode is None and t.bits in (32, 64):
+        return "float" if t.bits == 32 else "double"
+    if t.is_float:
+        return f"uint{t.bits}_t"
     raise ValueError(f"no C type for {t}")
 
 
@@ -324,7 +323,11 @@ static int kj_run(const kj_kernel *k, const kaiojit_launch_config *c, void *slot
     nworkers = k->cooperative ? nblocks : 1;
     workers = (kj_worker *)calloc((size_t)nworkers, sizeof(kj_worker));
     prints = (char *)malloc(KJ_PRINT_BYTES);
-    if (workers == NULL || prints == NULL) {{ free(workers); free(prints); return KAIOJIT_ERROR_OUT_OF_MEMORY; }}
+    if (workers == NULL || prints == NULL) {{
+        free(workers);
+        free(prints);
+        return KAIOJIT_ERROR_OUT_OF_MEMORY;
+    }}
     memset(launch, 0, sizeof launch);
     launch[{H.LAUNCH_PRINT_CAP}] = KJ_PRINT_BYTES;
     launch[{H.LAUNCH_PRINT_BUF}] = (int64_t)(intptr_t)prints;

@@ -196,10 +196,14 @@ def _check_unique(entries: list[Entry]) -> None:
         seen[e.c_name] = e.signature
 
 
-_SHORT = {"bool": "b1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16",
-          "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
-          "complex128": "c128"}
+def _short(t: kt.ScalarType) -> str:
+    """``f32``, ``i64``, ``u8``, ``c64``, ``b1``; a format kaiojit encodes itself by its name
+    (``bf16``, ``f8e4m3fn``)."""
+    if t.is_bool:
+        return "b1"
+    if t.facts.encode is not None:
+        return t.name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
+    return f"{t.kind}{t.bits}"
 
 
 def c_function_name(py_name: str, signature: kt.Signature) -> str:
@@ -208,12 +212,13 @@ def c_function_name(py_name: str, signature: kt.Signature) -> str:
     parts = []
     for t in signature.args:
         if isinstance(t, kt.ArrayType):
-            dtype = _SHORT.get(str(t.dtype), re.sub(r"\W", "", str(t.dtype)))
+            dtype = _short(t.dtype) if isinstance(t.dtype, kt.ScalarType) else \
+                re.sub(r"\W", "", str(t.dtype))
             parts.append(f"{dtype}_{t.ndim}d{t.layout}")
         elif isinstance(t, kt.TensorMapType):
             parts.append("tmap")
         else:
-            parts.append(_SHORT.get(str(t), re.sub(r"\W", "", str(t))))
+            parts.append(_short(t) if isinstance(t, kt.ScalarType) else re.sub(r"\W", "", str(t)))
     return "__".join([f"kaiojit_{py_name}", *parts]) if parts else f"kaiojit_{py_name}"
 
 

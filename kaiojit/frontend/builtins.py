@@ -7,6 +7,7 @@ looked up in the intrinsic registry (``kaiojit.kir.intrinsics``), by identity.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import math
 import sys
@@ -189,15 +190,15 @@ def _minmax(which: str):
 
 
 def _py_round(typer, node):
-    if len(node.args) == 2:
-        from ..intrinsics.floatparts import round_to
-
+    if len(node.args) == 2:  # numba's round(x, ndigits): intrinsics/floatparts.py
         a, n = call_args(typer, node, 2, 2, "round")
         t = scalar_arg(typer, a, node.args[0], "round()")
         if not t.is_float:
             typer.error("round() of an integer with ndigits is not supported in kernels",
                         node.args[0], UnsupportedError)
-        return round_to(typer, node, a, n, t)
+        if scalar_arg(typer, n, node.args[1], "round()").kind not in "iub":
+            typer.error(f"round()'s ndigits must be an integer, got {n.type}", node.args[1])
+        return typer.intrinsic("math.round_to", t, (a, typer.coerce(n, T.int64, node)), node)
     (a,) = call_args(typer, node, 1, 1, "round")
     t = scalar_arg(typer, a, node.args[0], "round()")
     if not t.is_float:
@@ -221,7 +222,7 @@ def _shared_array(typer, node):
             node)
     shape, dtype = _array_args(typer, node, "kj.shared.array")
     typer.shared_names += 1
-    name = f"{typer.pyfunc.__name__}_smem{typer.shared_names}"
+    name = f"{_owner(typer)}_smem{typer.shared_names}"
     dynamic = shape == (0,) or shape == ()
     ndim = 1 if dynamic else len(shape)
     at = T.ArrayType(dtype, ndim, "C")
@@ -229,6 +230,15 @@ def _shared_array(typer, node):
     if align_node is not None:
         attr += (_alignment(typer, align_node),)
     return Expr("shared", at, attr=attr, loc=typer.loc(node))
+
+
+def _owner(typer) -> str:
+    """The shared arrays' name prefix: one per function and specialization (numba allocates
+    per specialization), so two device functions of one name, or one device function typed
+    for two sets of argument types (a dtype, a shape), never share an array."""
+    f = typer.pyfunc
+    key = f"{f.__module__}.{f.__qualname__}{tuple(typer.arg_types)}"
+    return f"{f.__name__}_{hashlib.blake2s(key.encode(), digest_size=4).hexdigest()}"
 
 
 MAX_SHARED_ALIGNMENT = 1024  # the 128B TMA swizzle pattern repeats every 1024 bytes

@@ -32,7 +32,7 @@ def field_name(typer, rt: T.RecordType, index_node) -> str:
 
 def get_field(typer, rec: Expr, name: str, node) -> Expr:
     ft = _field_type(typer, rec.type, name, node)
-    return typer.intrinsic(f"record.get:{name}", ft, (rec,), node)
+    return typer.intrinsic("record.get", ft, (rec,), node, param=name)
 
 
 def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
@@ -40,7 +40,7 @@ def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
     if not isinstance(value.type, T.ScalarType):
         typer.error(f"cannot store {type_words(value.type)} into field {name!r} ({ft})", node)
     value = typer.coerce(value, ft, node) if typer.final else value
-    e = typer.intrinsic(f"record.set:{name}", T.void, (rec, value), node)
+    e = typer.intrinsic("record.set", T.void, (rec, value), node, param=name)
     return kir.ExprStmt(e, typer.loc(node))
 
 

@@ -102,6 +102,8 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         self.final = False
         self.changed = False
         self.loop_depth = 0
+        # state an intrinsic family (or static_range) keeps for this compile, by family
+        self.family_states: dict[str, object] = {}
         self.return_types: list[tuple[T.Type, bool]] = []
         self.callees: list[kir.KFunction] = []
         self._check_signature(fdef)
@@ -181,9 +183,19 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
     # --- helpers ----------------------------------------------------------------------------------
 
     def visit(self, node):
+        """Type ``node``. The net under every typing rule (as Triton's ``CodeGenerator.visit``
+        has one): an exception that is not a :class:`CompileError` (a bug of kaiojit or of an
+        intrinsic's rule) leaves as one located at the innermost node being typed, so a user
+        never sees a raw traceback out of kaiojit. RecursionError passes: it means a device
+        function calls itself, which :func:`type_function` reports."""
         prev, self.cur = self.cur, node
         try:
             return super().visit(node)
+        except (CompileError, RecursionError):
+            raise
+        except Exception as e:  # the net: anything else is an internal error
+            raise CompileError(f"internal error while typing {_node_words(node)}: "
+                               f"{type(e).__name__}: {e}", self.loc(node)) from e
         finally:
             self.cur = prev
 
@@ -232,7 +244,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         if e.type == t and not e.weak:
             return e
         if e.type == t:
-            return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False)
+            return Expr(e.op, e.type, e.args, e.attr, e.loc, weak=False, param=e.param)
         if isinstance(t, T.ScalarType) and isinstance(e.type, T.ScalarType):
             if e.type.is_complex and not t.is_complex:
                 self.error(f"cannot convert {e.type} to {t} (it would drop the imaginary "
@@ -243,7 +255,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         if isinstance(t, T.ArrayType) and isinstance(e.type, T.ArrayType):
             if e.type.with_align(t.align) == t and e.type.align >= t.align:
                 # the same array, promising less alignment: the same value
-                return Expr(e.op, t, e.args, e.attr, e.loc, weak=e.weak)
+                return Expr(e.op, t, e.args, e.attr, e.loc, weak=e.weak, param=e.param)
             if e.type.dtype == t.dtype and e.type.ndim == t.ndim and t.layout == "A":
                 return Expr("cast", t, (e,), loc=e.loc)
         if isinstance(t, T.TupleType) and isinstance(e.type, T.TupleType):
@@ -310,10 +322,15 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         return Expr("var", self.var_types[name], attr=name, loc=self.loc(node),
                     weak=self.var_weak[name])
 
-    def intrinsic(self, name: str, t: T.Type, args=(), node=None) -> Expr:
-        """An ``intrinsic`` node of a registered intrinsic, located at ``node``."""
-        lookup(name)  # an unregistered name is a bug of its typing rule: fail here, not later
-        return Expr("intrinsic", t, tuple(args), attr=name, loc=self.loc(node))
+    def intrinsic(self, name: str, t: T.Type, args=(), node=None, param=None) -> Expr:
+        """An ``intrinsic`` node of a registered intrinsic, located at ``node``, with its
+        static parameter ``param`` (of the class the declaration names)."""
+        decl = lookup(name)  # an unregistered name is a bug of its typing rule: fail here
+        if decl.param is None and param is not None or (
+                decl.param is not None and not isinstance(param, decl.param)):
+            raise TypeError(f"intrinsic {name}: static parameter {param!r}, declared "
+                            f"{decl.param.__name__ if decl.param else 'none'}")
+        return Expr("intrinsic", t, tuple(args), attr=name, loc=self.loc(node), param=param)
 
     # --- statements ------------------------------------------------------------------------------
 
@@ -345,7 +362,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
                 self.error("the message of an assert in a kernel must be a string literal",
                            node.msg)
             message = msg.attr
-        e = self.intrinsic(f"debug.assert:{message}", T.void, (cond,), node)
+        e = self.intrinsic("debug.assert", T.void, (cond,), node, param=message)
         return kir.ExprStmt(e, self.loc(node))
 
     def visit_Expr(self, node):
@@ -593,6 +610,14 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
                 self.error("this function returns both a value and nothing", node)
             value = self.coerce(value, ret, node)
         return kir.Return(value, self.loc(node))
+
+
+def _node_words(node: ast.AST) -> str:
+    """``'a + b'`` (an expression, shortened) or ``a 'For' statement``, for the net's message."""
+    if isinstance(node, ast.expr):
+        text = " ".join(ast.unparse(node).split())
+        return repr(text if len(text) <= 60 else text[:57] + "...")
+    return f"a {type(node).__name__!r} statement"
 
 
 def self_contained(e: Expr) -> bool:

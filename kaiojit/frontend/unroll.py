@@ -73,7 +73,7 @@ def static_for(typer, node: ast.For) -> list:
             typer.error(f"the loop variable {name!r} of kj.static_range() cannot be assigned",
                         n, UnsupportedError)
     # the typer makes several passes over a function: each pass types the same copies
-    copies = typer.__dict__.setdefault("_static_copies", {})
+    copies = typer.family_states.setdefault("static_range", {})
     out = []
     for v in values:
         body = copies.get((id(node), v))

@@ -98,8 +98,8 @@ def convert_const(v, t: T.ScalarType):
     """A Python value converted as a cast to ``t`` would convert it (integers wrap)."""
     if t.is_bool:
         return bool(v)
-    if t == T.bfloat16:
-        return round_to_bfloat16(float(v))
+    if t.computes_in is not None:  # bfloat16, fp8: as the kernel's conversion rounds
+        return t.round(v)
     if t.is_complex:
         c = complex(v)
         return complex(round_to_float(c.real, t.bits // 2), round_to_float(c.imag, t.bits // 2))
@@ -147,17 +147,6 @@ def round_to_float(v: float, bits: int) -> float:
         return struct.unpack(fmt, struct.pack(fmt, v))[0]
     except OverflowError:
         return math.copysign(math.inf, v)
-
-
-def round_to_bfloat16(v: float) -> float:
-    """``v`` rounded to bfloat16 as a conversion in a kernel rounds it: to float32, then to the
-    nearest bfloat16 (ties to even)."""
-    v = round_to_float(v, 32)
-    if not math.isfinite(v):
-        return v
-    bits = struct.unpack("<I", struct.pack("<f", v))[0]
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
 
 
 def fold_binop(op: str, a: Expr, b: Expr, rt: T.ScalarType) -> Expr | None:

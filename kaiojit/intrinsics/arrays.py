@@ -7,9 +7,7 @@ through the view writes that array."""
 from __future__ import annotations
 
 from .. import types as T
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, Intrinsic, register
-from ..lower.arrays import array_slice, array_view
+from .api import ANY_TARGET, Expr, Intrinsic, array_slice, array_view, register
 
 
 def _view_of(e: Expr, kept: int, operands: int) -> str | None:

@@ -20,13 +20,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, Operands, register
-from ..lower.llvmtypes import I64
+from .api import I64, Expr, Intrinsic, Operands, register
 
 
 def _message(e: Expr) -> str:
-    return e.attr.partition(":")[2]
+    return e.param
 
 
 def _enabled(fl) -> bool:
@@ -36,7 +34,7 @@ def _enabled(fl) -> bool:
 def _nvptx_assert(fl, e: Expr):
     if not _enabled(fl):
         return
-    from ..lower.gpu_faults import add_site, fail_assert
+    from .api import add_site, fail_assert
 
     site = add_site(fl.target.sites, e.loc, kind="assert", message=_message(e))
     fail_assert(fl, fl.builder.not_(fl.expr(e.args[0])), site)
@@ -45,8 +43,8 @@ def _nvptx_assert(fl, e: Expr):
 def _host_assert(fl, e: Expr):
     if not _enabled(fl):
         return
-    from ..lower.host import record_error
     from ..target import ERR_ASSERT
+    from .api import record_error
 
     b = fl.builder
     failed = b.not_(fl.expr(e.args[0]))
@@ -58,4 +56,4 @@ def _host_assert(fl, e: Expr):
 
 register(Intrinsic(
     name="debug.assert", operands=Operands(T.bool_, result=T.void),
-    lowering={"nvptx": _nvptx_assert, "host": _host_assert}))
+    lowering={"nvptx": _nvptx_assert, "host": _host_assert}, param=str))  # the message

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, Intrinsic, register
+from .api import ANY_TARGET, Expr, Intrinsic, call_args, register, scalar_arg, type_words
 
 INT_ONLY = {"and", "or", "xor", "inc", "dec"}
 DTYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)

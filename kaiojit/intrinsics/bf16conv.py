@@ -20,12 +20,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, SCALAR, Intrinsic, Operands, register
 from ..language import KernelBuiltin
-from ..lower.llvmtypes import ll_type
-from ..lower.ops import convert, math_call
+from .api import (ANY_TARGET, SCALAR, Expr, Intrinsic, Operands, call_args, convert, ll_type,
+                  math_call, register, scalar_arg)
 
 MODES = ("rn", "rz", "rd", "ru")
 _INT_ROUND = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}

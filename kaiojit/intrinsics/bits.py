@@ -7,11 +7,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, INT, Intrinsic, Operands, Same, register
-from ..lower.llvmtypes import I1, I32
+from .api import (ANY_TARGET, I1, I32, INT, Expr, Intrinsic, Operands, Same, call_args, register,
+                  scalar_arg, type_words)
 
 
 def _typing(name: str):
@@ -55,4 +52,4 @@ for _name in ("popc", "clz", "ffs", "brev"):
         name=f"bits.{_name}",
         operands=Operands(INT, result=Same(0) if _name == "brev" else T.int32),
         lowering={ANY_TARGET: _lower}, calls={getattr(L, _name): _typing(_name)},
-        pure=True, nonnegative=_name != "brev"))
+        pure=True, elementwise=True, nonnegative=_name != "brev"))

@@ -20,11 +20,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, Intrinsic, Operands, register
-from ..lower.llvmtypes import I8, I32, I64, PTR
-from ..lower.nvptx import inline_asm
+from .api import (ANY_TARGET, I8, I32, I64, PTR, Expr, Intrinsic, Operands, call_args, inline_asm,
+                  register)
 
 GRID_BARRIER_SYMBOL = "kaiojit_grid_barrier"
 FLIP = 0x80000000
@@ -90,8 +87,8 @@ def _fence_gpu(fl):
 # --- the host ------------------------------------------------------------------------------------
 
 def _host_grid_sync(bl, target, e: Expr):
-    from ..lower.host import block_linear, ctx_word, ctx_word_ptr
     from ..target import CTX_GRID, CTX_LAUNCH, LAUNCH_ERROR, LAUNCH_GRID_BARRIER
+    from .api import block_linear, ctx_word, ctx_word_ptr
 
     bl.barrier(None, e)  # every thread of the block, as on the GPU
     b = bl.builder

@@ -11,12 +11,8 @@ from __future__ import annotations
 import cmath
 
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..frontend.values import result_scalar
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, FLOAT, Intrinsic, Kind, Operands, Same, register
-from ..lower import complexops
-from ..lower.ops import math_call
+from .api import (ANY_TARGET, FLOAT, Expr, Intrinsic, Kind, Operands, Same, call_args, complexops,
+                  math_call, register, result_scalar, scalar_arg)
 
 COMPLEX = Kind("a complex number", lambda t: isinstance(t, T.ScalarType) and t.is_complex)
 
@@ -95,7 +91,7 @@ def _rect(typer, node):
 def _numpy_part(method: str):
     """``np.real(z)``, ``np.imag(z)``, ``np.conj(z)``: the scalar's attribute or method."""
     def typing(typer, node):
-        from ..frontend.builtins import scalar_attribute
+        from .api import scalar_attribute
 
         (a,) = call_args(typer, node, 1, 1, f"np.{method}")
         t = scalar_arg(typer, a, node.args[0], f"np.{method}()")
@@ -106,7 +102,7 @@ def _numpy_part(method: str):
 
 
 def _numpy_abs(typer, node):
-    from ..frontend.builtins import call_builtin
+    from .api import call_builtin
 
     return call_builtin(typer, abs, node)  # np.abs is abs of a number (complex: its modulus)
 
@@ -168,7 +164,7 @@ def _lower_test(which: str):
 
 def _declare(name: str, operands, lowering, calls=None) -> None:
     register(Intrinsic(name=name, operands=operands, lowering={ANY_TARGET: lowering},
-                       calls=calls or {}, pure=True))
+                       calls=calls or {}, pure=True, elementwise=True))
 
 
 def _part_of(index: int):

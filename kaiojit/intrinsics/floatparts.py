@@ -26,11 +26,8 @@ import math
 from llvmlite import ir
 
 from .. import types as T
-from ..frontend.arguments import call_args, float_type, scalar_arg
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, FLOAT, INT, Intrinsic, Kind, Operands, Same, register
-from ..lower.llvmtypes import ll_type
-from ..lower.ops import convert, math_call
+from .api import (ANY_TARGET, FLOAT, INT, Expr, Intrinsic, Kind, Operands, Same, call_args,
+                  convert, float_type, ll_type, math_call, register, scalar_arg)
 
 PAIR = Kind("a pair", lambda t: isinstance(t, T.TupleType) and len(t.elements) == 2)
 I32 = ir.IntType(32)
@@ -65,14 +62,6 @@ def _ldexp(typer, node):
     if nt.kind == "b" or n.weak:
         n = typer.coerce(n, T.int32, node)
     return typer.intrinsic("math.ldexp", ft, (typer.coerce(a, ft, node), n), node)
-
-
-def round_to(typer, node, a: Expr, n: Expr, t: T.ScalarType):
-    """``round(a, n)`` of a float ``a`` of type ``t`` (frontend/builtins.py's round)."""
-    nt = scalar_arg(typer, n, node.args[1], "round()")
-    if nt.kind not in "iub":
-        typer.error(f"round()'s ndigits must be an integer, got {nt}", node.args[1])
-    return typer.intrinsic("math.round_to", t, (a, typer.coerce(n, T.int64, node)), node)
 
 
 # --- lowering ------------------------------------------------------------------------------------

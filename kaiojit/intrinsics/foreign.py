@@ -11,22 +11,20 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..errors import UnsupportedError
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, register
-from ..lower.llvmtypes import I32, ll_type
+from .api import I32, Expr, Intrinsic, ll_type, register
 
 
 def _declaration(e: Expr):
     from ..linking import declaration
 
-    return declaration(e.attr.partition(":")[2])
+    return declaration(e.param)
 
 
 def _check(e: Expr) -> str | None:
     try:
         decl = _declaration(e)
     except KeyError:
-        return f"no device function {e.attr.partition(':')[2]!r} is declared"
+        return f"no device function {e.param!r} is declared"
     got = tuple(a.type for a in e.args)
     if got != decl.signature.args or e.type != decl.signature.return_type:
         return f"a call of {decl.name}{got} -> {e.type}, declared {decl.signature}"
@@ -61,4 +59,5 @@ def _host_call(fl, e: Expr):
 
 
 register(Intrinsic(name="foreign.call", operands=_check,
-                   lowering={"nvptx": _nvptx_call, "host": _host_call}))
+                   lowering={"nvptx": _nvptx_call, "host": _host_call},
+                   param=str))  # the declared function's name

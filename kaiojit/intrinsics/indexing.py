@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import const_int
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, Intrinsic, Operands, register
-from ..lower.llvmtypes import I64
+from .api import ANY_TARGET, I64, Expr, Intrinsic, Operands, const_int, register
 
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid", "blockDim": "ntid", "gridDim": "nctaid"}
 

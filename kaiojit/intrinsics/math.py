@@ -12,11 +12,8 @@ import math
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args, float_type, scalar_arg
-from ..frontend.values import result_scalar
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, FLOAT, INT, SCALAR, Intrinsic, Operands, Same, register
-from ..lower.ops import compare, convert, math_call
+from .api import (ANY_TARGET, FLOAT, INT, SCALAR, Expr, Intrinsic, Operands, Same, call_args,
+                  compare, convert, float_type, math_call, register, result_scalar, scalar_arg)
 
 # math functions of one float argument whose result has the argument's type
 UNARY = (
@@ -131,15 +128,24 @@ def _lower_iabs(fl, e: Expr):
     return b.select(b.icmp_signed("<", v, v.type(0)), b.neg(v), v)
 
 
-def _lower_isnan(fl, e: Expr):
+def _float_operand(fl, e: Expr):
+    """The operand of a float predicate, an fp8 one widened (it has no LLVM float type)."""
+    t = e.args[0].type
     v = fl.expr(e.args[0])
+    if t.float_format is not None:
+        return convert(fl, v, t, T.float32), T.float32
+    return v, t
+
+
+def _lower_isnan(fl, e: Expr):
+    v, _ = _float_operand(fl, e)
     return fl.builder.fcmp_unordered("uno", v, v)
 
 
 def _lower_isinf(finite: bool):
     def lower(fl, e: Expr):
-        v = fl.expr(e.args[0])
-        absval = math_call(fl, "fabs", e.args[0].type, [v])
+        v, t = _float_operand(fl, e)
+        absval = math_call(fl, "fabs", t, [v])
         return fl.builder.fcmp_ordered("<" if finite else "==", absval, v.type(float("inf")))
     return lower
 
@@ -148,7 +154,7 @@ def _lower_isinf(finite: bool):
 
 def _math(name: str, operands, lowering=_lower_call, calls=None) -> None:
     register(Intrinsic(name=f"math.{name}", operands=operands, lowering={ANY_TARGET: lowering},
-                       calls=calls or {}, pure=True))
+                       calls=calls or {}, pure=True, elementwise=True))
 
 
 _NUMPY_OF = {}

@@ -9,11 +9,8 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, PRINTABLE, Intrinsic, Operands, register
-from ..lower.llvmtypes import I32
-from ..lower.ops import convert
+from .api import (ANY_TARGET, I32, PRINTABLE, Expr, Intrinsic, Operands, convert, register,
+                  type_words)
 
 
 def _typing(typer, node):
@@ -50,7 +47,9 @@ def _lower(fl, e: Expr):
             continue
         if t.is_float:
             parts.append("%f")
-            if t.bits < 64:
+            if t.float_format is not None:  # fp8: its bits, widened by conversion
+                v = convert(fl, v, t, T.float64)
+            elif t.bits < 64:
                 v = fl.builder.fpext(v, ir.DoubleType())
         elif t.is_bool:
             parts.append("%d")

@@ -13,13 +13,11 @@ import math
 from llvmlite import ir
 
 from .. import types as T
-from ..kir import Expr
-from ..kir.intrinsics import ANY_TARGET, Intrinsic, register
-from ..lower.llvmtypes import I8, I64, ll_mem_type
+from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, register
 
 
 def _field(e: Expr, rec_type: T.RecordType) -> tuple[str, T.ScalarType, int]:
-    name = e.attr.partition(":")[2]
+    name = e.param
     ft, offset = rec_type.field(name)
     return name, ft, offset
 
@@ -39,9 +37,9 @@ def _check_field(setter: bool):
         rt = e.args[0].type if e.args else None
         if not isinstance(rt, T.RecordType):
             return f"operand 0 is {rt}, expected a record"
-        found = rt.field(e.attr.partition(":")[2])
+        found = rt.field(e.param)
         if found is None:
-            return f"the record has no field {e.attr.partition(':')[2]!r}"
+            return f"the record has no field {e.param!r}"
         if setter:
             ok = len(e.args) == 2 and e.args[1].type == found[0] and e.type == T.void
             return None if ok else f"stores {e.args[-1].type} into a {found[0]} field"
@@ -81,6 +79,6 @@ def _lower_set(fl, e: Expr):
 register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},
                    pure=True, view=True))
 register(Intrinsic(name="record.get", operands=_check_field(False),
-                   lowering={ANY_TARGET: _lower_get}))
+                   lowering={ANY_TARGET: _lower_get}, param=str))  # the field's name
 register(Intrinsic(name="record.set", operands=_check_field(True),
-                   lowering={ANY_TARGET: _lower_set}, writes=(0,)))
+                   lowering={ANY_TARGET: _lower_set}, writes=(0,), param=str))

@@ -14,11 +14,7 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, Operands, register
-from ..lower.llvmtypes import I32
-from ..lower.nvptx import inline_asm
+from .api import I32, Expr, Intrinsic, Operands, call_args, inline_asm, register
 
 
 def _typing(name: str, nargs: int, returns: T.Type):

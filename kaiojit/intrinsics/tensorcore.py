@@ -30,15 +30,24 @@ from the warp's, in the same layouts, the products summed in float32 in the orde
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from llvmlite import ir
 
 from .. import types as T
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, register
-from ..lower.llvmtypes import BFLOAT, I16, I32, I64, PTR, ll_type
-from ..lower.nvptx import SHARED
+from .api import BFLOAT, I16, I32, I64, PTR, SHARED, Expr, Intrinsic, ll_type, register, type_words
+
+
+@dataclass(frozen=True)
+class LdmatrixShape:
+    """``kj.ldmatrix``'s static parameter: how many 8x8 matrices, transposed or not."""
+
+    num: int
+    trans: bool
+
+    def __str__(self) -> str:
+        return f"{self.num}{'t' if self.trans else ''}"
+
 
 HALVES = (T.float16, T.bfloat16)
 LDMATRIX_DTYPES = (T.float16, T.bfloat16, T.int16, T.uint16)
@@ -126,7 +135,8 @@ def _ldmatrix_typing(typer, node):
         if "trans" in args else False
     indices = _indices(typer, arr, args["index"], node, "kj.ldmatrix")
     rt = T.TupleType((arr.type.dtype,) * (2 * num))
-    return typer.intrinsic(f"tc.ldmatrix:{num}{'t' if trans else ''}", rt, (arr, *indices), node)
+    return typer.intrinsic("tc.ldmatrix", rt, (arr, *indices), node,
+                           param=LdmatrixShape(num, trans))
 
 
 def _indices(typer, arr: Expr, idx_node, node, name: str) -> tuple[Expr, ...]:
@@ -161,7 +171,8 @@ def _cp_async_typing(typer, node):
         n = Expr("const", T.uint32, attr=size, loc=typer.loc(node))
     d_idx = _indices(typer, dst, args["dst_index"], node, "kj.cp_async")
     s_idx = _indices(typer, src, args["src_index"], node, "kj.cp_async")
-    return typer.intrinsic(f"tc.cp_async:{size}", T.void, (dst, *d_idx, src, *s_idx, n), node)
+    return typer.intrinsic("tc.cp_async", T.void, (dst, *d_idx, src, *s_idx, n), node,
+                           param=size)
 
 
 def _commit_typing(typer, node):
@@ -175,7 +186,7 @@ def _wait_typing(typer, node):
     if not 0 <= n <= 7:
         typer.error(f"kj.cp_async_wait() waits until 0 to 7 groups are pending, got {n}",
                     args["n"])
-    return typer.intrinsic(f"tc.cp_async_wait:{n}", T.void, (), node)
+    return typer.intrinsic("tc.cp_async_wait", T.void, (), node, param=n)
 
 
 # --- operand checks --------------------------------------------------------------------------------
@@ -199,8 +210,7 @@ def _ldmatrix_operands(e: Expr) -> str | None:
         return "operand 0 must be an array of 16-bit elements"
     if len(e.args) != 1 + at.ndim or not all(a.type.is_int for a in e.args[1:]):
         return f"takes an array and {at.ndim} integer indices"
-    num = int(e.attr.partition(":")[2].rstrip("t"))
-    want = T.TupleType((at.dtype,) * (2 * num))
+    want = T.TupleType((at.dtype,) * (2 * e.param.num))
     return None if e.type == want else f"result is {e.type}, expected {want}"
 
 
@@ -304,8 +314,7 @@ def _element_pointer(fl, arr_e: Expr, idx_exprs) -> ir.Value:
 
 
 def _ldmatrix_shape(e: Expr) -> tuple[int, bool]:
-    param = e.attr.partition(":")[2]
-    return int(param.rstrip("t")), param.endswith("t")
+    return e.param.num, e.param.trans
 
 
 def _nvptx_ldmatrix(fl, e: Expr):
@@ -326,7 +335,7 @@ def _nvptx_ldmatrix(fl, e: Expr):
 
 def _nvptx_cp_async(fl, e: Expr):
     b = fl.builder
-    size = int(e.attr.partition(":")[2])
+    size = e.param
     dst, d_idx, src, s_idx, n = _cp_async_split(e)
     d = _shared_address(fl, _element_pointer(fl, dst, d_idx))
     s = _element_pointer(fl, src, s_idx)
@@ -482,7 +491,7 @@ def _host_mma(kind: str):
 
 def _host_cp_async(fl, e: Expr):
     b = fl.builder
-    size = int(e.attr.partition(":")[2])
+    size = e.param
     dst, d_idx, src, s_idx, n = _cp_async_split(e)
     d = _element_pointer(fl, dst, d_idx)
     s = _element_pointer(fl, src, s_idx)
@@ -512,11 +521,12 @@ for _kind in MMA_KINDS:
 register(Intrinsic(
     name="tc.ldmatrix", operands=_ldmatrix_operands,
     lowering={"nvptx": _nvptx_ldmatrix, "host": _host_ldmatrix},
-    calls={"kj.ldmatrix": _ldmatrix_typing}, warp=True, convergent=True, min_arch="sm_75"))
+    calls={"kj.ldmatrix": _ldmatrix_typing}, warp=True, convergent=True, min_arch="sm_75",
+    param=LdmatrixShape))
 register(Intrinsic(
     name="tc.cp_async", operands=_cp_async_operands,
     lowering={"nvptx": _nvptx_cp_async, "host": _host_cp_async},
-    calls={"kj.cp_async": _cp_async_typing}, writes=(0,), min_arch="sm_80"))
+    calls={"kj.cp_async": _cp_async_typing}, writes=(0,), min_arch="sm_80", param=int))
 register(Intrinsic(
     name="tc.cp_async_commit", operands=_no_operands,
     lowering={"nvptx": _nvptx_asm_statement(lambda e: "cp.async.commit_group;"),
@@ -525,6 +535,6 @@ register(Intrinsic(
 register(Intrinsic(
     name="tc.cp_async_wait", operands=_no_operands,
     lowering={"nvptx": _nvptx_asm_statement(
-        lambda e: f"cp.async.wait_group {e.attr.partition(':')[2]};"),
+        lambda e: f"cp.async.wait_group {e.param};"),
         "host": _host_nothing},
-    calls={"kj.cp_async_wait": _wait_typing}, min_arch="sm_80"))
+    calls={"kj.cp_async_wait": _wait_typing}, min_arch="sm_80", param=int))

@@ -13,11 +13,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, Operands, register
-from ..lower.llvmtypes import I32, I64, PTR
+from .api import (I32, I64, PTR, Expr, Intrinsic, Operands, call_args, register, scalar_arg,
+                  type_words)
 
 MAX_SLEEP_NS = 1_000_000  # the PTX ISA's longest nanosleep
 CLOCK_MONOTONIC = 1  # <time.h> on Linux

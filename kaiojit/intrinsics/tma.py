@@ -26,15 +26,11 @@ from llvmlite import ir
 
 from .. import tma_host as H
 from .. import types as T
-from ..frontend.arguments import call_args, const_int, scalar_arg
-from ..frontend.values import type_words
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, Kind, Operands, register
-from ..lower import tma_ptx as P
-from ..lower.host import counted_loop, ctx_word, record_error
-from ..lower.llvmtypes import I1, I32, I64, PTR
-from ..lower.nvptx import SHARED, inline_asm
 from ..target import CTX_LAUNCH, ERR_MBARRIER_STUCK, ERR_TMA, LAUNCH_ERROR
+from .api import (I1, I32, I64, PTR, SHARED, Expr, Intrinsic, Kind, Operands, call_args, const_int,
+                  counted_loop, ctx_word, inline_asm, record_error, register, scalar_arg,
+                  type_words)
+from .api import tma_ptx as P
 
 ARCH = "sm_90"
 VOID = ir.VoidType()
@@ -146,7 +142,7 @@ def _wait_group_typing(name: str):
         n = const_int(typer, node.args[0], f"{user}(n): n")
         if not 0 <= n <= P.MAX_WAIT_GROUP:
             typer.error(f"{user}(n): n must be 0 to {P.MAX_WAIT_GROUP}, got {n}", node.args[0])
-        return typer.intrinsic(f"tma.{name}:{n}", T.void, (), node)
+        return typer.intrinsic(f"tma.{name}", T.void, (), node, param=n)
     return typing
 
 
@@ -214,7 +210,7 @@ def _nvptx_plain(template):
 
 def _nvptx_wait_group(template):
     def lower(fl, e: Expr):
-        _asm(fl, template(int(e.attr.partition(":")[2])), VOID, [])
+        _asm(fl, template(e.param), VOID, [])
     return lower
 
 
@@ -383,7 +379,7 @@ for _name, _template in (("wait_group", P.bulk_wait_group),
     register(Intrinsic(
         name=f"tma.{_name}", operands=Operands(result=T.void),
         lowering={"nvptx": _nvptx_wait_group(_template), "host": _host_nothing},
-        calls={f"kj.tma.{_name}": _wait_group_typing(_name)}, min_arch=ARCH))
+        calls={f"kj.tma.{_name}": _wait_group_typing(_name)}, min_arch=ARCH, param=int))
 register(Intrinsic(
     name="tma.prefetch", operands=Operands(TENSORMAP, result=T.void),
     lowering={"nvptx": _nvptx_plain(P.prefetch_tensormap), "host": _host_nothing},

@@ -14,11 +14,8 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import call_args, scalar_arg
-from ..kir import Expr
-from ..kir.intrinsics import Intrinsic, Kind, Operands, Same, register
-from ..lower.llvmtypes import I1, I32, I64
-from ..lower.nvptx import inline_asm
+from .api import (I1, I32, I64, Expr, Intrinsic, Kind, Operands, Same, call_args, inline_asm,
+                  register, scalar_arg)
 
 SHUFFLE_DTYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)
 SHUFFLED = Kind("a 32- or 64-bit integer or float", lambda t: t in SHUFFLE_DTYPES)

@@ -18,18 +18,14 @@ fences, commits and waits have nothing left to order.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..frontend.arguments import const_int, const_shape, dtype_arg, scalar_arg
-from ..frontend.values import PyObj, type_words
-from ..kir import Expr
-from ..kir.intrinsics import ARRAY, Intrinsic, Kind, Operands, register
-from ..lower import wgmma_host
-from ..lower.llvmtypes import I32, I64
-from ..lower.nvptx import inline_asm
+from .api import (ARRAY, I32, I64, Expr, Intrinsic, Kind, Operands, PyObj, const_int, const_shape,
+                  dtype_arg, family_state, inline_asm, register, scalar_arg, type_words, wgmma_host)
 
 ARCH = "sm_90a"
 F32 = ir.FloatType()
@@ -90,21 +86,18 @@ def _wait_typing(typer, node):
     if not 0 <= n <= MAX_WAIT_GROUP:
         typer.error(f"{user}() takes n from 0 to {MAX_WAIT_GROUP}, got {n}", args["n"])
     if "acc" not in args:
-        return typer.intrinsic(f"wgmma.wait_group:{n}", T.void, (), node)
+        return typer.intrinsic("wgmma.wait_group", T.void, (), node, param=WaitGroup(n))
     acc = typer.expr(args["acc"])
     regs = _acc_registers(typer).get(acc.attr) if acc.op == "var" else None
     if regs is None:
         typer.error(f"{user}(n, acc): acc must be the accumulator (a variable) of a "
                     "kj.wgmma.mma_async above", args["acc"])
-    return typer.intrinsic(f"wgmma.wait_group:{n}:{regs}", T.void, (acc,), node)
+    return typer.intrinsic("wgmma.wait_group", T.void, (acc,), node, param=WaitGroup(n, regs))
 
 
 def _acc_registers(typer) -> dict:
     """accumulator variable -> its registers, as the mma_async calls typed so far give them."""
-    table = typer.__dict__.get("_wgmma_acc")
-    if table is None:
-        table = typer.__dict__["_wgmma_acc"] = {}
-    return table
+    return family_state(typer, "wgmma", dict)
 
 
 def _descriptor_typing(typer, node):
@@ -138,7 +131,8 @@ def _descriptor_typing(typer, node):
         else:
             e = Expr("const", T.int64, attr=default, loc=typer.loc(node))
         operands.append(e)
-    return typer.intrinsic(f"wgmma.descriptor:{SWIZZLE_MODES[swizzle]}", T.uint64, operands, node)
+    return typer.intrinsic("wgmma.descriptor", T.uint64, operands, node,
+                           param=SWIZZLE_MODES[swizzle])
 
 
 def _mma_typing(typer, node):
@@ -179,17 +173,44 @@ def _mma_typing(typer, node):
              for k in ("desc_a", "desc_b")]
     if acc.op == "var":
         _acc_registers(typer)[acc.attr] = n // 2
-    variant = (f"m{M}n{n}k{K}.{names[dtype]}.{imm['scale_a']}.{imm['scale_b']}."
-               f"{imm['trans_a']}.{imm['trans_b']}")
-    return typer.intrinsic(f"wgmma.mma_async:{variant}", T.void, (acc, *descs, scale_d), node)
+    variant = MmaVariant(n, names[dtype], imm["scale_a"], imm["scale_b"], imm["trans_a"],
+                         imm["trans_b"])
+    return typer.intrinsic("wgmma.mma_async", T.void, (acc, *descs, scale_d), node,
+                           param=variant)
 
 
-def parse_variant(attr: str) -> dict:
-    """The static parameters of a ``wgmma.mma_async:...`` node."""
-    shape, dtype, sa, sb, ta, tb = attr.partition(":")[2].split(".")
-    n = int(shape[shape.index("n") + 1:shape.index("k")])
-    return {"n": n, "dtype": dtype, "scale_a": int(sa), "scale_b": int(sb),
-            "trans_a": int(ta), "trans_b": int(tb)}
+@dataclass(frozen=True)
+class WaitGroup:
+    """``kj.wgmma.wait_group``'s static parameters: the groups that may stay pending, and
+    the accumulator's register count when one is named (None otherwise)."""
+
+    n: int
+    regs: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.n}" if self.regs is None else f"{self.n}:{self.regs}"
+
+
+@dataclass(frozen=True)
+class MmaVariant:
+    """``kj.wgmma.mma_async``'s static parameters: the tile's N, the input type's PTX name,
+    the scales of A and B (1 or -1) and their transposes (0: K-major)."""
+
+    n: int
+    dtype: str
+    scale_a: int
+    scale_b: int
+    trans_a: int
+    trans_b: int
+
+    def __str__(self) -> str:
+        return (f"m{M}n{self.n}k{K}.{self.dtype}.{self.scale_a}.{self.scale_b}."
+                f"{self.trans_a}.{self.trans_b}")
+
+    def fields(self) -> dict:
+        """The parameters by name (what ``lower/wgmma_host.py`` reads)."""
+        return {"n": self.n, "dtype": self.dtype, "scale_a": self.scale_a,
+                "scale_b": self.scale_b, "trans_a": self.trans_a, "trans_b": self.trans_b}
 
 
 # --- the GPU -------------------------------------------------------------------------------------
@@ -221,12 +242,11 @@ def _tied_asm(fl, text: str, ptrs: list, inputs: list, input_constraints: list[s
 
 
 def _nvptx_wait(fl, e: Expr):
-    _, n, *regs = e.attr.split(":")
-    text = f"wgmma.wait_group.sync.aligned {n};"
-    if not regs:
+    text = f"wgmma.wait_group.sync.aligned {e.param.n};"
+    if e.param.regs is None:
         inline_asm(fl, ir.VoidType(), text, "~{memory}", [], convergent=True)
         return
-    _tied_asm(fl, text, _acc_pointers(fl, e, int(regs[0])), [], [])
+    _tied_asm(fl, text, _acc_pointers(fl, e, e.param.regs), [], [])
 
 
 def _shared_address(fl, e: Expr):
@@ -258,7 +278,7 @@ def _descriptor(fl, e: Expr, address):
         return b.shl(v, ir.Constant(I64, shift)) if shift else v
 
     lbo, sbo = fl.expr(e.args[2]), fl.expr(e.args[3])
-    mode = int(e.attr.partition(":")[2])
+    mode = e.param
     desc = b.or_(b.or_(field(address, 0), field(lbo, 16)), field(sbo, 32))
     return b.or_(desc, ir.Constant(I64, mode << 62))
 
@@ -268,7 +288,7 @@ def _nvptx_descriptor(fl, e: Expr):
 
 
 def _nvptx_mma(fl, e: Expr):
-    v = parse_variant(e.attr)
+    v = e.param.fields()
     regs = v["n"] // 2
     outs = ", ".join(f"${i}" for i in range(regs))
     a, bd, sd = regs, regs + 1, regs + 2
@@ -292,7 +312,7 @@ def _host_descriptor(fl, e: Expr):
 
 
 def _host_mma(fl, e: Expr):
-    v = parse_variant(e.attr)
+    v = e.param.fields()
     b = fl.builder
     data = b.extract_value(fl.expr(e.args[0]), 0)
     da, db, sd = (fl.expr(x) for x in e.args[1:4])
@@ -312,15 +332,17 @@ for _op, _ptx, _arch in (("fence", "wgmma.fence.sync.aligned;", ARCH),
 register(Intrinsic(
     name="wgmma.wait_group", operands=Operands(result=T.void, rest=ACC),
     lowering={"nvptx": _nvptx_wait, "host": _host_nothing},
-    calls={L.wgmma.wait_group: _wait_typing}, convergent=True, min_arch=ARCH))
+    calls={L.wgmma.wait_group: _wait_typing}, convergent=True, min_arch=ARCH,
+    param=WaitGroup))
 register(Intrinsic(
     name="wgmma.descriptor", operands=Operands(ARRAY, T.int64, T.int64, T.int64,
                                                result=T.uint64),
     lowering={"nvptx": _nvptx_descriptor, "host": _host_descriptor},
-    calls={L.wgmma.descriptor: _descriptor_typing}, pure=True, min_arch=ARCH))
+    calls={L.wgmma.descriptor: _descriptor_typing}, pure=True, min_arch=ARCH, param=int))
 register(Intrinsic(
     name="wgmma.mma_async", operands=Operands(ACC, T.uint64, T.uint64, T.int32, result=T.void),
     lowering={"nvptx": _nvptx_mma, "host": _host_mma},
-    calls={L.wgmma.mma_async: _mma_typing}, convergent=True, writes=(0,), min_arch=ARCH))
+    calls={L.wgmma.mma_async: _mma_typing}, convergent=True, writes=(0,), min_arch=ARCH,
+    param=MmaVariant))
 
-__all__ = ["ARCH", "INPUT_TYPES", "SWIZZLE_MODES", "parse_variant"]
+__all__ = ["ARCH", "INPUT_TYPES", "SWIZZLE_MODES", "MmaVariant", "WaitGroup"]

@@ -51,7 +51,7 @@ from .. import types as T
 from ..target import COARSE_FACTOR
 from .analysis import is_thread_index, unconverted
 from .intrinsics import lookup
-from .nodes import Assign, Expr, ExprStmt, If, KFunction, Return, Stmt, Store, intrinsic_key
+from .nodes import Assign, Expr, ExprStmt, If, KFunction, Return, Stmt, Store
 
 FACTOR = COARSE_FACTOR
 GRID_PARAM = "__kaiojit_grid"  # the user's grid.x, a parameter after the kernel's own
@@ -59,7 +59,6 @@ BLOCK_VAR = "__kaiojit_block"
 
 _PLAIN_OPS = frozenset(("const", "var", "param", "binop", "unop", "not", "cmp", "and", "or",
                         "select", "cast", "shape", "tuple", "getitem", "reuse"))
-_ARITHMETIC = ("math.", "cmath.", "bits.", "complex.")
 _CONDITIONAL = frozenset(("and", "or", "select"))  # operands not always evaluated
 
 
@@ -98,13 +97,13 @@ def _shape(kfunc: KFunction) -> tuple[list[Assign], Expr | None, list[Stmt]] | N
 
 def _is_assert(s: Stmt) -> bool:
     return (isinstance(s, ExprStmt) and s.expr.op == "intrinsic"
-            and intrinsic_key(s.expr.attr) == "debug.assert")
+            and s.expr.attr == "debug.assert")
 
 
 def _allowed(e: Expr, loads: bool) -> bool:
-    """Only plain operations, loads where ``loads``, and pure arithmetic intrinsics."""
+    """Only plain operations, loads where ``loads``, and elementwise intrinsics."""
     if e.op == "intrinsic":
-        ok = e.attr.startswith(_ARITHMETIC) and lookup(e.attr).pure
+        ok = lookup(e.attr).elementwise
     else:
         ok = e.op in _PLAIN_OPS or (e.op == "load" and loads)
     return ok and all(_allowed(a, loads) for a in e.args)
@@ -209,7 +208,7 @@ def _take_loads(e: Expr, out: list[Stmt], fresh: Callable[[T.Type], str], memo: 
         args = tuple(_take_loads(a, out, fresh, memo) for a in e.args)
         new = e
         if any(a is not b for a, b in zip(args, e.args)):
-            new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
+            new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak, e.param)
         if new.op == "load" and isinstance(new.type, T.ScalarType):
             name = fresh(new.type)
             out.append(Assign(name, new, new.loc))
@@ -275,7 +274,7 @@ def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
     if e is old:
         return new
     return Expr(e.op, e.type, tuple(_replace(a, old, new) for a in e.args), e.attr, e.loc,
-                e.weak)
+                e.weak, e.param)
 
 
 def _sreg(name: str, loc) -> Expr:

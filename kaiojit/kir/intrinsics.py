@@ -131,31 +131,38 @@ class Intrinsic:
       ``warp`` (a warp-level collective: a split point too), ``convergent`` (must not be moved
       across control flow threads diverge at), ``nonnegative`` (its result never is),
       ``writes`` (the operands whose array it writes through), ``view`` (its result is a view
-      of operand 0);
+      of operand 0), ``elementwise`` (pure, and a function of its operands' values alone: no
+      thread, block or memory state, so the coarsener may repeat it per virtual block);
+    * ``param``: the class of the node's static parameter (``Expr.param``), or None where it
+      takes none; the verifier checks a node's parameter is of it;
     * ``min_arch``: the lowest GPU arch that has it ('sm_70'; 'sm_90a' means exactly that);
     * ``absent``: target name -> why that target lacks it (what users are told);
     * ``host_symbols``: C functions (libc, libm) its host lowering calls.
     """
 
     __slots__ = ("name", "operands", "lowering", "calls", "values", "pure", "barrier", "warp",
-                 "convergent", "nonnegative", "writes", "view", "min_arch", "absent",
-                 "host_symbols")
+                 "convergent", "nonnegative", "writes", "view", "elementwise", "param",
+                 "min_arch", "absent", "host_symbols")
 
     def __init__(self, name: str, operands: OperandCheck, lowering: Mapping[str, Lowering], *,
                  calls: Mapping[object, Typing] | None = None, values: tuple = (),
                  pure: bool = False, barrier: bool = False, warp: bool = False,
                  convergent: bool = False, nonnegative: bool = False,
-                 writes: tuple[int, ...] = (), view: bool = False, min_arch: str | None = None,
+                 writes: tuple[int, ...] = (), view: bool = False, elementwise: bool = False,
+                 param: type | None = None, min_arch: str | None = None,
                  absent: Mapping[str, str] | None = None, host_symbols: tuple[str, ...] = ()):
         self.name, self.operands, self.lowering = name, operands, dict(lowering)
         self.calls, self.values = dict(calls or {}), tuple(values)
         self.pure, self.barrier, self.warp, self.convergent = pure, barrier, warp, convergent
         self.nonnegative, self.writes, self.view = nonnegative, tuple(writes), view
+        self.elementwise, self.param = elementwise, param
         self.min_arch, self.absent = min_arch, dict(absent or {})
         self.host_symbols = tuple(host_symbols)
         if pure and (barrier or warp or convergent or writes):
             raise ValueError(f"intrinsic {name}: a pure intrinsic cannot synchronize, be "
                              "convergent or write memory")
+        if elementwise and not pure:
+            raise ValueError(f"intrinsic {name}: an elementwise intrinsic is pure")
         if (barrier or warp) and not convergent:
             raise ValueError(f"intrinsic {name}: barriers and warp collectives are convergent")
         both = set(self.absent) & set(self.lowering)

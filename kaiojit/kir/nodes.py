@@ -28,8 +28,11 @@ from ..types import Signature, Type
 #   tuple      args = elements
 #   getitem    args = (tuple,), attr = constant index
 #   intrinsic  attr = the intrinsic's name ('sreg.tid.x', 'math.sqrt', 'atomic.add', ...), as
-#              declared in the registry (kir/intrinsics.py); a name may carry a static parameter
-#              after a colon ('array.slice:i,s101'), which is not part of the registered name
+#              declared in the registry (kir/intrinsics.py); param = its static parameter, of
+#              the class the declaration names (``Intrinsic.param``: an int, a frozen
+#              dataclass), printed after a colon ('tc.ldmatrix:4t'). Some names still carry
+#              the parameter as text after a colon ('array.slice:i,s101'), which is not part
+#              of the registered name
 #   call       attr = the callee KFunction (a device function)
 #   shared     attr = (shape, dtype, name): a static shared array (shape () = dynamic)
 #   local      attr = (shape, dtype): a per-thread local array
@@ -50,6 +53,7 @@ class Expr:
     attr: object = None
     loc: SourceLocation | None = None
     weak: bool = False  # a Python literal's type (NEP 50): yields to a typed operand
+    param: object = None  # an intrinsic's static parameter (see above)
 
     def __str__(self) -> str:
         from .printer import expr_text

@@ -41,7 +41,8 @@ def expr_text(e: Expr) -> str:
     if op == "getitem":
         return f"{expr_text(e.args[0])}[{e.attr}]"
     if op == "intrinsic":
-        return f"{e.attr}({_joined(e.args)})"
+        param = "" if e.param is None else f":{e.param}"
+        return f"{e.attr}{param}({_joined(e.args)})"
     if op == "call":
         return f"{e.attr.name}({_joined(e.args)})"
     if op == "shared":

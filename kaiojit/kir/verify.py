@@ -242,6 +242,10 @@ def _intrinsic(v: _Verifier, e: Expr) -> str | None:
     decl = find(e.attr)
     if decl is None:
         return f"intrinsic {e.attr!r} is not registered"
+    if decl.param is None and e.param is not None or (
+            decl.param is not None and not isinstance(e.param, decl.param)):
+        return (f"intrinsic {decl.name}: static parameter {e.param!r}, declared "
+                f"{decl.param.__name__ if decl.param else 'none'}")
     why = decl.operands(e)
     return f"intrinsic {decl.name}: {why}" if why else None
 

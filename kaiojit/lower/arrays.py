@@ -59,19 +59,23 @@ def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc, bas
     b = fl.builder
     ndim = at.ndim
     shape = [b.extract_value(arr, [1, d]) for d in range(ndim)]
-    idx = []
+    idx, given = [], []
+    sanitize = getattr(fl.target, "sanitize", False)
     for d, (v, ie) in enumerate(zip(indices, idx_exprs)):
         it = ie.type
         v = ops.convert(fl, v, it, T.int64) if it != T.int64 else v
+        given.append(v)
         if it.kind == "i" and not fl.nonnegative(ie):
             # Python's negative indices count from the end
             neg = b.icmp_signed("<", v, ir.Constant(I64, 0))
             v = b.select(neg, b.add(v, shape[d]), v)
-        if getattr(fl.options, "debug", False):
+        if getattr(fl.options, "debug", False) and not sanitize:
             checked = fl.target.bounds_check(fl, v, shape[d], at, d, loc)
             if checked is not None:  # a target that reports instead of trapping: a safe index
                 v = checked
         idx.append(v)
+    if sanitize:  # the host's checked variant: every index, reported with the whole access
+        idx = fl.target.checked_indices(fl, idx, shape, at, loc, given)
     if base is None:
         base = b.extract_value(arr, 0)
     if at.layout in ("C", "F"):
@@ -81,16 +85,17 @@ def element_pointer(fl, arr, at: T.ArrayType, indices: list, idx_exprs, loc, bas
             term = v if isinstance(st, ir.Constant) and st.constant == 1 else \
                 b.mul(v, st, flags=("nsw",))
             offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-        if offset is None:  # a 0-d array's one element (a[()])
-            return base
-        return b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
-    offset = None
-    for d, v in enumerate(idx):
-        term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
-        offset = term if offset is None else b.add(offset, term, flags=("nsw",))
-    if offset is None:
-        return base
-    return b.gep(base, [offset], inbounds=True, source_etype=I8)
+        ptr = base if offset is None else \
+            b.gep(base, [offset], inbounds=True, source_etype=ll_mem_type(at.dtype))
+    else:  # (offset None: a 0-d array's one element, a[()])
+        offset = None
+        for d, v in enumerate(idx):
+            term = b.mul(v, b.extract_value(arr, [2, d]), flags=("nsw",))
+            offset = term if offset is None else b.add(offset, term, flags=("nsw",))
+        ptr = base if offset is None else b.gep(base, [offset], inbounds=True, source_etype=I8)
+    if sanitize:  # what the access through this pointer reports (host_sanitize.track)
+        fl.san_accesses[ptr] = fl.san_access
+    return ptr
 
 
 # --- views ---------------------------------------------------------------------------------------

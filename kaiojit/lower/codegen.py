@@ -19,7 +19,7 @@ from ..kir import Expr
 from ..kir.analysis import (is_nonnegative, is_pure, nonnegative_vars, shared_array_vars,
                             streamed_arrays, written_params)
 from ..kir.intrinsics import lookup
-from . import arrays, ops
+from . import arrays, narrowfloat, ops
 from .debuginfo import DebugInfo
 from .llvmtypes import I1, I8, I64, const, ll_mem_type, ll_type
 
@@ -307,9 +307,8 @@ class FunctionLowering:
     def lower_unop(self, e: Expr):
         v = self.expr(e.args[0])
         b = self.builder
-        if e.attr == "-" and e.type == T.bfloat16:  # flip the sign bit: exact, on every target
-            flipped = b.xor(b.bitcast(v, ir.IntType(16)), ir.Constant(ir.IntType(16), 0x8000))
-            return b.bitcast(flipped, v.type)
+        if e.attr == "-" and e.type.computes_in is not None:  # the sign bit flipped: exact
+            return narrowfloat.negate(self, v, e.type)
         if e.attr == "-" and e.type.is_complex:
             return ops.complexops.neg(self, e.type, v)
         if e.attr == "-":
@@ -351,7 +350,7 @@ class FunctionLowering:
 
     def lower_select(self, e: Expr):
         c, a, b_ = e.args
-        checked = getattr(self.options, "debug", False)
+        checked = getattr(self.options, "debug", False) or getattr(self.target, "sanitize", False)
         if _speculatable(a, checked) and _speculatable(b_, checked):
             return self.builder.select(self.expr(c), self.expr(a), self.expr(b_))
         b = self.builder

@@ -31,6 +31,7 @@ from .. import types as T
 from ..kir import Expr
 from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
+from . import host_sanitize
 from .codegen import FunctionLowering
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_DYN_BYTES, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_BOUNDS,
@@ -60,7 +61,8 @@ def ctx_word_ptr(b: ir.IRBuilder, base, index: int):
 class HostTarget(Target):
     name = "host"
 
-    def __init__(self):
+    def __init__(self, sanitize: bool = False):
+        self.sanitize = sanitize  # the checked variant (host_sanitize.py)
         tm = host_target_machine()
         self.triple = llvm.get_process_triple()
         self.data_layout = str(tm.target_data)
@@ -138,7 +140,23 @@ class HostTarget(Target):
         return fl.builder.call(fl.mod.declare(sym, lt, [lt] * len(args)), args)
 
     def atomic(self, fl, op, dtype, ptr, vals):
+        if self.sanitize:
+            host_sanitize.track(fl, ptr, host_sanitize.ATOMIC)
         return atomic_rmw(fl, op, dtype, ptr, vals)
+
+    def load(self, fl, ptr, dtype):
+        if self.sanitize:
+            host_sanitize.track(fl, ptr, host_sanitize.READ)
+        return super().load(fl, ptr, dtype)
+
+    def store(self, fl, ptr, value, dtype):
+        if self.sanitize:
+            host_sanitize.track(fl, ptr, host_sanitize.WRITE)
+        super().store(fl, ptr, value, dtype)
+
+    def checked_indices(self, fl, indices, shape, at, loc, given):
+        """The checked variant's memcheck (see ``host_sanitize.checked_indices``)."""
+        return host_sanitize.checked_indices(fl, indices, shape, at, loc, given)
 
     def print(self, fl, fmt, values):
         """snprintf one line, then append it to the launch's print buffer (shown afterwards)."""
@@ -211,14 +229,38 @@ class HostFunctionLowering(FunctionLowering):
         self.t = None  # the linear thread index (i64), where a thread loop provides it
         self.array_name = "?"
         self.var_ll = {name: ll_type(t) for name, t in kfunc.locals.items()}
+        # the checked variant: each array variable's memory space, the access being lowered
+        self.san_spaces = host_sanitize.array_spaces(kfunc) if mod.target.sanitize else {}
+        self.array_space = host_sanitize.UNKNOWN
+        self.san_quiet = host_sanitize.quiet_params(kfunc) if mod.target.sanitize else {}
+        self.array_quiet = 0
+        self.san_access = None  # the access checked_indices last saw
+        self.san_accesses: dict = {}  # element pointer -> its access, until tracked
+        self._entry_thread = None
+        self.san_state = None  # the sanitizer state's pointer, loaded at the entry
 
     def thread_linear(self):
         if self.t is not None:
             return self.t
-        b = self.builder
+        if self.mod.target.sanitize:  # asked at every access: computed once, at the entry
+            if self._entry_thread is None:
+                self._entry_thread = self.at_entry(self._thread_linear)
+            return self._entry_thread
+        return self._thread_linear(self.builder)
+
+    def _thread_linear(self, b: ir.IRBuilder):
         tx, ty, tz = (b.zext(v, I64) for v in self.tid)
         bx, by = ctx_word(b, self.ctx, CTX_BLOCK), ctx_word(b, self.ctx, CTX_BLOCK + 1)
         return b.add(tx, b.mul(bx, b.add(ty, b.mul(by, tz))))
+
+    def at_entry(self, emit):
+        """``emit(builder)`` at the top of the function's entry block (its operands must be
+        the function's arguments or constants): a value every later block may use."""
+        b = self.builder
+        with b.goto_block(self.entry):
+            if self.entry.instructions:
+                b.position_before(self.entry.instructions[0])
+            return emit(b)
 
     def expr(self, e: Expr):
         op = e.op
@@ -232,20 +274,27 @@ class HostFunctionLowering(FunctionLowering):
             hidden = [self.ctx, *self.tid]
             return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
         if op == "load" or (op == "intrinsic" and _indexes_operand0(e)):
-            saved, self.array_name = self.array_name, str(e.args[0])
+            saved = self.array_name, self.array_space, self.array_quiet
+            self.array_name = str(e.args[0])
+            self.array_space = host_sanitize.space_of(e.args[0], self.san_spaces)
+            self.array_quiet = self.san_quiet.get(e.args[0].attr, 0) \
+                if e.args[0].op == "var" else 0
             try:
                 return super().expr(e)
             finally:
-                self.array_name = saved
+                self.array_name, self.array_space, self.array_quiet = saved
         return super().expr(e)
 
     def stmt(self, s):
         if isinstance(s, kir.Store):
-            saved, self.array_name = self.array_name, str(s.array)
+            saved = self.array_name, self.array_space, self.array_quiet
+            self.array_name = str(s.array)
+            self.array_space = host_sanitize.space_of(s.array, self.san_spaces)
+            self.array_quiet = self.san_quiet.get(s.array.attr, 0) if s.array.op == "var" else 0
             try:
                 return super().stmt(s)
             finally:
-                self.array_name = saved
+                self.array_name, self.array_space, self.array_quiet = saved
         return super().stmt(s)
 
 

@@ -46,6 +46,7 @@ from .host import (
     ctx_word_ptr,
     record_error,
 )
+from . import host_sanitize
 from .host_hoist import Hoister
 from .llvmtypes import I1, I8, I32, I64, PTR, VOID, ll_type
 from .target import Target
@@ -404,7 +405,13 @@ class BlockLowering(HostFunctionLowering):
         lowering, the variable to assign or None, and the node)."""
         if e.op == "call":
             return self.bm_call(target, e)
+        decl = lookup(e.attr)
+        checked = self.target.sanitize
+        if checked and decl.name in host_sanitize.MASKED_COLLECTIVES:
+            host_sanitize.check_warp_mask(self, e)
         self.intrinsic_lowering(e)(self, target, e)
+        if checked and (decl.barrier or decl.name == "sync.syncwarp"):
+            host_sanitize.bump_epoch(self)
         return None
 
     def assign_each(self, target: str | None, result) -> None:

@@ -73,7 +73,7 @@ class Hoister:
         if not self.has_split(e):
             return e
         args = tuple(self.expr(a, pre) for a in e.args)
-        new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak)
+        new = Expr(e.op, e.type, args, e.attr, e.loc, e.weak, e.param)
         if top or not is_split_point(e, self.needs_block):
             return new
         name = f"$split{len(self.temps)}"

@@ -8,10 +8,12 @@ from llvmlite import ir
 
 from .. import kir
 from .. import types as T
+from ..abi import SLOT_BYTES, slot_offsets
 from ..kir.analysis import shared_layout, uses_sync
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
 )
+from . import host_sanitize
 from .codegen import ModuleLowering
 from .host import HostFunctionLowering, counted_loop, ctx_word, ctx_word_ptr
 from .host_block import BlockLowering, block_function_type, define_block_kernel
@@ -30,6 +32,10 @@ class HostModule(ModuleLowering):
         self._needs_block: dict[int, bool] = {}
         layout = shared_layout(kfunc)
         self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
+        if target.sanitize:
+            self.san_helpers = host_sanitize.SanitizerHelpers(self)
+            self.san_initcheck = host_sanitize.shared_initcheck(kfunc)
+            self.add_site(host_sanitize.SANITIZE_SITE, None)  # marks the image as checked
 
     def add_site(self, kind: str, loc, **info) -> int:
         """Record where a fault can come from: a plain dict the cpu backend names it with."""
@@ -90,19 +96,24 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     params = []
     for slot, part, ty in _slot_parts(kfunc):
-        ptr = b.gep(slots, [ir.Constant(I64, 8 * slot)], source_etype=I8)
+        ptr = b.gep(slots, [ir.Constant(I64, SLOT_BYTES * slot)], source_etype=I8)
         # a tensor map is its 128 bytes in the slots: the kernel gets their address
         params.append(ptr if part == T.PARAM_TENSORMAP else b.load(ptr, typ=ty))
     grid = [ctx_word(b, ctx, CTX_GRID + a) for a in range(3)]
     dims = [ctx_word(b, ctx, CTX_BLOCK + a) for a in range(3)]
     launch = b.inttoptr(ctx_word(b, ctx, CTX_LAUNCH), PTR)
     check_errors = block or mod.options.debug
+    sanitize = mod.target.sanitize
+    if sanitize:
+        host_sanitize.mark_stack_top(b, mod, ctx)
 
     with counted_loop(b, first, end) as lb:
         gxy = b.mul(grid[0], grid[1])
         idx = [b.urem(lb, grid[0]), b.urem(b.udiv(lb, grid[0]), grid[1]), b.udiv(lb, gxy)]
         for a in range(3):
             b.store(idx[a], ctx_word_ptr(b, ctx, CTX_BLOCK_IDX + a))
+        if sanitize:
+            host_sanitize.begin_block(b, ctx, lb)
         if block:
             b.call(body, [ctx, *params])
         else:
@@ -120,26 +131,12 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
 
 
 def _slot_parts(kfunc) -> list[tuple[int, str, ir.Type]]:
-    """(first slot, part kind, LLVM type) of each flat parameter, as the runtime lays the slots
-    out (``kaiojit.runtime.slots.SlotLayout``): one slot each, but a tensor map takes 16
-    slots starting on a 64-byte boundary."""
-    flat = iter(Target.flat_param_types(kfunc))
-    out, slot = [], 0
-    for _, t in kfunc.params:
-        for part in T.param_parts(t):
-            ty = next(flat)[1]
-            if part == T.PARAM_TENSORMAP:
-                slot = -(-slot // TENSORMAP_ALIGN_SLOTS) * TENSORMAP_ALIGN_SLOTS
-                out.append((slot, part, ty))
-                slot += TENSORMAP_SLOTS
-            else:
-                out.append((slot, part, ty))
-                slot += 1
-    return out
-
-
-TENSORMAP_SLOTS = 16        # 128 bytes of 8-byte slots
-TENSORMAP_ALIGN_SLOTS = 8   # a map starts 64-byte aligned
+    """(first slot, part kind, LLVM type) of each flat parameter, where the runtime writes
+    them (the one layout rule, :func:`kaiojit.abi.slot_offsets`)."""
+    flat = Target.flat_param_types(kfunc)
+    parts = [part for _, t in kfunc.params for part in T.param_parts(t)]
+    first, _ = slot_offsets(parts)
+    return [(slot, part, ty) for slot, part, (_, ty) in zip(first, parts, flat)]
 
 
 __all__ = ["HostModule", "emit_driver"]

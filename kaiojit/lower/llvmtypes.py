@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 from llvmlite import ir
 
 from .. import types as T
+from ..floatbits import float_to_bf16_bits
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -16,11 +15,6 @@ I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
-_SCALAR_LL = {
-    "b": lambda bits: I1,
-    "i": lambda bits: ir.IntType(bits),
-    "u": lambda bits: ir.IntType(bits),
-}
 _FLOAT_LL = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 
 
@@ -41,27 +35,28 @@ BFloatType._create_instance()
 BFLOAT = BFloatType()
 
 
-def float_to_bf16_bits(value: float) -> int:
-    """The bfloat16 nearest ``value`` (through float32, ties to even; NaN is 0x7FFF, as the
-    GPU's ``cvt.rn.bf16.f32`` gives), as its 16 bits."""
-    import struct
+_NAMED_LL: dict[str, ir.Type] = {"half": ir.HalfType(), "float": ir.FloatType(),
+                                  "double": ir.DoubleType(), "bfloat": BFLOAT}
 
-    if math.isnan(value):
-        return 0x7FFF
-    if abs(value) > 3.4028234663852886e38:  # beyond float32: struct cannot pack it
-        return 0xFF80 if value < 0 else 0x7F80
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+def _scalar_ll(name: str) -> ir.Type:
+    """An LLVM type from its spelling in ``ScalarFacts.llvm``: ``i8``, ``float``, ``bfloat``,
+    ``{float, float}`` (a complex value: real, imaginary, laid out as NumPy's complex)."""
+    if name.startswith("{"):
+        return ir.LiteralStructType([_scalar_ll(p.strip()) for p in name[1:-1].split(",")])
+    if name.startswith("i"):
+        return ir.IntType(int(name[1:]))
+    return _NAMED_LL[name]
+
+
+_LL_OF_SCALAR = {t: _scalar_ll(t.facts.llvm) for t in T.SCALARS.values()}
 
 
 def ll_type(t: T.Type) -> ir.Type:
-    """The LLVM type of a value of type ``t`` in registers (bool is i1)."""
+    """The LLVM type of a value of type ``t`` in registers (bool is i1; a float computed in
+    float32 is stored as its bits where LLVM has no type for it: fp8 is i8)."""
     if isinstance(t, T.ScalarType):
-        if t.kind == "f":
-            return BFLOAT if t == T.bfloat16 else _FLOAT_LL[t.bits]
-        if t.kind == "c":  # {real, imag}, laid out as NumPy's complex
-            return ir.LiteralStructType([_FLOAT_LL[t.bits // 2]] * 2)
-        return _SCALAR_LL[t.kind](t.bits)
+        return _LL_OF_SCALAR[t]
     if isinstance(t, T.ArrayType):
         return array_struct(t.ndim)
     if isinstance(t, T.TupleType):
@@ -100,6 +95,8 @@ def ll_param_type(part: str) -> ir.Type:
 def const(t: T.ScalarType, value) -> ir.Constant:
     if t.is_bool:
         return ir.Constant(I1, int(bool(value)))
+    if t.float_format is not None:  # an fp8 constant: its bits
+        return ir.Constant(ll_type(t), t.facts.encode(value))
     if t.is_float:
         return ir.Constant(ll_type(t), float(value))
     if t.is_complex:

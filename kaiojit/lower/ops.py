@@ -12,7 +12,8 @@ from llvmlite import ir
 
 from .. import types as T
 from . import complexops
-from .llvmtypes import BFLOAT, I1, I16, I32, ll_type
+from .llvmtypes import I1, I32, ll_type
+from .narrowfloat import float_to_bf16, narrow, widen
 
 
 def icmp_for(t: T.ScalarType, op: str):
@@ -25,8 +26,8 @@ def compare(fl, op: str, t: T.ScalarType, a, b_):
     b = fl.builder
     if t.is_complex:
         return complexops.compare(fl, op, a, b_)
-    if t == T.bfloat16:
-        a, b_, t = b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()), T.float32
+    if t.computes_in is not None:
+        a, b_, t = widen(fl, a, t), widen(fl, b_, t), t.computes_in
     if t.is_float:
         # Python: NaN compares unequal to everything, so != is unordered
         if op == "!=":
@@ -41,12 +42,12 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
         return v
     if src.is_complex or dst.is_complex:
         return complexops.convert(fl, v, src, dst)
-    if src == T.bfloat16:  # widening is exact: bfloat16 is the top half of a float32
-        v, src = b.fpext(v, ir.FloatType()), T.float32
+    if src.computes_in is not None:  # widening is exact (bfloat16: a float32's top half)
+        v, src = widen(fl, v, src), src.computes_in
         if dst == src:
             return v
-    if dst == T.bfloat16:
-        return float_to_bf16(fl, convert(fl, v, src, T.float32))
+    if dst.computes_in is not None:
+        return narrow(fl, convert(fl, v, src, dst.computes_in), dst)
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
@@ -82,21 +83,6 @@ def convert(fl, v, src: T.ScalarType, dst: T.ScalarType):
     return v  # same width, other signedness: the bits stay
 
 
-def float_to_bf16(fl, v):
-    """A float32 rounded to the nearest bfloat16, ties to even; NaN becomes 0x7FFF. On the GPU
-    ``cvt.rn.bf16.f32`` (LLVM's fptrunc); the host has no instruction for it (LLVM would call
-    a runtime function), so it rounds the bits itself, to the same result."""
-    b = fl.builder
-    if fl.target.name == "nvptx":
-        return b.fptrunc(v, BFLOAT)
-    bits = b.bitcast(v, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)), ir.Constant(I32, 16))
-    is_nan = b.fcmp_unordered("uno", v, v)
-    out = b.select(is_nan, ir.Constant(I32, 0x7FFF), rounded)
-    return b.bitcast(b.trunc(out, I16), BFLOAT)
-
-
 def _round_to_odd_f32(fl, v):
     """A float64 narrowed to float32 rounding to odd: rounding that on to float16 then rounds
     once, as a direct conversion does. The host has no float64-to-float16 instruction, and
@@ -126,10 +112,10 @@ def binop(fl, op: str, operand_t: T.ScalarType, a, b_, rt: T.ScalarType):
     t = operand_t
     if t.is_complex:
         return complexops.binop(fl, op, t, a, b_)
-    if t == T.bfloat16:  # computed in float32, then rounded once (exact for + - * /)
-        wide = binop(fl, op, T.float32, b.fpext(a, ir.FloatType()), b.fpext(b_, ir.FloatType()),
-                     T.float32)
-        return float_to_bf16(fl, wide) if rt == T.bfloat16 else wide
+    wide_t = t.computes_in
+    if wide_t is not None:  # computed in float32, then rounded once (exact for + - * /)
+        wide = binop(fl, op, wide_t, widen(fl, a, t), widen(fl, b_, t), wide_t)
+        return narrow(fl, wide, rt) if rt.computes_in is not None else wide
     if t.is_float:
         fm = fl.fastmath
         if op == "+":
@@ -309,9 +295,9 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     if t == T.float16 and name not in ("fabs", "copysign"):
         wide = [b.fpext(a, ir.FloatType()) for a in args]
         return b.fptrunc(math_call(fl, name, T.float32, wide), ir.HalfType())
-    if t == T.bfloat16:
-        wide = [b.fpext(a, ir.FloatType()) for a in args]
-        return float_to_bf16(fl, math_call(fl, name, T.float32, wide))
+    if t.computes_in is not None:
+        wide = [widen(fl, a, t) for a in args]
+        return narrow(fl, math_call(fl, name, t.computes_in, wide), t)
     if name in LLVM_MATH:
         lt = ll_type(t)
         fn = fl.mod.declare(f"llvm.{name}.{_suffix(lt)}", lt, [lt] * len(args))

@@ -147,7 +147,8 @@ def _float_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
         except (TypeError, ValueError):
             raise TypeError(f"parameter {name!r} is {t}: got {_describe(value)}") from None
 
-    if t.bits == 32:
+    fmt = t.slot_format  # the type's packing decides, never its width
+    if fmt == "f4x":  # float32: through the slots' float view
         def write32(slots: ArgSlots, value: Any, device: int) -> None:
             if value.__class__ is not float:
                 value = as_float(value)
@@ -156,19 +157,20 @@ def _float_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
             except OverflowError:
                 slots.f32[2 * slot] = np.float32(value).item()  # inf, as a C cast gives
         return write32
-    if t.bits == 64:
+    if fmt == "d":
         def write64(slots: ArgSlots, value: Any, device: int) -> None:
             if value.__class__ is not float:
                 value = as_float(value)
             slots.f64[slot] = value
         return write64
 
-    def write16(slots: ArgSlots, value: Any, device: int) -> None:
+    def write_packed(slots: ArgSlots, value: Any, device: int) -> None:
+        v = as_float(value)
         try:
-            slots.write_f16(slot, as_float(value))
-        except OverflowError:
-            slots.write_bytes(slot, np.float16(as_float(value)).tobytes())
-    return write16
+            slots.write_scalar(slot, t, v)
+        except OverflowError:  # float16 beyond its range: inf, as NumPy's cast gives
+            slots.write_bytes(slot, t.np_dtype.type(v).tobytes())
+    return write_packed
 
 
 def _complex_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:

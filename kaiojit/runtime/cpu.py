@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit.errors import CudaError, KernelError
-from kaiojit.runtime import cooperative
+from kaiojit.runtime import cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.hostjit import load_host_image
@@ -84,6 +84,7 @@ class _LaunchBuffers(threading.local):
         self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
         self.ctx = [np.zeros(H.CTX_WORDS, np.int64) for _ in range(2)]
         self.shared = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+        self.checks: list[sanitizer.WorkerState] = []  # the checked variant's, per worker
         self.launch[H.LAUNCH_PRINT_CAP] = PRINT_BUFFER_BYTES
         self.launch[H.LAUNCH_PRINT_BUF] = self.prints.ctypes.data
         for ctx in self.ctx:
@@ -99,6 +100,12 @@ class _LaunchBuffers(threading.local):
             ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
             self.ctx.append(ctx)
             self.shared.append(np.zeros(0, np.uint8))
+
+    def checks_for(self, parts: int) -> list[sanitizer.WorkerState]:
+        """The sanitizer states of the first ``parts`` workers (made on first use)."""
+        while len(self.checks) < parts:
+            self.checks.append(sanitizer.WorkerState())
+        return self.checks[:parts]
 
     def shared_for(self, worker: int, nbytes: int) -> int:
         buf = self.shared[worker]
@@ -124,6 +131,15 @@ class CpuKernel:
         self._configs = ConfigCache()
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        self._quiet: sanitizer.QuietPlan | None = None
+
+    def quiet_plan(self) -> sanitizer.QuietPlan:
+        """The checked variant's per-launch test of which arrays need no racecheck."""
+        plan = self._quiet
+        if plan is None:
+            plan = self._quiet = sanitizer.QuietPlan(self.image.signature.args,
+                                                     self.packer.layout)
+        return plan
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
         """The most blocks a cooperative launch may have: one host thread each."""
@@ -199,7 +215,9 @@ class CpuBackend:
     debug_sync = False
     closing = False
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, sanitize: bool | None = None) -> None:
+        # the checked mode: kernels compile to the host's checked variant (docs/sanitizer.md)
+        self.sanitize = sanitizer.sanitize_from_env() if sanitize is None else bool(sanitize)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
         self._buffers: dict[int, np.ndarray] = {}
@@ -238,7 +256,7 @@ class CpuBackend:
         return (9, 0)
 
     def target_spec(self, device: int | None = None) -> TargetSpec:
-        return TargetSpec(kind="host")
+        return TargetSpec(kind="host", sanitize=self.sanitize)
 
     # --- code --------------------------------------------------------------------------------------
     def load_kernel(self, kernel: Any) -> CpuKernel:
@@ -323,6 +341,10 @@ class CpuBackend:
                 while len(self._workers) < parts:
                     self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
+        checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
+        quiet = 0
+        if checks is not None and isinstance(kernel, CpuKernel):
+            quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
         for w in range(parts):
             ctx = local.ctx[w]
@@ -330,6 +352,9 @@ class CpuBackend:
             ctx[H.CTX_BLOCK:H.CTX_BLOCK + 3] = config.block
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
+            if checks is not None:
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet)
+                ctx[H.CTX_CHECK] = checks[w].address
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run
         if parts == 1 and not block_mode:
@@ -355,8 +380,11 @@ class CpuBackend:
                 sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
                                  f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
             sys.stdout.flush()
-        if launch[H.LAUNCH_ERROR]:
-            raise kernel_error(kernel, config, launch)
+        fatal = kernel_error(kernel, config, launch) if launch[H.LAUNCH_ERROR] else None
+        if checks is not None:
+            fatal = sanitizer.launch_error(kernel, config, checks, fatal)
+        if fatal is not None:
+            raise fatal
 
     # --- memory ------------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:

@@ -24,16 +24,15 @@ import numpy as np
 from kaiojit import types as kt
 
 K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_CUDA_MANAGED = 1, 2, 3, 13
-_KIND_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, UInt, Float, Complex, Bool
-_CODE_KINDS = {code: kind for kind, code in _KIND_CODES.items()}
-K_DL_BFLOAT = 4  # kDLBfloat: bfloat16 (ml_dtypes' dtype, whose NumPy kind is 'V')
-_CODE_KINDS[K_DL_BFLOAT] = "bf"
 
 
 def _dl_code(dtype: np.dtype) -> int | None:
-    if dtype.name == "bfloat16":
-        return K_DL_BFLOAT
-    return _KIND_CODES.get(dtype.kind)
+    """DLPack's type code of a NumPy dtype: its kaiojit type's (``ScalarType.dlpack_code``)."""
+    try:
+        t = kt.from_dtype(dtype)
+    except TypeError:
+        return None
+    return t.dlpack_code if isinstance(t, kt.ScalarType) else None
 
 
 class DLDevice(ctypes.Structure):
@@ -204,14 +203,16 @@ def _read(t: DLTensor, device_types: Collection[int] | None, address: int) -> Im
 
 
 def _dtype_of(dl: DLDataType) -> np.dtype:
-    kind = _CODE_KINDS.get(dl.code)
-    if dl.lanes != 1 or kind is None or dl.bits % 8:
+    """NumPy's dtype of a DLPack dtype, through the kaiojit type that has its code and bits
+    (``ScalarType.dlpack_code``)."""
+    scalar = kt.from_dlpack_code(dl.code, dl.bits) if dl.lanes == 1 else None
+    if scalar is None:
+        kind = _CODE_NAMES.get(dl.code)
+        named = f" ({kind}{dl.bits})" if kind else ""
         raise TypeError(f"DLPack dtype (code {dl.code}, {dl.bits} bits, {dl.lanes} lanes) has "
-                        "no kaiojit type")
-    if kind == "bf":
-        return kt.bfloat16_dtype()
-    try:
-        return np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{dl.bits // 8}")
-    except TypeError:
-        raise TypeError(f"DLPack dtype (code {dl.code}, {dl.bits} bits) has no kaiojit "
-                        "type") from None
+                        f"no kaiojit type{named}")
+    return scalar.np_dtype
+
+
+# the DLPack type codes' names, for a message about a dtype kaiojit has no type for
+_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}

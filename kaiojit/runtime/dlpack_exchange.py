@@ -37,8 +37,6 @@ from typing import Any
 from kaiojit import types as kt
 from kaiojit.runtime import cbuiltins
 from kaiojit.runtime.dlpack import (
-    _KIND_CODES,
-    K_DL_BFLOAT,
     K_DL_CUDA,
     _capsule_is_valid,
     _capsule_pointer,
@@ -289,15 +287,7 @@ def export_function(cls: type) -> int | None:
 def dtype_word(t: kt.ScalarType) -> int:
     """A DLPack ``DLDataType`` (code, bits, one lane) as the little-endian 32-bit word the
     reader compares with."""
-    if t.is_bool:
-        code = _KIND_CODES["b"]
-    elif t.is_complex:
-        code = _KIND_CODES["c"]
-    elif t.is_float:
-        code = K_DL_BFLOAT if t.name == "bfloat16" else _KIND_CODES["f"]
-    else:
-        code = _KIND_CODES["i" if t.is_signed else "u"]
-    return code | (t.bits << 8) | (1 << 16)
+    return t.dlpack_code | (t.bits << 8) | (1 << 16)
 
 
 def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners: Any,

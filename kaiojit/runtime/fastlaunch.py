@@ -47,7 +47,6 @@ from kaiojit.runtime.slots import ArgSlots
 # what a guard or the packing raises for a value of another kind: the general path's to handle
 GUARD_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, struct.error)
 
-_FLOAT_FORMATS = {16: "e6x", 32: "f4x", 64: "d"}
 
 
 @dataclass(frozen=True)
@@ -323,30 +322,20 @@ def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
 
 
 def _scalar(code: _Code, v: str, i: int | None, t: kt.ScalarType, value: Any) -> bool:
+    """A scalar packed as its type says (``ScalarFacts.slot_format``; through the type's
+    ``encode`` for the floats ``struct`` has no format for: bfloat16, fp8)."""
     cls = value.__class__
-    if cls not in (int, float, bool, complex) and cls.__module__ != "numpy":
+    if cls not in (int, float, bool, complex) and cls.__module__ not in ("numpy", "ml_dtypes"):
         return False
     if i is not None:
         code.guards.append(f"{v}.__class__ is {code.const(f'C{i}', cls)}")
     if t.is_complex:
-        fmt = _FLOAT_FORMATS.get(t.component.bits)
-        if fmt is None:
-            return False
-        code.fmt.append(fmt * 2)
+        code.fmt.append(t.component.slot_format * 2)
         code.values += [f"{v}.real", f"{v}.imag"]
         return True
-    if t.is_float:
-        fmt = _FLOAT_FORMATS.get(t.bits)
-        if fmt is None:
-            return False
-    elif t.is_bool:
-        fmt = "?7x"
-    elif cls is float or cls is complex:
+    if not (t.is_float or t.is_bool) and (cls is float or cls is complex):
         return False  # a float where an integer is declared: the general path reports it
-    else:
-        # little-endian: the low bytes of the 64-bit slot are the parameter's bytes, so a
-        # value of the parameter's range (or one that wraps into it) packs as int64
-        fmt = "Q" if t.bits == 64 and not t.is_signed else "q"
-    code.fmt.append(fmt)
-    code.values.append(v)
+    code.fmt.append(t.slot_format)
+    encode = t.facts.encode
+    code.values.append(v if encode is None else f"{code.const(f'ENC_{t.name}', encode)}({v})")
     return True

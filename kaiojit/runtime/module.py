@@ -19,6 +19,7 @@ from kaiojit.runtime.interop import array_info
 from kaiojit.runtime.launch import check_launch_config, debug_sync, launch_context
 from kaiojit.runtime.slots import ArgSlots, SlotLayout, ThreadSlots
 from kaiojit.runtime.stream import stream_handle
+from kaiojit.types import SCALARS
 
 _RANGES = {
     "uint32": (0, 2**32 - 1), "int32": (-(2**31), 2**31 - 1),
@@ -185,10 +186,8 @@ class KernelLaunch:
         first = slots.layout.first_slot
         for i, (kind, value) in enumerate(zip(self.kinds, self.values)):
             slot = first[i]
-            if kind == "float32":
-                slots.write_f32(slot, value)
-            elif kind == "float64":
-                slots.write_f64(slot, value)
+            if kind in ("float32", "float64"):
+                slots.write_scalar(slot, SCALARS[kind], value)
             elif kind == "tensormap":
                 slots.write_bytes(slot, value)
             else:

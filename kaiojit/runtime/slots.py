@@ -15,20 +15,19 @@ import struct
 import threading
 from dataclasses import dataclass
 
-from kaiojit.types import PARAM_PTR, PARAM_TENSORMAP, SCALARS
+from kaiojit.abi import PARAM_BYTES, SLOT_BYTES, STORAGE_ALIGN, align_up, slot_offsets
+from kaiojit.types import ScalarType
 
-SLOT_BYTES = 8
-TENSORMAP_BYTES = 128
-TENSORMAP_SLOTS = TENSORMAP_BYTES // SLOT_BYTES
-STORAGE_ALIGN = 64
+_STRUCTS: dict[str, struct.Struct] = {}
 
-# Bytes the driver reads for each parameter kind (the slot holds them little-endian, low bytes
-# first; the rest of the slot stays zero).
-PARAM_BYTES: dict[str, int] = {name: t.itemsize for name, t in SCALARS.items()}
-PARAM_BYTES[PARAM_PTR] = 8
-PARAM_BYTES[PARAM_TENSORMAP] = TENSORMAP_BYTES
 
-_HALF = struct.Struct("<e")
+def slot_struct(t: ScalarType) -> struct.Struct:
+    """The ``struct.Struct`` that packs one slot of a (non-complex) scalar type."""
+    fmt = t.slot_format
+    s = _STRUCTS.get(fmt)
+    if s is None:
+        s = _STRUCTS[fmt] = struct.Struct("<" + fmt)
+    return s
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,26 +41,11 @@ class SlotLayout:
     @classmethod
     def for_kinds(cls, kinds: tuple[str, ...] | list[str]) -> SlotLayout:
         kinds = tuple(kinds)
-        first, slot = [], 0
-        for kind in kinds:
-            if kind not in PARAM_BYTES:
-                raise ValueError(f"unknown kernel parameter kind {kind!r}")
-            if kind == PARAM_TENSORMAP:
-                # 64-byte alignment of the map inside 64-byte-aligned storage.
-                slot = _align(slot, STORAGE_ALIGN // SLOT_BYTES)
-                first.append(slot)
-                slot += TENSORMAP_SLOTS
-            else:
-                first.append(slot)
-                slot += 1
-        return cls(kinds, tuple(first), max(slot, 1))
+        first, count = slot_offsets(kinds)  # the rule the host lowering reads them by
+        return cls(kinds, first, count)
 
     def param_bytes(self, i: int) -> int:
         return PARAM_BYTES[self.kinds[i]]
-
-
-def _align(slot: int, multiple: int) -> int:
-    return (slot + multiple - 1) // multiple * multiple
 
 
 class ArgSlots:
@@ -79,7 +63,7 @@ class ArgSlots:
         nbytes = layout.slot_count * SLOT_BYTES
         self._raw = ctypes.create_string_buffer(nbytes + STORAGE_ALIGN)
         base = ctypes.addressof(self._raw)
-        self.address = _align(base, STORAGE_ALIGN)
+        self.address = align_up(base, STORAGE_ALIGN)
         offset = self.address - base
         self.raw = memoryview(self._raw).cast("B")[offset : offset + nbytes]
         self.u64 = self.raw.cast("Q")
@@ -98,14 +82,13 @@ class ArgSlots:
         """An integer of any width, wrapped to its bits as C does (two's complement)."""
         self.u64[slot] = value & mask
 
-    def write_f32(self, slot: int, value: float) -> None:
-        self.f32[2 * slot] = value
-
-    def write_f64(self, slot: int, value: float) -> None:
-        self.f64[slot] = value
-
-    def write_f16(self, slot: int, value: float) -> None:
-        _HALF.pack_into(self.raw, slot * SLOT_BYTES, value)
+    def write_scalar(self, slot: int, t: ScalarType, value) -> None:
+        """A scalar of type ``t`` as its type packs it (``ScalarFacts.slot_format``, through
+        ``encode`` where the type has one). Raises ``OverflowError`` (a float beyond its
+        format's range) and ``struct.error`` as ``struct`` does."""
+        if t.facts.encode is not None:
+            value = t.facts.encode(value)
+        slot_struct(t).pack_into(self.raw, slot * SLOT_BYTES, value)
 
     def write_bytes(self, slot: int, data: bytes) -> None:
         start = slot * SLOT_BYTES

@@ -11,7 +11,7 @@ def saxpy(out, x, y, a, n):
 
 
 @kj.jit
-def scalars(out, b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64):
+def scalars(out, b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, e4m3, e5m2):
     """Each scalar written back as float64 bits of its value (complex: the real part, then
     the imaginary one)."""
     if kj.grid(1) == 0:
@@ -30,6 +30,8 @@ def scalars(out, b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c
         out[12] = f64
         out[13] = kj.float64(c64.real)
         out[14] = kj.float64(c64.imag)
+        out[15] = kj.float64(e4m3)
+        out[16] = kj.float64(e5m2)
 
 
 @kj.jit

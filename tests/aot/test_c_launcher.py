@@ -144,7 +144,7 @@ def test_the_c_launcher_compiles_as_c99_and_cxx17(target, tmp_path):
 
 
 K_SCALARS = ("void(float64[::1], bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-             "uint64, float16, bfloat16, float32, float64, complex64)")
+             "uint64, float16, bfloat16, float32, float64, complex64, float8_e4m3fn, float8_e5m2)")
 K_RANKS = ("void(float32[::1], float32[::1], float32[:, ::1], float32[:, :, :], "
            "float32[::1, :])")
 

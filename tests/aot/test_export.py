@@ -23,7 +23,7 @@ from tests.aot import kernels as K
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAXPY = "void(float32[::1], float32[::1], float32[::1], float32, int32)"
 SCALARS = ("void(float64[::1], bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
-           "float16, bfloat16, float32, float64, complex64)")
+           "float16, bfloat16, float32, float64, complex64, float8_e4m3fn, float8_e5m2)")
 RANKS = ("void(float32[::1], float32[::1], float32[:, ::1], float32[:, :, :], "
          "float32[::1, :])")
 SUM = "void(float32[::1], float32[::1])"
@@ -78,11 +78,13 @@ def test_every_scalar_dtype_arrives_intact(host_export, cpu):
               np.uint32(rng.integers(0, 2**32 - 1)), np.uint64(rng.integers(0, 2**40)),
               np.float16(rng.uniform(-100, 100)), ml_dtypes.bfloat16(rng.uniform(-100, 100)),
               np.float32(rng.standard_normal()), np.float64(rng.standard_normal()),
-              np.complex64(complex(rng.standard_normal(), rng.standard_normal()))]
-    out = kj.to_device(np.full(15, np.nan))
+              np.complex64(complex(rng.standard_normal(), rng.standard_normal())),
+              ml_dtypes.float8_e4m3fn(rng.uniform(-100, 100)),
+              ml_dtypes.float8_e5m2(rng.uniform(-100, 100))]
+    out = kj.to_device(np.full(17, np.nan))
     aot.load(host_export).scalars[1, 32](out, *values)
-    c = complex(values[-1])
-    expect = [float(v) for v in values[:-1]] + [c.real, c.imag]
+    c = complex(values[13])
+    expect = [float(v) for v in values[:13]] + [c.real, c.imag] + [float(v) for v in values[14:]]
     np.testing.assert_array_equal(out.copy_to_host(), np.array(expect))
 
 

@@ -37,7 +37,7 @@ def histogram_into(out, keys, n, dt, op, cast):
 @cuda.jit
 def histograms(out_u, out_f, keys):
     histogram_into(out_u, keys, 16, uint32, cuda.atomic.add, as_is)
-    histogram_into(out_f, keys, 8, float64, cuda.atomic.add, as_is)
+    histogram_into(out_f, keys, 8, float64, cuda.atomic.add, as_is)  # its own shared array
 
 
 def test_dtype_function_and_literal_arguments(kj_backend):
@@ -83,6 +83,12 @@ def test_functions_and_shapes_specialize(kj_backend):
     np.testing.assert_array_equal(got[:, 0], x)
     np.testing.assert_array_equal(got[:, 1], -x)
     assert got[0, 2] == x[:6].sum()
+
+
+def test_each_specialization_has_its_own_shared_array():
+    ir = histograms.inspect_llvm("void(uint32[:], float64[:], int64[:])")
+    shared = [line for line in ir.splitlines() if "addrspace(3) global" in line]
+    assert len(shared) == 2 and any("[16 x i32]" in s for s in shared), shared
 
 
 def test_bound_arguments_ptx():

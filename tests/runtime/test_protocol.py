@@ -169,7 +169,10 @@ def test_the_dispatcher_compiles_for_the_backends_target():
 
 
 def test_cpu_target_is_the_host():
-    assert CpuBackend(workers=1).target_spec() == TargetSpec(kind="host")
+    assert CpuBackend(workers=1, sanitize=False).target_spec() == TargetSpec(kind="host")
+    # the checked mode (docs/sanitizer.md) is the host target's other compile variant
+    assert CpuBackend(workers=1, sanitize=True).target_spec() == TargetSpec(kind="host",
+                                                                            sanitize=True)
 
 
 def test_cpu_answers_what_a_host_cannot_do_with_a_clear_error():
