@@ -69,11 +69,14 @@ def grid_sum(x, partial, out):
 
 
 def main(n: int = 1 << 20, blocks: int | None = None) -> dict:
-    # numba's example: a 128 x 128 matrix, one thread a column
-    M = kj.to_device(np.zeros((128, 128), dtype=np.int32))
-    sequential_rows[1, 128](M)
+    # numba's example as its documentation launches it: 1024 x 1024, one thread a column, in
+    # 32 blocks of one warp (all resident at once: the grid syncs after every row)
+    M = kj.to_device(np.zeros((1024, 1024), dtype=np.int32))
+    blockdim = 32
+    griddim = M.shape[1] // blockdim
+    sequential_rows[griddim, blockdim](M)
     rows = M.copy_to_host()
-    expected = np.repeat(np.arange(128, dtype=np.int32)[:, None], 128, axis=1)
+    expected = np.repeat(np.arange(1024, dtype=np.int32)[:, None], 1024, axis=1)
     assert (rows == expected).all()
     print(f"sequential_rows on the {kj.backend()} backend: row i holds i, as numba's does")
 

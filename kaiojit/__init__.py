@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from . import types
+from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
 from .target import TargetSpec as _TargetSpec
@@ -102,6 +103,7 @@ __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
+__all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
 __all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
 
 
@@ -216,8 +218,8 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
 
 
-_SUBMODULES = frozenset({"diskcache", "compiler", "dispatcher", "display", "language", "launcher",
-                         "options", "sass", "target", "types", "errors", "frontend", "lower",
+_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language",
+                         "launcher", "options", "sass", "target", "types", "errors", "frontend", "lower",
                          "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
                          "cuda"})
 
@@ -258,3 +260,20 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'kaiojit' has no attribute {name!r}") from None
     globals()[name] = value
     return value
+
+
+_LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
+
+
+def __dir__() -> list[str]:
+    """The whole public API, lazy names included (``kj.to_d<TAB>`` completes in a fresh
+    notebook): this module's names, its submodules, the kernel functions of the intrinsic
+    registry and the runtime's names (importing the runtime does not touch the driver)."""
+    import importlib
+
+    from .kir.intrinsics import public_names
+
+    runtime = importlib.import_module("kaiojit.runtime")
+    names = set(globals()) | set(__all__) | _SUBMODULES | _LAZY | public_names()
+    names |= set(runtime.__all__)
+    return sorted(n for n in names if not n.startswith("_"))

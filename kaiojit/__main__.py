@@ -14,7 +14,18 @@ size against its limit, or delete it all (docs/cache.md).
 Each subcommand is an entry of :data:`COMMANDS`: its help, a function adding its arguments to
 its parser, and one running it and returning the exit status.
 
-Exit codes: 0 done, 1 the kernel does not compile or export, 2 a usage error."""
+Errors are one line on stderr, ``python -m kaiojit: error: ...`` (a compile error adds the
+source line and a caret under it, as the exception does), and the exit code says which kind
+(docs/cli.md):
+
+* 0: done;
+* 1: the kernel does not compile (or export) for the signature (a compile error, a signature
+  that does not fit the function);
+* 2: usage: bad arguments, no such file or no such kernel in it (and the cache's own usage
+  errors);
+* 3: the file raised while it was imported;
+* 4: a tool kaiojit runs is missing or failed (ptxas, nvdisasm).
+"""
 
 from __future__ import annotations
 
@@ -24,21 +35,57 @@ import os
 import sys
 
 
+EXIT_OK, EXIT_COMPILE, EXIT_USAGE, EXIT_IMPORT, EXIT_TOOL = 0, 1, 2, 3, 4
+PROG = "python -m kaiojit"
+
+
+class CliError(Exception):
+    """An error the command line reports as one line and an exit code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
 def _load_kernel(spec: str):
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
-        raise SystemExit(f"expected FILE.py:KERNEL, got {spec!r}")
+        raise CliError(EXIT_USAGE, f"expected FILE.py:KERNEL, got {spec!r}")
     if not os.path.exists(path):
-        raise SystemExit(f"no such file: {path}")
+        raise CliError(EXIT_USAGE, f"no such file: {path}")
     module_name = os.path.splitext(os.path.basename(path))[0]
     mspec = importlib.util.spec_from_file_location(module_name, path)
+    if mspec is None or mspec.loader is None:
+        raise CliError(EXIT_USAGE, f"{path} is not a Python file")
     module = importlib.util.module_from_spec(mspec)
     sys.modules[module_name] = module
-    mspec.loader.exec_module(module)
+    try:
+        mspec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - the user's file: report where it failed
+        raise CliError(EXIT_IMPORT, f"importing {path} raised {_where(e, path)}"
+                       f"{type(e).__name__}: {_first_line(e)}") from None
     try:
         return getattr(module, name)
     except AttributeError:
-        raise SystemExit(f"{path} has no {name!r}") from None
+        found = sorted(n for n, v in vars(module).items()
+                       if getattr(v, "_kaiojit_dispatcher", False))
+        hint = f" (its kernels: {', '.join(found)})" if found else ""
+        raise CliError(EXIT_USAGE, f"{path} has no {name!r}{hint}") from None
+
+
+def _where(e: BaseException, path: str) -> str:
+    """``at FILE:LINE: `` of the innermost frame of the user's file in ``e``'s traceback."""
+    tb, line = e.__traceback__, None
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f"at {path}:{line}: " if line is not None else ""
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _ptx_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,31 +98,50 @@ def _ptx_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _ptx(args) -> int:
+    print(_ptx_text(args))
+    return EXIT_OK
+
+
+def _ptx_text(args: argparse.Namespace) -> str:
+    """The text ``python -m kaiojit ptx`` prints (CliError on failure)."""
     import kaiojit as kj
     from kaiojit.dispatcher import Dispatcher
-    from kaiojit.sass import sass_of
-    from kaiojit.target import TargetSpec, ptx_version_for
+    from kaiojit.target import MIN_ARCH, TargetSpec, parse_arch, ptx_version_for
 
     obj = _load_kernel(args.kernel)
-    disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
-    spec = TargetSpec("nvptx", args.arch, ptx_version_for(args.arch))
+    if not isinstance(obj, Dispatcher) and not callable(obj):
+        raise CliError(EXIT_USAGE, f"{args.kernel} is a {type(obj).__name__}, not a kernel")
     try:
+        if parse_arch(args.arch) < MIN_ARCH:
+            raise ValueError(f"kaiojit compiles for sm_{MIN_ARCH} and newer")
+        spec = TargetSpec("nvptx", args.arch, ptx_version_for(args.arch))
+    except ValueError as e:
+        raise CliError(EXIT_USAGE, f"--arch {args.arch}: {_first_line(e)}") from None
+    try:
+        disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
         ck = disp.compile(args.sig, spec)
     except kj.CompileError as e:
-        print(e, file=sys.stderr)
-        return 1
+        raise CliError(EXIT_COMPILE, str(e)) from None
+    except (TypeError, ValueError) as e:  # the signature: unparsable, or the wrong arity
+        raise CliError(EXIT_COMPILE, f"{args.kernel} --sig {args.sig!r}: {_first_line(e)}"
+                       ) from None
     if args.emit == "sass":
-        print(sass_of(ck))
-    elif args.emit == "resources":
-        from kaiojit.resources import PtxasError, ptxas_resources
+        from kaiojit.sass import sass_of
+
         try:
-            print(str(ptxas_resources(ck.ptx, ck.target.arch, ck.name)).removeprefix("// "))
+            return sass_of(ck)
+        except (RuntimeError, OSError) as e:
+            raise CliError(EXIT_TOOL, _first_line(e)) from None
+        except Exception as e:  # noqa: BLE001 - ptxas or the disassembler failed
+            raise CliError(EXIT_TOOL, f"{type(e).__name__}: {_first_line(e)}") from None
+    if args.emit == "resources":
+        from kaiojit.resources import PtxasError, ptxas_resources
+
+        try:
+            return str(ptxas_resources(ck.ptx, ck.target.arch, ck.name)).removeprefix("// ")
         except PtxasError as e:
-            print(e, file=sys.stderr)
-            return 1
-    else:
-        print(ck.stage(args.emit))
-    return 0
+            raise CliError(EXIT_TOOL, _first_line(e)) from None
+    return ck.stage(args.emit)
 
 
 def _cache_arguments(p: argparse.ArgumentParser) -> None:
@@ -145,8 +211,7 @@ def _aot(args) -> int:
     try:
         manifest = export(args.out, kernels, args.arch.split(","), args.target)
     except (ExportError, kj.CompileError, TypeError, ValueError) as e:
-        print(f"kaiojit aot: {e}", file=sys.stderr)
-        return 1
+        raise CliError(EXIT_COMPILE, f"aot: {e}") from None
     for e in manifest.entries:
         print(f"{e.kernel}: {e.signature} -> {e.c_name}")
     print(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
@@ -163,12 +228,17 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kaiojit")
+    parser = argparse.ArgumentParser(prog=PROG, epilog="exit codes: 0 done, 1 compile error, "
+                                     "2 usage, 3 the file raised on import, 4 a tool missing")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (words, add_arguments, _) in COMMANDS.items():
         add_arguments(sub.add_parser(name, help=words))
-    args = parser.parse_args(argv)
-    return COMMANDS[args.command][2](args)
+    args = parser.parse_args(argv)  # usage errors: argparse's one line and exit code 2
+    try:
+        return COMMANDS[args.command][2](args)
+    except CliError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.code
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import hashlib
 import inspect
 import json
 import linecache
+import logging
 import os
 import statistics
 import sys
@@ -45,6 +46,7 @@ from . import env
 from . import types as kt
 from .launcher import outside_graphs
 from .autotune_launch import FastCalls
+from .logs import log as logger
 from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
                      SourceLocation)
 
@@ -136,7 +138,7 @@ def autotune(configs: Sequence[Config], key: Sequence[str] = (), *, grid: Any = 
     where = _call_site(1)
     if isinstance(key, str):
         key = (key,)
-    log = env.get("KAIOJIT_AUTOTUNE_LOG")
+    log = _log_from_env()
 
     def decorate(kernel: Any) -> Autotuner:
         try:
@@ -303,11 +305,13 @@ class Autotuner:
                 synchronize()
             except LaunchError as e:
                 tried.append((config, None, f"LaunchError: {e}"))
+                self._progress(key, tried)
                 continue
             except CudaError as e:
                 if e.name not in _LAUNCH_FAILURES and "too much shared data" not in str(e):
                     raise
                 tried.append((config, None, f"CudaError: {e}"))
+                self._progress(key, tried)
                 continue
             if self.check:
                 results = trial.results()
@@ -317,15 +321,29 @@ class Autotuner:
                     _compare(self.__qualname__, reference, config, results)
             ms = float(self.timer(lambda: launcher(*args), config, stream))
             tried.append((config, ms, ""))
+            self._progress(key, tried)
         self.history[key] = tried
         timed = [(ms, i) for i, (_, ms, _) in enumerate(tried) if ms is not None]
-        if self.log:
+        if self.log or _log_from_env():
             self._report(key, tried)
         if not timed:
             why = "\n".join(f"  {c}: {note}" for c, _, note in tried)
             raise LaunchError(f"kj.autotune: no config of {self.__qualname__} could be "
                               f"launched:\n{why}")
         return tried[min(timed)[1]][0]
+
+    def _progress(self, key: tuple, tried: list[tuple[Config, float | None, str]]) -> None:
+        """The ``kaiojit`` logger's line for the config just tried: its time and the best so
+        far (``kj.set_log_level("INFO")`` shows them, in a terminal or under a notebook cell)."""
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        config, ms, note = tried[-1]
+        timed = [t for t in tried if t[1] is not None]
+        best = min(timed, key=lambda t: t[1]) if timed else None
+        result = f"{ms:.4f} ms" if ms is not None else f"skipped ({note.splitlines()[0]})"
+        so_far = f"; best so far {best[1]:.4f} ms: {best[0]}" if best is not None else ""
+        logger.info("autotune %s: config %d/%d %s: %s%s", self._describe_key(key), len(tried),
+                 len(self.configs), config, result, so_far)
 
     def _report(self, key: tuple, tried: list[tuple[Config, float | None, str]]) -> None:
         lines = [f"kaiojit autotune: {self._describe_key(key)}"]
@@ -364,7 +382,7 @@ class Autotuner:
             return None
         if entry.get("config") != config.describe():
             return None
-        if self.log:
+        if self.log or _log_from_env():
             print(f"kaiojit autotune: {self._describe_key(key)}: {config} (from the disk "
                   "cache)", file=sys.stderr)
         return config
@@ -379,6 +397,12 @@ class Autotuner:
                  "tried": [(c.describe(), ms, note) for c, ms, note in self.history[key]]}
         store_entry(self._disk_key(key), ".json", json.dumps(entry).encode(),
                                "autotune", what="autotuned choice", name=self.__qualname__)
+
+
+def _log_from_env() -> bool:
+    """``KAIOJIT_AUTOTUNE_LOG=1``: print each tuning's table to stderr (read at every tuning,
+    so it may be set after the decorator ran; ``kj.set_log_level("INFO")`` shows progress)."""
+    return bool(env.get("KAIOJIT_AUTOTUNE_LOG"))
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
@@ -509,23 +533,8 @@ def event_timer(run: Callable[[], None], config: Config, stream: Any,
                 warmup: float = 25.0, rep: float = 100.0) -> float:
     """Median milliseconds of ``run()`` by events on ``stream``: ``warmup`` ms of launches,
     then about ``rep`` ms of timed launches (between 5 and 200)."""
-    from .runtime import Event
+    from .bench import bench_times
 
-    start, end = Event(), Event()
-    start.record(stream)
-    for _ in range(5):
-        run()
-    end.record(stream)
-    end.synchronize()
-    estimate = max(start.elapsed_time(end) / 5, 1e-3)
-    for _ in range(max(1, int(warmup / estimate))):
-        run()
-    n = min(max(5, int(rep / estimate)), 200)
-    pairs = [(Event(), Event()) for _ in range(n)]
-    for a, b in pairs:
-        a.record(stream)
-        run()
-        b.record(stream)
-    pairs[-1][1].synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in pairs)
+    return statistics.median(bench_times(run, warmup, rep, flush_l2=False, stream=stream,
+                                         max_calls=200))
 

@@ -20,6 +20,10 @@ from __future__ import annotations
 import binascii
 import dataclasses
 import hashlib
+import logging
+import os
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +40,7 @@ from .kir.analysis import (
     SWIZZLE_ALIGN, arch_specific, static_shared_bytes, uses_sync, written_params,
 )
 from .kir.intrinsics import lookup
+from .logs import log
 from .options import CONFIG, CompileOptions, Config, write_dump
 from .target import FAULT_GLOBAL, HostImage, TargetSpec, coarse_entry, parse_arch
 
@@ -482,8 +487,40 @@ def run_stages(module: Any, meta: Metadata, start: str = "kir", stop: str | None
     return module
 
 
+_ANNOUNCED: set[str] = set()  # the dump directories this process has announced
+
+
+def dump_name(meta: Metadata, stage: str) -> str:
+    """A dump's file name, ``kernel.signature.stage`` (``kernel.signature.host.stage`` for the
+    cpu backend's pipeline): the signature's argument types with every run of other characters
+    than letters and digits as one ``_`` (``scale(float32[::1], float32)`` -> ``scale.float32_1_
+    float32``), shortened with a hash past 80 characters."""
+    kernel = getattr(meta.kfunc, "name", None) or meta.symbol
+    args = ",".join(str(a) for a in meta.signature.args)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", args).strip("_") or "noargs"
+    if len(slug) > 80:
+        slug = slug[:64] + "_" + hashlib.blake2s(args.encode(), digest_size=6).hexdigest()
+    target = ".host" if meta.target.kind == "host" else ""
+    return f"{kernel}.{slug}{target}.{stage}"
+
+
 def _dump(stage: Stage, meta: Metadata, directory: str) -> None:
-    write_dump(directory, f"{meta.symbol}.{stage.name}.{stage.suffix}", meta.texts[stage.name])
+    write_dump(directory, dump_name(meta, stage.name), meta.texts[stage.name])
+    where = os.path.abspath(directory)
+    if where not in _ANNOUNCED:  # the first dump says where they go
+        _ANNOUNCED.add(where)
+        sys.stderr.write(f"kaiojit: KAIOJIT_DUMP writes kernel.signature.stage files to "
+                         f"{where}\n")
+
+
+def _log_compile(name: str, signature: T.Signature, spec: TargetSpec,
+                 timings: dict[str, float]) -> None:
+    """The ``kaiojit`` logger's line for a compile: what, for which target, how long."""
+    target = spec.arch if spec.kind == "nvptx" else "the host"
+    stages = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in timings.items())
+    args = ", ".join(str(a) for a in signature.args)
+    log.info("compiled %s(%s) for %s in %.1f ms (%s ms)", name, args, target,
+             sum(timings.values()) * 1e3, stages)
 
 
 # --- compiling ----------------------------------------------------------------------------------------
@@ -498,6 +535,8 @@ def compile_kernel(pyfunc, signature: T.Signature, options: CompileOptions, spec
     image = run_stages(pyfunc, meta)
     kfunc = meta.kfunc
     texts = meta.texts
+    if log.isEnabledFor(logging.INFO):
+        _log_compile(pyfunc.__name__, signature, spec, meta.timings)
     return CompiledKernel(
         name=symbol, py_name=pyfunc.__name__,
         signature=kfunc.signature if device else T.runtime_signature(signature),

@@ -18,12 +18,14 @@ from .compiler import (
 )
 from .display import Shown
 from .frontend.parameters import check_parameters
-from .errors import CompileError, KaiojitError, LaunchError, TypingError
+from .errors import (
+    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError,
+)
 from .launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .overloads import accepts, best_signature
-from .resources import resources_header
+from .resources import resource_summary, resources_header
 from .sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
@@ -45,6 +47,7 @@ def _user_facing(method):
 
     @functools.wraps(method)
     def entry_point(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841
         try:
             return method(*args, **kwargs)
         except USER_ERRORS as e:
@@ -179,46 +182,49 @@ class Dispatcher:
 
     # --- inspection -----------------------------------------------------------------------------
 
-    def _inspect(self, stage: str, signature, comment: str = "") -> str | bytes | dict:
+    def _inspect(self, stage: str, signature, comment: str = "", language: str = "text"):
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
-        whose pipeline has that stage; with a ``comment`` leader, headed by the kernel's
-        resource line."""
+        whose pipeline has that stage, as :class:`~kaiojit.display.Shown` text of
+        ``language`` (a notebook shows it highlighted under the kernel's resources); with a
+        ``comment`` leader, the text is headed by the kernel's resource line."""
         def shown(ck):
-            text = ck.stage(stage)
+            text = sass_of(ck) if stage == "sass" else ck.stage(stage)
             return resources_header(ck, comment) + text if comment else text
 
         if signature is not None:
-            return shown(self.compile(signature))
-        return {sig: shown(ck) for (spec, sig), ck in self._compiled.items()
-                if stage in stage_names(spec.kind)}
+            ck = self.compile(signature)
+            return Shown.wrap(shown(ck), language, lambda _: resource_summary(ck))
+        compiled = {sig: ck for (spec, sig), ck in self._compiled.items()
+                    if (spec.kind == "nvptx" if stage == "sass" else
+                        stage in stage_names(spec.kind))}
+        return Shown.wrap({sig: shown(ck) for sig, ck in compiled.items()}, language,
+                          lambda sig: resource_summary(compiled[sig]))
 
     @_user_facing
     def inspect_kir(self, signature=None):
         """The typed kernel IR (a device function's too)."""
         if self.device:
             if signature is not None:
-                return str(self._device_kir(_as_signature(signature, self.py_func).args))
-            return {T.Signature(a, k.return_type): str(k) for a, k in self._device_cache.items()}
-        return Shown.wrap(self._inspect("kir", signature), "python")
+                return Shown.wrap(str(self._device_kir(
+                    _as_signature(signature, self.py_func).args)), "kir")
+            return Shown.wrap({T.Signature(a, k.return_type): str(k)
+                               for a, k in self._device_cache.items()}, "kir")
+        return self._inspect("kir", signature, language="kir")
 
     @_user_facing
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
-        return Shown.wrap(self._inspect("llvm", signature, ";"), "llvm")
+        return self._inspect("llvm", signature, ";", "llvm")
 
     @_user_facing
     def inspect_ptx(self, signature=None):
         """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
-        return Shown.wrap(self._inspect("ptx", signature, "//"), "nasm")
+        return self._inspect("ptx", signature, "//", "ptx")
 
     @_user_facing
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
-        if signature is None:
-            return {sig: resources_header(ck) + sass_of(ck)
-                    for (spec, sig), ck in self._compiled.items() if spec.kind == "nvptx"}
-        ck = self.compile(signature)
-        return resources_header(ck) + sass_of(ck)
+        return self._inspect("sass", signature, "//", "sass")
 
     @_user_facing
     def resources(self, signature):
@@ -277,6 +283,7 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
+        __tracebackhide__ = True  # noqa: F841
         try:
             loaded = self._loaded_for(args)
             loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
@@ -311,8 +318,8 @@ class Dispatcher:
             raise TypeError(f"device function {self.__qualname__} cannot be launched")
         params = list(inspect.signature(self.py_func).parameters)
         if len(args) != len(params):
-            raise TypeError(f"{self.__qualname__}() takes {len(params)} arguments "
-                            f"({', '.join(params)}), got {len(args)}")
+            raise ArgumentError(f"{self.__qualname__}() takes {len(params)} arguments "
+                                f"({', '.join(params)}), got {len(args)}")
         arg_types = []
         for a, name in zip(args, params):
             try:
@@ -320,7 +327,8 @@ class Dispatcher:
                                  else rt.typeof(a))
             except TypeError as e:
                 if not (self._eager and isinstance(a, int)):
-                    raise TypeError(f"{self.__qualname__}(): parameter {name!r}: {e}") from None
+                    raise ArgumentError(f"{self.__qualname__}(): parameter {name!r}: {e}"
+                                        ) from None
                 arg_types.append(T.int64)  # past int64: the declared width wraps it, as C does
         arg_types = tuple(arg_types)
         sig = self._match_eager(arg_types) if self._eager else T.Signature(arg_types)
@@ -349,8 +357,8 @@ class Dispatcher:
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
                        in zip(params, self._eager[0].args, arg_types) if not accepts(p, a))
             which = next(misfits, "")
-        raise TypeError(f"{self.__qualname__} was compiled for {sigs}; no signature accepts "
-                        f"({got}){which}")
+        raise ArgumentError(f"{self.__qualname__} was compiled for {sigs}; no signature "
+                            f"accepts ({got}){which}")
 
 
 def constexpr_params(pyfunc, specialize, device: bool) -> tuple[str, ...]:

@@ -1,11 +1,60 @@
-"""Errors a user meets: compile errors located in their source, launch and driver errors."""
+"""Errors a user meets: compile errors located in their source, launch and driver errors.
+
+Every error names the user's code, never kaiojit's: a place in a file is ``file:line:col``; in a
+notebook cell it is ``Cell In[6], line 5, column 18``, as IPython's own tracebacks name cells
+(:func:`source_position`). Entry points re-raise kaiojit's errors without the frames below
+them and mark their own frame hidden (``__tracebackhide__``, which pytest honours); in IPython
+and Jupyter, :meth:`KaiojitError._render_traceback_` shows the traceback without any frame of
+kaiojit's code, so the last frame shown is the user's line.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import types
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+KAIOJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def notebook_cell(filename: str) -> int | None:
+    """The execution count of the IPython cell compiled under ``filename``, or None (not a
+    cell, or no IPython running)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        return None if shell is None else shell.compile._filename_map.get(filename)
+    except Exception:  # noqa: BLE001 - any other IPython: a plain file name
+        return None
+
+
+def source_position(filename: str, line: int, col: int | None = None) -> str:
+    """A place in the user's source as kaiojit's messages name it: ``file:line[:col]`` (col
+    1-based), or ``Cell In[n], line l[, column c]`` in a notebook cell."""
+    cell = notebook_cell(filename)
+    if cell is not None:
+        return f"Cell In[{cell}], line {line}" + ("" if col is None else f", column {col}")
+    return f"{filename}:{line}" + ("" if col is None else f":{col}")
+
+
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the frames of kaiojit's own code."""
+    frames = []
+    while tb is not None:
+        if not is_kaiojit_code(tb.tb_frame.f_code.co_filename):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(frames):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +68,7 @@ class SourceLocation:
     end_col: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.line}:{self.col + 1}"
+        return source_position(self.filename, self.line, self.col + 1)
 
     def excerpt(self) -> str:
         """The source line with a caret under the offending span."""
@@ -35,8 +84,35 @@ class SourceLocation:
         return f"    {stripped}\n    {' ' * col}{'^' * width}"
 
 
+def user_facing(function: Callable) -> Callable:
+    """Mark a public entry point: a kaiojit error leaves it with no frame of kaiojit's code
+    below, and its own frame is hidden from pytest's report (``__tracebackhide__``), so the
+    failure is reported at the user's line."""
+
+    @functools.wraps(function)
+    def entry_point(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841
+        try:
+            return function(*args, **kwargs)
+        except KaiojitError as e:
+            raise e.with_traceback(None) from None
+    return entry_point
+
+
 class KaiojitError(Exception):
     """Base of kaiojit's own errors."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: the traceback as IPython shows it, less kaiojit's frames."""
+        from IPython import get_ipython
+
+        tb = user_traceback(self.__traceback__)
+        shell = get_ipython()
+        if shell is None:  # called outside a shell: Python's own format
+            import traceback
+
+            return traceback.format_exception(type(self), self, tb)
+        return shell.InteractiveTB.structured_traceback(type(self), self, tb)
 
 
 class CompileError(KaiojitError):
@@ -61,6 +137,11 @@ class TypingError(CompileError):
 
 class UnsupportedError(CompileError):
     """Python syntax or a feature the kernel dialect does not have."""
+
+
+class ArgumentError(KaiojitError, TypeError):
+    """A launch's arguments that do not fit the kernel: the wrong number, a value kaiojit cannot
+    pass, or one no compiled signature accepts (a TypeError, as Python's own for a call)."""
 
 
 class LaunchError(KaiojitError, ValueError):
@@ -97,7 +178,7 @@ class PerformanceWarning(UserWarning):
     """A launch that works but costs extra, e.g. NumPy arrays copied to and from the device."""
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = KAIOJIT_DIR
 
 
 def is_kaiojit_code(filename: str) -> bool:

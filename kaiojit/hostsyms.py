@@ -23,7 +23,9 @@ MATH_FUNCTIONS = frozenset(_MATH) | frozenset(name + "f" for name in _MATH)
 # what LLVM's code generation calls on its own (memory intrinsics, conversions and wide
 # arithmetic it does not inline), and the libc calls intrinsics' host lowerings make
 # (``host_symbols`` of kaiojit/intrinsics: cg.py, timers.py)
-_RUNTIME = ("memcpy", "memmove", "memset", "snprintf", "sched_yield", "nanosleep",
+# (syscall: the cpu backend's grid barrier sleeps on a futex, kaiojit/intrinsics/cg.py; it stays
+# a libc call so that host libraries exported by kaiojit.aot run in a plain C program)
+_RUNTIME = ("memcpy", "memmove", "memset", "snprintf", "sched_yield", "nanosleep", "syscall",
             "clock_gettime", "__truncsfhf2", "__truncdfhf2", "__extendhfsf2", "__gnu_h2f_ieee",
             "__gnu_f2h_ieee", "__truncsfbf2", "__truncdfbf2", "__powisf2", "__powidf2",
             "__divti3", "__udivti3", "__modti3", "__umodti3", "__muloti4", "__fixsfti",

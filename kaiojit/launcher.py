@@ -104,6 +104,7 @@ class Launcher:
 
     @outside_graphs
     def __call__(self, *args: Any) -> None:
+        __tracebackhide__ = True  # pytest: the failure is the user's line  # noqa: F841
         try:
             return self.general(args)
         except USER_ERRORS as e:  # the user's line, not kaiojit's frames
@@ -124,6 +125,7 @@ class Launcher:
         form = self._forms.get(tuple([a.__class__ for a in args]))
         if form is not None and form[0] is not None and form[0] is not caller:
             return form[0](*args)
+        __tracebackhide__ = True  # noqa: F841
         try:
             return self.general(args)
         except USER_ERRORS as e:  # the user's line, not kaiojit's frames
@@ -171,17 +173,21 @@ class ForallLauncher:
 
     @outside_graphs
     def __call__(self, *args: Any) -> None:
-        d = self.dispatcher
+        __tracebackhide__ = True  # noqa: F841
         try:
-            loaded = d._loaded_for(args)
-            block = d._block_size_cache.get(loaded)
-            if block is None:
-                block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
-            block = min(block, self.n)
-            grid = (self.n + block - 1) // block
-            loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
+            self._launch(args)
         except USER_ERRORS as e:  # the user's error, without kaiojit's frames
             raise e.with_traceback(None) from None
+
+    def _launch(self, args: tuple) -> None:
+        d = self.dispatcher
+        loaded = d._loaded_for(args)
+        block = d._block_size_cache.get(loaded)
+        if block is None:
+            block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
+        block = min(block, self.n)
+        grid = (self.n + block - 1) // block
+        loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
 
 
 _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch

@@ -238,6 +238,41 @@ def _declared_thread_limit(ptx: str, name: str) -> int:
 # --- the inspect_* header -----------------------------------------------------------------
 
 
+def resource_summary(ck) -> list[tuple[str, str]]:
+    """``(label, value)`` pairs a notebook shows above a kernel's text: the kernel and its
+    target; for a GPU compile, ptxas's registers, spills, shared and local bytes and the
+    occupancy the H200 calculator gives at the best block size (where ptxas is found)."""
+    from .occupancy_calc import calculate, suggest_block_size
+
+    args = ", ".join(str(a) for a in ck.signature.args)
+    rows = [("kernel", f"{ck.py_name}({args})"),
+            ("target", ck.target.arch if ck.target.kind == "nvptx" else "host (cpu backend)")]
+    if ck.target.kind != "nvptx":
+        image = getattr(ck, "image", None)
+        shared = getattr(image, "static_shared_bytes", None)
+        if shared is not None:
+            rows.append(("shared", f"{shared} B static"))
+        return rows
+    if not ck.ptx or find_ptxas() is None:
+        return rows + [("resources", "unknown (no ptxas)")]
+    try:
+        found = ptxas_resources(ck.ptx, ck.target.arch, ck.name)
+    except (PtxasError, ValueError):
+        return rows
+    spills = ("none" if not found.spills else
+              f"{found.spill_store_bytes} B stored, {found.spill_load_bytes} B loaded")
+    rows += [("registers", str(found.registers)), ("spills", spills),
+             ("shared", f"{found.shared_bytes} B static"), ("local", f"{found.local_bytes} B"),
+             ("max block", f"{found.max_threads_per_block} threads")]
+    block = suggest_block_size(found)[1]
+    if block:
+        occ = calculate(found, block)
+        fraction = f"{occ.occupancy_fraction:.0%}"
+        rows.append(("occupancy", f"{fraction} at {block} threads/block (H200, limited by "
+                                  f"{occ.limiting_factor})"))
+    return rows
+
+
 def resources_header(ck, comment: str = "//") -> str:
     """The resource line ``inspect_*`` prints above a kernel's text (ptxas's figures for the
     PTX shown), or "" where there is no ptxas or no PTX."""

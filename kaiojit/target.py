@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import platform
 from dataclasses import dataclass, field
 
 
@@ -31,6 +32,7 @@ class TargetSpec:
 _MIN_PTX = {70: 60, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88,
             110: 90, 120: 87, 121: 88}
 LLVM_MAX_PTX = 88
+MIN_ARCH = min(_MIN_PTX)  # the oldest GPU kaiojit writes PTX for (sm_70)
 
 
 # the compute capabilities LLVM 22's NVPTX backend knows (an 'a' suffix from sm_90 on, 'f' from
@@ -120,6 +122,12 @@ LAUNCH_PRINT_CAP = 7
 LAUNCH_PRINT_BUF = 8
 LAUNCH_GRID_BARRIER = 9  # the grid barrier's counter (kj.cg), zeroed by every launch
 LAUNCH_WORDS = 16
+
+# The host grid barrier's sleep (kaiojit/intrinsics/cg.py, kaiojit/runtime/blockthreads.py):
+# Linux's futex(2) by syscall number, None where it is not known (the waiters then yield).
+SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(
+    platform.machine().lower())
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 
 ERR_BOUNDS = 1
 ERR_DIVERGENT_BARRIER = 2

@@ -4,6 +4,7 @@ stage, dumping any stage under its name, and device functions compiled on their 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -121,11 +122,12 @@ def test_any_stage_dumps_under_its_name(tmp_path):
                     dump_dir=str(tmp_path))
     image = run_stages(scale_sum, meta, config=config)
     files = {p.name: p for p in tmp_path.iterdir()}
-    assert set(files) == {"scale_sum_dump.kir.kir", "scale_sum_dump.llvm_unoptimized.ll",
-                          "scale_sum_dump.object.o"}
-    assert files["scale_sum_dump.object.o"].read_bytes() == image.object_code
-    assert files["scale_sum_dump.kir.kir"].read_text() == meta.texts["kir"]
-    unoptimized = files["scale_sum_dump.llvm_unoptimized.ll"].read_text()
+    base = "scale_sum." + "_".join(
+        re.sub(r"[^A-Za-z0-9]+", "_", str(a)).strip("_") for a in meta.signature.args) + ".host"
+    assert set(files) == {f"{base}.kir", f"{base}.llvm_unoptimized", f"{base}.object"}
+    assert files[f"{base}.object"].read_bytes() == image.object_code
+    assert files[f"{base}.kir"].read_text() == meta.texts["kir"]
+    unoptimized = files[f"{base}.llvm_unoptimized"].read_text()
     assert unoptimized == meta.texts["llvm_unoptimized"]
     assert 'define void @"scale_sum_dump_run"(' in unoptimized
 
@@ -188,7 +190,7 @@ def test_inspection_reads_the_stage_table():
     assert k.inspect_kir(SIG) == ck.kir
     assert k.inspect_llvm(SIG) == header.replace("//", ";", 1) + ck.llvm
     shown = k.inspect_ptx(SIG)
-    assert shown == header + ck.ptx and shown.language == "nasm"
+    assert shown == header + ck.ptx and shown.language == "ptx"
     assert ck.name in shown._repr_html_()
     # all compiled signatures: the host's compile has no ptx stage, so it is left out
     assert isinstance(host.image, HostImage)

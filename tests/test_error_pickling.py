@@ -28,6 +28,7 @@ def _samples() -> dict[type, BaseException]:
         errors.TypingError: errors.TypingError(f"int32 + tuple {n}", _location()),
         errors.UnsupportedError: errors.UnsupportedError(f"no generators {n}", None),
         errors.LaunchError: errors.LaunchError(f"block ({n}, 1, 1) has too many threads"),
+        errors.ArgumentError: errors.ArgumentError(f"k(): parameter 'x': no {n}"),
         errors.CudaError: errors.CudaError("CUDA_ERROR_ILLEGAL_ADDRESS", f"illegal {n}",
                                            f"kernel 'k{n}', grid=(1, 1, 1)", 700),
         errors.KernelError: errors.KernelError(f"index {n} is out of bounds"),

@@ -32,10 +32,11 @@ _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "tools": BASE, "linking": BASE, "cachefiles": BASE, "hostsyms": BASE,
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
+    "highlight": BASE, "logs": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
-    "aot": LIBRARY,
+    "bench": LIBRARY, "aot": LIBRARY,
     "occupancy_api": LAST,
     "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
     "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,

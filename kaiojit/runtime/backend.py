@@ -25,7 +25,7 @@ from kaiojit.runtime import driver
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec
 
-log = logging.getLogger("kaiojit")
+log = logging.getLogger("kaiojit")  # kaiojit.logs.log
 
 Dim3 = tuple[int, int, int]
 
@@ -274,7 +274,7 @@ def _choose_default() -> str:
         return name
     if is_cuda_available():
         return "cuda"
-    log.info("kaiojit: no usable CUDA device, using the cpu backend")
+    log.info("no usable CUDA device, using the cpu backend")
     return "cpu"
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from kaiojit.errors import CudaError, KernelError
+from kaiojit.errors import CudaError, KernelError, source_position
 from kaiojit.runtime import cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
@@ -142,7 +142,8 @@ class CpuKernel:
         return plan
 
     def max_cooperative_grid_blocks(self, block: Any, dynamic_shared: int = 0) -> int:
-        """The most blocks a cooperative launch may have: one host thread each."""
+        """The most blocks a cooperative launch may have: as many as the modeled GPU's SMs
+        hold at once (each runs on a host thread of its own)."""
         return cooperative.max_cooperative_grid_blocks(self.backend, self, block, dynamic_shared)
 
     def on_device(self, device: int) -> CpuKernel:
@@ -156,8 +157,9 @@ class CpuKernel:
         config = check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
                                      self.name, self.host.static_shared_bytes)
         if self.cooperative:
-            cooperative.check_cooperative_grid(self.name, config.grid, config.block,
-                                               cooperative.CPU_COOPERATIVE_BLOCKS)
+            limit = cooperative.cpu_max_blocks(
+                config.block, self.host.static_shared_bytes + config.shared_mem)
+            cooperative.check_cooperative_grid(self.name, config.grid, config.block, limit)
         return config
 
     def suggest_block_size(self, dynamic_shared: int = 0) -> int:
@@ -228,7 +230,7 @@ class CpuBackend:
         self._kernels: weakref.WeakValueDictionary[int, CpuKernel] = weakref.WeakValueDictionary()
         self._load_lock = threading.Lock()
         self._local = _LaunchBuffers()
-        self._cooperative_lock = threading.Lock()
+        self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
         if not faulthandler.is_enabled():
@@ -337,9 +339,6 @@ class CpuBackend:
             launch[H.LAUNCH_GRID_BARRIER] = 0
             parts = nblocks
             local.ensure_workers(parts)
-            with self._lock:
-                while len(self._workers) < parts:
-                    self._workers.append(_Worker(len(self._workers)))
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         quiet = 0
@@ -360,12 +359,7 @@ class CpuBackend:
         if parts == 1 and not block_mode:
             run(*calls[0])
         elif coop:
-            with self._cooperative_lock:  # two such launches must not share the workers
-                done = threading.Semaphore(0)
-                for w, call in enumerate(calls):
-                    self._workers[w].submit(run, call, done)
-                for _ in calls:
-                    done.acquire()
+            self._crew.run(run, calls, bx * by * bz, launch)
         else:
             done = threading.Semaphore(0)
             for w, call in enumerate(calls):
@@ -507,7 +501,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     lb, lt = int(launch[H.LAUNCH_BLOCK]), int(launch[H.LAUNCH_THREAD])
     block = (lb % gx, lb // gx % gy, lb // (gx * gy))
     thread = (lt % bx, lt // bx % by, lt // (bx * by))
-    where = f"{site['filename']}:{site['line']}" if site["filename"] else "an unknown line"
+    where = (source_position(site["filename"], site["line"]) if site["filename"]
+             else "an unknown line")
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
     if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
         msg = assert_message(kernel.name, site, block, thread)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from kaiojit.errors import KernelError
+from kaiojit.errors import KernelError, source_position
 from kaiojit.target import (
     ERR_ASSERT,
     ERR_BOUNDS,
@@ -32,7 +32,8 @@ from kaiojit.target import (
 
 def _where(site: dict) -> tuple[str, str]:
     """``file:line`` of a site, and its source line as a message ends with it."""
-    where = f"{site['filename']}:{site['line']}" if site.get("filename") else "an unknown line"
+    where = (source_position(site["filename"], site["line"]) if site.get("filename")
+             else "an unknown line")
     source = f"\n    {site['source_line'].strip()}" if site.get("source_line") else ""
     return where, source
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit import target as H
-from kaiojit.errors import KernelError
+from kaiojit.errors import KernelError, source_position
 
 ENV = "KAIOJIT_SANITIZE"
 TABLE_ENTRIES = 1 << 15        # the global-memory table: 2 MiB per worker
@@ -154,7 +154,9 @@ def _coords(linear: int, dims: tuple) -> tuple[int, int, int]:
 
 
 def _where(site: dict) -> str:
-    return f"{site['filename']}:{site['line']}" if site.get("filename") else "an unknown line"
+    if not site.get("filename"):
+        return "an unknown line"
+    return source_position(site["filename"], site["line"])  # a notebook's cell by its number
 
 
 def _source(site: dict) -> str:

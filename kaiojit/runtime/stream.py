@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kaiojit.errors import user_facing
 from kaiojit.runtime.backend import GpuBackend, get_backend
 
 
@@ -33,6 +34,7 @@ class Stream:
         else:
             self.handle = int(handle)
 
+    @user_facing
     def synchronize(self) -> None:
         self._backend.stream_synchronize(self.handle)
 
@@ -124,6 +126,7 @@ class Event:
         self._backend.event_record(self.handle, stream_handle(stream))
         return self
 
+    @user_facing
     def synchronize(self) -> None:
         self._backend.event_synchronize(self.handle)
 
@@ -146,6 +149,7 @@ def _destroy_event(backend: GpuBackend, handle: int) -> None:
 
 # --- devices -------------------------------------------------------------------------------------
 
+@user_facing
 def synchronize() -> None:
     """Wait until the current device has finished all its work."""
     get_backend().synchronize()

@@ -1,0 +1,60 @@
+"""The ``kaiojit`` logger, and turning it on at run time.
+
+kaiojit reports through the standard ``logging`` module under the name ``kaiojit``: compiles
+(kernel, signature, target and each stage's time) and autotuning progress (each configuration
+tried, its time and the best so far) at INFO, the backend chosen at INFO. Nothing is shown
+until a user asks: ``kj.set_log_level("INFO")`` (any time, no environment variable needed)
+sends INFO and above to stderr, which a notebook shows under the running cell; an application
+that configures ``logging`` itself needs nothing from kaiojit.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import IO
+
+log = logging.getLogger("kaiojit")
+_HANDLER_MARK = "_kaiojit_handler"
+
+
+def set_log_level(level: int | str = "INFO", stream: IO[str] | None = None) -> logging.Logger:
+    """Show kaiojit's messages of ``level`` and above ("DEBUG", "INFO", "WARNING", or a
+    ``logging`` level; "OFF" or None silences them) on ``stream`` (stderr by default), from
+    now on. Returns the ``kaiojit`` logger."""
+    if level is None or (isinstance(level, str) and level.upper() == "OFF"):
+        log.setLevel(logging.CRITICAL + 1)
+        return log
+    value = logging.getLevelName(level.upper()) if isinstance(level, str) else int(level)
+    if not isinstance(value, int):
+        raise ValueError(f"log level must be DEBUG, INFO, WARNING, ERROR, OFF or a logging "
+                         f"level, got {level!r}")
+    log.setLevel(value)
+    ours = [h for h in log.handlers if getattr(h, _HANDLER_MARK, False)]
+    target = stream if stream is not None else sys.stderr
+    if ours and getattr(ours[0], "stream", None) is not target:
+        log.removeHandler(ours[0])
+        ours = []
+    if not ours:
+        handler = _StderrHandler(stream)
+        setattr(handler, _HANDLER_MARK, True)
+        handler.setFormatter(logging.Formatter("kaiojit: %(message)s"))
+        log.addHandler(handler)
+    return log
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler that looks stderr up at each record when given none (a notebook's
+    kernel replaces sys.stderr per cell)."""
+
+    def __init__(self, stream: IO[str] | None):
+        super().__init__(stream or sys.stderr)
+        self._follow = stream is None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._follow:
+            self.stream = sys.stderr
+        super().emit(record)
+
+
+__all__ = ["log", "set_log_level"]
