@@ -83,6 +83,7 @@ shfl_down_sync = KernelBuiltin("shfl_down_sync")
 shfl_xor_sync = KernelBuiltin("shfl_xor_sync")
 all_sync = KernelBuiltin("all_sync")
 any_sync = KernelBuiltin("any_sync")
+eq_sync = KernelBuiltin("eq_sync")  # numba's: the predicate is the same in every member lane
 ballot_sync = KernelBuiltin("ballot_sync")
 activemask = KernelBuiltin("activemask")
 

@@ -237,6 +237,27 @@ class ConstexprType(Type):
 constexpr = ConstexprType  # ``BLOCK: kj.constexpr`` marks a parameter, kj.constexpr(32) types it
 
 
+class BoundObjectType(ConstexprType):
+    """A Python object passed to a device function where no kernel value can be: a dtype, a
+    function (device function or intrinsic), a tuple of them. Folded into the callee as a
+    constexpr is (its parameter names the object, as a global would); two are the same type
+    only if they are the same object (numba's ``Function`` and ``NumberClass`` arguments)."""
+
+    __slots__ = ()
+
+    def __init__(self, value):
+        object.__setattr__(self, "value", value)
+
+    def _key(self) -> tuple:
+        v = self.value
+        if isinstance(v, tuple) and all(type(x) in (bool, int, float) for x in v):
+            return "tuple", repr(v)  # a literal shape: the same for equal values
+        return "object", id(v)
+
+    def __str__(self) -> str:
+        return f"bound({getattr(self.value, '__qualname__', self.value)!s})"
+
+
 def runtime_signature(sig: Signature) -> Signature:
     """``sig`` without its constexpr parameters: what a launch passes to the kernel."""
     if not any(isinstance(a, ConstexprType) for a in sig.args):
@@ -467,10 +488,19 @@ class Tuple(metaclass=_Family):
         return TupleType(tuple(elements))
 
 
+# numba's sets of types (``ty in types.signed_domain``), with numba's members
+signed_domain = frozenset([int8, int16, int32, int64])
+unsigned_domain = frozenset([uint8, uint16, uint32, uint64])
+integer_domain = signed_domain | unsigned_domain
+real_domain = frozenset([float32, float64])
+complex_domain = frozenset([complex64, complex128])
+number_domain = real_domain | integer_domain | complex_domain
+
 NUMBA_NAMES = [  # kaiojit.cuda.types exports these too
     "Array", "Boolean", "CPointer", "Complex", "Float", "Integer", "NoneType", "Number", "Record",
     "Tuple", "UniTuple", "b1", "bf16", "boolean", "byte", "c8", "c16", "char", "double", "f2",
     "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intc", "intp", "long_", "longlong",
     "none", "short", "u1", "u2", "u4", "u8", "uint", "uintc", "uintp", "ulong", "ulonglong",
-    "ushort",
+    "ushort", "signed_domain", "unsigned_domain", "integer_domain", "real_domain",
+    "complex_domain", "number_domain",
 ]

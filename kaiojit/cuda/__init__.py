@@ -77,6 +77,8 @@ from .linkable import (  # noqa: F401
 )
 from .types import *
 
+del bf16  # noqa: F821  numba.cuda.bf16 is the bfloat16 library (a submodule), not types.bf16
+
 threadIdx, blockIdx, blockDim, gridDim = _L.threadIdx, _L.blockIdx, _L.blockDim, _L.gridDim
 laneid, warpsize = _L.laneid, _L.warpsize
 grid, gridsize = _L.grid, _L.gridsize
@@ -87,6 +89,7 @@ threadfence, threadfence_block = _L.threadfence, _L.threadfence_block
 threadfence_system = _L.threadfence_system
 shfl_sync, shfl_up_sync, shfl_down_sync = _L.shfl_sync, _L.shfl_up_sync, _L.shfl_down_sync
 shfl_xor_sync, all_sync, any_sync = _L.shfl_xor_sync, _L.all_sync, _L.any_sync
+eq_sync = _L.eq_sync
 ballot_sync, activemask = _L.ballot_sync, _L.activemask
 fma, popc, clz, ffs, brev = _L.fma, _L.popc, _L.clz, _L.ffs, _L.brev
 cbrt = math.cbrt  # numba's cuda.cbrt: the kernel language's math.cbrt
@@ -130,13 +133,18 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 _FROM_KAIOJIT = frozenset({
     "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
-_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16"})
+_SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
+                         "bf16"})
 
 
 def __getattr__(name: str):
     # loaded on first use: the library kernels (vectorize, reduce) need NumPy and the runtime
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("selp", "lanemask_lt"):
+        from . import select
+
+        return getattr(select, name)
     if name == "Reduce":
         name = "reduce"
     if name in _FROM_KAIOJIT:

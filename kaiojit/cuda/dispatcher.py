@@ -62,9 +62,43 @@ class CUDADispatcher(Dispatcher):
         """PTX: a str for one signature, {argument types: str} for every compiled one."""
         return self._stage_by_args("ptx", signature)
 
+    def inspect_lto_ptx(self, signature=None):
+        """PTX after link-time optimization. kaiojit links device functions (and libdevice)
+        into one LLVM module before NVPTX runs, so this is :meth:`inspect_asm`'s PTX;
+        ``signature`` may be numba's tuple of argument types."""
+        if isinstance(signature, (tuple, list)):
+            signature = T.Signature(tuple(signature))
+        return self._stage_by_args("ptx", signature)
+
     def inspect_llvm(self, signature=None):
         """LLVM IR: a str for one signature, {argument types: str} for every compiled one."""
         return self._stage_by_args("llvm", signature)
+
+    def _resource(self, field: str, signature):
+        """One figure of :meth:`resources`: an int for one signature, {argument types: int}
+        for every compiled one (numba's ``get_regs_per_thread`` and friends); an int too for
+        a kernel declared with one signature (numba's specialized dispatcher)."""
+        if signature is None and self._eager and len(self._eager) == 1:
+            signature = self._eager[0]
+        if signature is not None:
+            return int(getattr(self.resources(signature), field))
+        return {args: int(getattr(self.resources(T.Signature(args)), field))
+                for args in self._arg_tuples()}
+
+    def get_regs_per_thread(self, signature=None):
+        return self._resource("registers", signature)
+
+    def get_shared_mem_per_block(self, signature=None):
+        return self._resource("shared_bytes", signature)
+
+    def get_local_mem_per_thread(self, signature=None):
+        return self._resource("local_bytes", signature)
+
+    def get_const_mem_size(self, signature=None):
+        return self._resource("const_bytes", signature)
+
+    def get_max_threads_per_block(self, signature=None):
+        return self._resource("max_threads_per_block", signature)
 
     def inspect_types(self, file=None, **kwargs) -> None:
         """Print each compiled signature's typed kernel IR (numba prints its typed IR)."""

@@ -7,18 +7,20 @@ looked up in the intrinsic registry (``kaiojit.kir.intrinsics``), by identity.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import math
 import sys
 
 from .. import language as L
 from .. import types as T
-from ..errors import TypingError, UnsupportedError
+from ..errors import CompileError, TypingError, UnsupportedError
 from ..kir import Expr
 from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
-from .values import PyObj, describe, result_scalar, type_words
+from .operators import operator_table
+from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
 def value_builtin(typer, obj: object, node) -> Expr | None:
@@ -30,7 +32,7 @@ def value_builtin(typer, obj: object, node) -> Expr | None:
 
 
 def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
-    """``a.shape``, ``a.size``, ``a.ndim`` of an array value."""
+    """``a.shape``, ``a.size``, ``a.ndim``, ``a.dtype`` of an array value."""
     t = base.type
     if isinstance(t, T.ArrayType):
         if attr == "shape":
@@ -48,7 +50,10 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
                 dim = Expr("shape", T.int64, (base,), attr=d, loc=typer.loc(node))
                 size = Expr("binop", T.int64, (size, dim), attr="*", loc=typer.loc(node))
             return size
-        typer.error(f"arrays in kernels have .shape, .size and .ndim, not .{attr}", node)
+        if attr == "dtype":  # a type, as a global dtype is: cuda.local.array(n, a.dtype)
+            return PyObj(t.dtype)
+        typer.error(f"arrays in kernels have .shape, .size, .ndim and .dtype, not .{attr}",
+                    node)
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)
@@ -92,6 +97,13 @@ def scalar_attribute(typer, base: Expr, attr: str, node):
                 return base
             return typer.intrinsic("complex.conj", t, (base,), call)
         return PyObj(_BoundMethod(typing))
+    if attr == "bit_count" and t.is_int:
+        def bit_count(typer, call):
+            # Python's int.bit_count(): the ones of |x| (|INT_MIN| wraps to itself: one bit)
+            call_args(typer, call, 0, 0, "bit_count")
+            v = typer.intrinsic("math.iabs", t, (base,), call) if t.kind == "i" else base
+            return typer.intrinsic("bits.popc", T.int32, (v,), call)
+        return PyObj(_BoundMethod(bit_count))
     return None
 
 
@@ -117,6 +129,14 @@ def _py_int(typer, node):
 
 
 def _py_float(typer, node):
+    arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        # float("nan"), float("-inf"), float("1e3"): a Python float, folded here
+        try:
+            value = float(arg.value)
+        except ValueError:
+            typer.error(f"float() cannot convert {arg.value!r} to a number", arg)
+        return Expr("const", T.float64, attr=value, loc=typer.loc(node), weak=True)
     (a,) = call_args(typer, node, 1, 1, "float")
     scalar_arg(typer, a, node.args[0], "float()")
     return typer.coerce(a, T.float64, node)
@@ -170,9 +190,15 @@ def _minmax(which: str):
 
 
 def _py_round(typer, node):
-    if len(node.args) == 2:
-        typer.error("round() with ndigits is not supported in kernels", node.args[1],
-                    UnsupportedError)
+    if len(node.args) == 2:  # numba's round(x, ndigits): intrinsics/floatparts.py
+        a, n = call_args(typer, node, 2, 2, "round")
+        t = scalar_arg(typer, a, node.args[0], "round()")
+        if not t.is_float:
+            typer.error("round() of an integer with ndigits is not supported in kernels",
+                        node.args[0], UnsupportedError)
+        if scalar_arg(typer, n, node.args[1], "round()").kind not in "iub":
+            typer.error(f"round()'s ndigits must be an integer, got {n.type}", node.args[1])
+        return typer.intrinsic("math.round_to", t, (a, typer.coerce(n, T.int64, node)), node)
     (a,) = call_args(typer, node, 1, 1, "round")
     t = scalar_arg(typer, a, node.args[0], "round()")
     if not t.is_float:
@@ -196,7 +222,7 @@ def _shared_array(typer, node):
             node)
     shape, dtype = _array_args(typer, node, "kj.shared.array")
     typer.shared_names += 1
-    name = f"{typer.pyfunc.__name__}_smem{typer.shared_names}"
+    name = f"{_owner(typer)}_smem{typer.shared_names}"
     dynamic = shape == (0,) or shape == ()
     ndim = 1 if dynamic else len(shape)
     at = T.ArrayType(dtype, ndim, "C")
@@ -204,6 +230,15 @@ def _shared_array(typer, node):
     if align_node is not None:
         attr += (_alignment(typer, align_node),)
     return Expr("shared", at, attr=attr, loc=typer.loc(node))
+
+
+def _owner(typer) -> str:
+    """The shared arrays' name prefix: one per function and specialization (numba allocates
+    per specialization), so two device functions of one name, or one device function typed
+    for two sets of argument types (a dtype, a shape), never share an array."""
+    f = typer.pyfunc
+    key = f"{f.__module__}.{f.__qualname__}{tuple(typer.arg_types)}"
+    return f"{f.__name__}_{hashlib.blake2s(key.encode(), digest_size=4).hexdigest()}"
 
 
 MAX_SHARED_ALIGNMENT = 1024  # the 128B TMA swizzle pattern repeats every 1024 bytes
@@ -272,6 +307,7 @@ def _build_table():
         L.shared.array: _shared_array, L.local.array: _local_array,
         L.const.array_like: _const_array_like,
     }
+    table.update(operator_table())
     for t in T.SCALARS.values():
         if not t.is_complex:  # complex constructors take (re, im): intrinsics/complex.py
             table[t] = _cast(t)
@@ -318,6 +354,52 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
     typer.error(f"{describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
 
 
+def _device_arg(typer, node, may_bind: bool):
+    """A device function's argument: a kernel value, or (where none can be) the Python object
+    itself, bound into the callee (a dtype, a function, a tuple of them), as numba passes
+    functions and type classes to device functions."""
+    r = typer.visit(node)
+    if not isinstance(r, PyObj):
+        return r
+    try:
+        return typer.pyobj_to_expr(r, node)
+    except TypingError:
+        if not may_bind or is_ndarray(r.value):
+            raise
+        return T.BoundObjectType(r.value)
+
+
+def _literal(a) -> bool:
+    """A literal constant argument, or a tuple of them (a shape)."""
+    if isinstance(a, Expr) and a.op == "tuple":
+        return bool(a.args) and all(_literal(x) for x in a.args)
+    return (isinstance(a, Expr) and a.op == "const" and a.weak
+            and type(a.attr) in (bool, int, float))
+
+
+def _folded(a) -> T.ConstexprType:
+    if a.op == "tuple":
+        return T.BoundObjectType(tuple(x.attr for x in a.args))
+    return T.ConstexprType(a.attr)
+
+
+def _specialize(typer, dispatcher, args, arg_types, node):
+    """The callee for ``arg_types``; where that does not type and some arguments are literal
+    constants, the callee again with those folded in as constexprs (numba's literal dispatch:
+    ``cuda.shared.array(n, dt)`` with ``n`` a literal argument)."""
+    arg_types = tuple(arg_types)
+    try:
+        return typer.specialize_device(dispatcher, arg_types, typer.loc(node)), arg_types
+    except CompileError as first:
+        if dispatcher._eager or not any(_literal(a) for a in args):
+            raise
+        literal = tuple(_folded(a) if _literal(a) else t for a, t in zip(args, arg_types))
+        try:
+            return typer.specialize_device(dispatcher, literal, typer.loc(node)), literal
+        except CompileError:
+            raise first from None  # the error of the call as written
+
+
 def _device_call(typer, dispatcher, node) -> Expr:
     if node.keywords:
         typer.error("device functions take positional arguments only", node.keywords[0].value)
@@ -326,9 +408,12 @@ def _device_call(typer, dispatcher, node) -> Expr:
         typer.error(f"{dispatcher.__name__}() takes {len(params)} argument"
                     f"{'' if len(params) == 1 else 's'} ({', '.join(params)}), "
                     f"got {len(node.args)}", node)
-    args = [typer.expr(a) for a in node.args]
+    args = [_device_arg(typer, a, not dispatcher._eager) for a in node.args]
     arg_types = []
     for a, n in zip(args, node.args):
+        if isinstance(a, T.BoundObjectType):
+            arg_types.append(a)
+            continue
         if isinstance(a.type, (T.StringType, T.VoidType)):
             typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
@@ -340,10 +425,11 @@ def _device_call(typer, dispatcher, node) -> Expr:
                         f"({', '.join(str(t) for t in arg_types)})", node)
         arg_types = list(sig.args)
     try:
-        callee = typer.specialize_device(dispatcher, tuple(arg_types), typer.loc(node))
+        callee, typed_for = _specialize(typer, dispatcher, args, arg_types, node)
     except TypeError as e:
         raise TypingError(str(e), typer.loc(node)) from None
-    args = [typer.coerce(a, t, node) for a, (_, t) in zip(args, callee.params)]
+    passed = [a for a, t in zip(args, typed_for) if not isinstance(t, T.ConstexprType)]
+    args = [typer.coerce(a, t, node) for a, (_, t) in zip(passed, callee.params)]
     if callee not in typer.callees:
         typer.callees.append(callee)
     return Expr("call", callee.return_type, tuple(args), attr=callee, loc=typer.loc(node))

@@ -109,6 +109,19 @@ def _lower_minmax(op: str):
     return lower
 
 
+def _lower_scale(factor: float):
+    """math.degrees/radians: one multiplication by the constant, as CPython and NumPy do
+    (half-precision floats in float32, rounded once)."""
+    def lower(fl, e: Expr):
+        t = e.type
+        v = fl.expr(e.args[0])
+        if t.bits == 16:
+            w = convert(fl, v, t, T.float32)
+            return convert(fl, fl.builder.fmul(w, w.type(factor)), T.float32, t)
+        return fl.builder.fmul(v, v.type(factor), flags=fl.fastmath)
+    return lower
+
+
 def _lower_iabs(fl, e: Expr):
     b = fl.builder
     v = fl.expr(e.args[0])
@@ -165,7 +178,13 @@ _math("isinf", Operands(FLOAT, result=T.bool_), _lower_isinf(False),
 _math("isfinite", Operands(FLOAT, result=T.bool_), _lower_isinf(True),
       {math.isfinite: _predicate("isfinite")})
 _math("fma", Operands(FLOAT, Same(0), Same(0), result=Same(0)), calls={L.fma: _fma})
-_math("rint", FLOAT_UNARY)  # round(x) of a float (frontend/builtins.py)
+for _name, _np_names, _factor in (("degrees", ("degrees", "rad2deg"), 180.0 / math.pi),
+                                  ("radians", ("radians", "deg2rad"), math.pi / 180.0)):
+    _math(_name, FLOAT_UNARY, _lower_scale(_factor),
+          calls={getattr(math, _name): _unary(_name, f"math.{_name}"),
+                 **{f"numpy.{n}": _unary(_name, f"np.{n}") for n in _np_names}})
+# round(x) of a float (frontend/builtins.py), and NumPy's rint
+_math("rint", FLOAT_UNARY, calls={"numpy.rint": _unary("rint", "np.rint")})
 _math("iabs", Operands(INT, result=Same(0)), _lower_iabs)  # abs() of a signed integer
 _math("min", Operands(SCALAR, Same(0), result=Same(0)), _lower_minmax("<"))
 _math("max", Operands(SCALAR, Same(0), result=Same(0)), _lower_minmax(">"))

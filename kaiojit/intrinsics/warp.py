@@ -44,7 +44,7 @@ def _shuffle_typing(kind: str):
 
 def _vote_typing(kind: str):
     def typing(typer, node):
-        mask, pred = call_args(typer, node, 2, 2, f"kj.{kind}_sync")
+        mask, pred = call_args(typer, node, 2, 2, f"kj.{'eq' if kind == 'uni' else kind}_sync")
         rt = T.uint32 if kind == "ballot" else T.bool_
         operands = (typer.coerce(mask, T.uint32, node), typer.truth(pred, node.args[1]))
         return typer.intrinsic(f"warp.{kind}", rt, operands, node)
@@ -135,7 +135,12 @@ _VOTES = {
     "all": lambda b, bits, members: b.zext(b.icmp_unsigned("==", bits, members), I32),
     "any": lambda b, bits, members: b.zext(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), I32),
     "ballot": lambda b, bits, members: bits,
+    # numba's eq_sync (PTX's vote.uni): the predicate is the same in every member lane
+    "uni": lambda b, bits, members: b.zext(b.or_(
+        b.icmp_unsigned("==", bits, members), b.icmp_unsigned("==", bits, ir.Constant(I32, 0))),
+        I32),
 }
+_VOTE_STUBS = {"all": L.all_sync, "any": L.any_sync, "ballot": L.ballot_sync, "uni": L.eq_sync}
 
 # --- declarations --------------------------------------------------------------------------------
 
@@ -152,7 +157,7 @@ for _kind, _combine in _VOTES.items():
         name=f"warp.{_kind}",
         operands=Operands(T.uint32, T.bool_, result=T.uint32 if _kind == "ballot" else T.bool_),
         lowering={"nvptx": _nvptx_vote(_kind), "host": _host_vote(_combine)},
-        calls={getattr(L, f"{_kind}_sync"): _vote_typing(_kind)}, warp=True, convergent=True))
+        calls={_VOTE_STUBS[_kind]: _vote_typing(_kind)}, warp=True, convergent=True))
 # which lanes are active is a warp-level fact: the cpu backend must keep the warp in step
 register(Intrinsic(
     name="warp.activemask", operands=Operands(result=T.uint32),

@@ -92,3 +92,16 @@ def test_compile_ptx_returns_numba_shape():
 
     ptx, restype = cuda.compile_ptx(axpy, (float32[:], float32, float32[:]))
     assert ".entry" in ptx and restype == void
+
+
+def test_numba_type_sets():
+    """numba's ``types.signed_domain`` and friends: the sets test code iterates or tests."""
+    t = cuda.types
+    assert t.signed_domain == {t.int8, t.int16, t.int32, t.int64}
+    assert t.unsigned_domain == {t.uint8, t.uint16, t.uint32, t.uint64}
+    assert t.integer_domain == t.signed_domain | t.unsigned_domain
+    assert t.real_domain == {t.float32, t.float64}
+    assert t.complex_domain == {t.complex64, t.complex128}
+    assert t.number_domain == t.integer_domain | t.real_domain | t.complex_domain
+    assert t.longlong in t.signed_domain and t.Array(t.uint16, 1, "C").dtype in t.unsigned_domain
+    assert t.float16 not in t.real_domain and t.bool_ not in t.integer_domain

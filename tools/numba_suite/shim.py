@@ -16,6 +16,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
+import numpy as np
 import support
 
 
@@ -82,6 +83,18 @@ def _njit(*args, **kwargs):
     return lambda fn: fn
 
 
+def _cpu_vectorize(target):
+    """numba's own ``vectorize``: ``target="cuda"`` is kaiojit's; numba's CPU ufunc (the
+    tests' reference implementation) is NumPy's ``np.vectorize`` of the Python function."""
+    def vectorize(*args, **kwargs):
+        if kwargs.get("target") == "cuda":
+            return target.vectorize(*args, **kwargs)
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return np.vectorize(args[0])
+        return lambda fn: np.vectorize(fn)
+    return vectorize
+
+
 def install(target_name: str, cudapy_dir: str) -> None:
     target = importlib.import_module(target_name)
     kj = importlib.import_module("kaiojit")
@@ -98,7 +111,7 @@ def install(target_name: str, cudapy_dir: str) -> None:
     config = support.config
     prebuilt = {
         "numba": _module("numba", {"cuda": target, "njit": _njit, "jit": _njit,
-                                   "vectorize": getattr(target, "vectorize", None),
+                                   "vectorize": _cpu_vectorize(target),
                                    "types": getattr(target, "types", None),
                                    "guvectorize": getattr(target, "guvectorize", None)}, []),
         "numba.core": _module("numba.core", {"errors": errors, "config": config}, []),
