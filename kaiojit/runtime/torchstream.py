@@ -45,8 +45,10 @@ class StreamChoice:
 
     @classmethod
     def default(cls, values: Sequence[Any], at: Sequence[int], device: int) -> int:
-        """The stream handle of a launch of ``values`` that names no stream."""
-        if not cls.follows_torch(values, at):
-            return 0
+        """The stream handle of a launch of ``values`` that names no stream. Without a CUDA
+        build of PyTorch loaded no argument can be a CUDA tensor: the arguments are not
+        looked at (the general launch path of every kernel with arrays comes here)."""
         current = cls.getter()
-        return 0 if current is None else current(device)
+        if current is None or not cls.follows_torch(values, at):
+            return 0
+        return current(device)
