@@ -242,18 +242,19 @@ def __getattr__(name: str):
         module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
         value = globals()[name] = getattr(importlib.import_module(module), name)
         return value
-    runtime = importlib.import_module("kaiojit.runtime")
-    if name == "runtime":
-        return runtime
-    if name in runtime.__all__:  # host names first: they need no intrinsic registry (nor LLVM)
+    if name == "runtime" or name in _RUNTIME_NAMES:  # host names: no intrinsic registry (nor
+        runtime = importlib.import_module("kaiojit.runtime")  # LLVM) is loaded for them
+        if name == "runtime":
+            return runtime
         value = globals()[name] = getattr(runtime, name)
         return value
     from .kir.intrinsics import public_object
 
-    value = public_object(name)
+    value = public_object(name)  # a kernel function: no runtime (nor NumPy) is loaded for it
     if value is not None:
         globals()[name] = value
         return value
+    runtime = importlib.import_module("kaiojit.runtime")
     try:
         value = getattr(runtime, name)
     except AttributeError:
@@ -262,6 +263,17 @@ def __getattr__(name: str):
     return value
 
 
+# kaiojit.runtime.__all__, known without importing the runtime (tests/test_imports.py checks
+# that the two agree)
+_RUNTIME_NAMES = frozenset({
+    "can_access_peer", "copy_peer", "enable_peer_access", "CudaGraph", "DeviceArray",
+    "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel", "Module",
+    "ModuleKernel", "Stream", "TensorMap", "as_device_array", "backend", "check_launch_config",
+    "default_stream", "device", "device_array", "device_array_like", "device_count",
+    "device_compute_capability", "driver_version", "max_ptx_version", "ptx_version_for_driver",
+    "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
+    "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
+})
 _LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
 
 

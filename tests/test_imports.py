@@ -300,3 +300,25 @@ def test_intrinsic_families_import_only_the_api_and_the_ground(graph):
                 for t, line in sorted(graph[m].items())
                 if t != INTRINSIC_API and stage(t) != BASE]
     assert not problems, "\n".join(problems)
+
+
+def test_the_packages_list_of_runtime_names_is_the_runtimes():
+    """``kaiojit`` resolves runtime names without importing the runtime first, so that a
+    kernel function of the intrinsic registry (``kj.nanosleep``) loads neither it nor NumPy,
+    and a runtime name (``kj.to_device``) loads no registry (nor LLVM)."""
+    import kaiojit
+    import kaiojit.runtime
+
+    assert kaiojit._RUNTIME_NAMES == frozenset(kaiojit.runtime.__all__)
+
+
+def test_a_registry_kernel_function_loads_neither_the_runtime_nor_numpy():
+    import subprocess
+    import sys
+
+    code = ("import sys, kaiojit as kj; kj.nanosleep; "
+            "print('numpy' in sys.modules, 'kaiojit.runtime' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=str(Path(__file__).resolve().parent.parent))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
