@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|torchop|coldstart|compile|fuzz|multi|all]...
+# numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
+# (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -25,6 +27,10 @@ for step in $steps; do
     tests|all)
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
         timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
+    numba)
+        timeout ${NUMBA_TIMEOUT:-500} python3 tools/numba_suite/run.py --backend cuda --tests .numba_cudapy \
+            --cache /tmp/nbsuite --jobs ${NUMBA_JOBS:-6} --timeout 300 --json "$OUT/numba_cuda.json" 2>&1 \
+            | tee "$OUT/numba_suite.log" | tail -8 ;;
     coarse)  # the whole suite with every launch that can through a coarse entry (kir/coarsen.py)
         KAIOJIT_COARSE_MIN_THREADS=0 timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rf 2>&1 \
             | tee "$OUT/coarse_tests.log" | tail -15 ;;
@@ -52,6 +58,12 @@ for step in $steps; do
         peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
+    torchop|all)
+        timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
+    coldstart|all)
+        timeout 240 python3 benchmarks/cold_start.py --target nvptx --arch sm_90a 2>&1 | tee "$OUT/cold_start.log" | tail -12 ;;&
+    compile|all)
+        NUMBA_CUDA_PATH=$NP22 timeout 200 python3 benchmarks/compile_time.py 2>&1 | tee "$OUT/compile.log" | tail -12 ;;&
     fuzz)  # a run of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
         # (FUZZ_SIZE=elementwise with KAIOJIT_COARSE_MIN_THREADS=0: the GPU runs coarse entries)
         ft=${FUZZ_TIMEOUT:-540}

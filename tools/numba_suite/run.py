@@ -1,9 +1,10 @@
-"""Run numba-cuda's kernel tests, unedited, against ``kaiojit.cuda`` on the cpu backend.
+"""Run numba-cuda's kernel tests, unedited, against ``kaiojit.cuda`` (cpu backend or a GPU).
 
     python tools/numba_suite/run.py                      # fetch numba-cuda 0.30.4 into the cache
     python tools/numba_suite/run.py --tests DIR          # DIR: an extracted .../tests/cudapy
     python tools/numba_suite/run.py test_array test_math # some files only
     python tools/numba_suite/run.py --target kaiojit     # the one-for-one baseline mapping
+    python tools/numba_suite/run.py --backend cuda       # on a GPU instead of the cpu backend
 
 Each test file runs in its own pytest process (``plugin.py`` installs the mapping of
 ``shim.py``); the runner prints passed/failed/skipped file by file and the totals, and with
@@ -107,11 +108,11 @@ def count_tests(path: Path) -> int:
     return n
 
 
-def run_file(path: Path, target: str, timeout: float) -> dict:
+def run_file(path: Path, target: str, timeout: float, backend: str = "cpu") -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as out:
         out_path = out.name
     env = dict(os.environ, NUMBA_SUITE_TARGET=target, NUMBA_SUITE_CUDAPY=str(path.parent),
-               NUMBA_SUITE_OUT=out_path, KAIOJIT_BACKEND="cpu",
+               NUMBA_SUITE_OUT=out_path, KAIOJIT_BACKEND=backend,
                PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), str(HERE / "importable"),
                                            os.environ.get("PYTHONPATH", "")]))
     ini = path.parent.parent.parent.parent.parent / "pytest.ini"
@@ -161,6 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="write every test's outcome here")
     ap.add_argument("--all", action="store_true", help="include the INTERNALS files")
     ap.add_argument("--jobs", type=int, default=1, help="test files run at once")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
+                    help="the backend kaiojit runs the tests on (cuda: a GPU)")
     args = ap.parse_args(argv)
     tests = laid_out(args.tests, args.cache) if args.tests else fetch(args.cache)
     names = [f.removesuffix(".py") for f in args.files] or sorted(
@@ -169,7 +172,8 @@ def main(argv=None) -> int:
     totals = {"total": 0, "passed": 0, "failed": 0, "skipped": 0}
     print(f"{'file':34} {'tests':>5} {'pass':>5} {'fail':>5} {'skip':>5}  note")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        runs = pool.map(lambda n: run_file(tests / f"{n}.py", args.target, args.timeout), names)
+        runs = pool.map(lambda n: run_file(tests / f"{n}.py", args.target, args.timeout,
+                                                args.backend), names)
     for name, r in zip(names, runs):
         results.append(r)
         for k in totals:
