@@ -50,7 +50,7 @@ from ..kir.intrinsics import (
     Same,
     register,
 )
-from ..lower import complexops, tma_ptx, wgmma_host
+from ..lower import complexops, narrowfloat, tma_ptx, wgmma_host
 from ..lower.arrays import array_slice, array_view
 from ..lower.gpu_faults import add_site, fail_assert
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
@@ -137,6 +137,6 @@ __all__ = [
     "block_linear", "call_args", "call_builtin", "compare", "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",
     "fail_assert", "family_state", "float_type", "inline_asm", "ll_mem_type", "ll_type",
-    "math_call", "record_error", "register", "result_scalar", "scalar_arg", "scalar_attribute",
+    "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg", "scalar_attribute",
     "tma_ptx", "type_words", "wgmma_host",
 ]

@@ -491,6 +491,20 @@ def _check_device(device: int) -> None:
         raise ValueError(f"no device {device}: the cpu backend has one device, 0")
 
 
+def named_barrier_message(kernel: str, op: str, arrived: int, count: int, where: str) -> str:
+    """Why a named barrier stopped the block: more threads than its count arrived, or a
+    ``sync`` whose count no thread can complete any more."""
+    if arrived > count:
+        why = (f"{arrived} threads arrived (a warp counts 32) on a barrier for {count}: give "
+               "every sync and arrive of one phase the same count, the threads of all of them")
+    else:
+        why = (f"only {arrived} of its {count} threads (a warp counts 32) arrived and every "
+               "thread of the block has run up to here: on the GPU this hangs. (The cpu "
+               "backend runs the threads of an if's branch before the other branch's: an "
+               "arrive must come before the sync it completes in program order.)")
+    return f"kernel {kernel!r}: {op}() at {where}: {why}"
+
+
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
     """The KernelError for the fault native code recorded in ``launch``."""
     from kaiojit import target as H
@@ -515,6 +529,10 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
         msg = device_fault(kernel.name, site["op"], int(launch[H.LAUNCH_ERROR]) == H.ERR_TMA,
                            int(launch[H.LAUNCH_INDEX]), f"{where}, block {block}, thread "
                            f"{thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_NAMED_BARRIER:
+        msg = named_barrier_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
+                                    int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
+                                    f"thread {thread}{source}")
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "
