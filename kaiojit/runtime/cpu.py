@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import weakref
+from dataclasses import replace
 from collections.abc import Sequence
 from typing import Any
 
@@ -233,6 +234,7 @@ class CpuBackend:
         self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
+        self.limits = replace(self.limits, multiprocessor_count=len(self._workers))
         if not faulthandler.is_enabled():
             try:  # a crash in generated code then prints where it happened, not nothing
                 faulthandler.enable()
