@@ -43,6 +43,7 @@ from .api import (
     Operands,
     call_args,
     const_int,
+    counted_loop,
     ctx_word,
     dtype_arg,
     inline_asm,
@@ -145,45 +146,53 @@ def _nvptx_barrier(op: str):
 
 
 def _host_barrier(waits: bool):
-    """The block's threads that reach this point (every one has run up to it) arrive, a warp at
-    a time; ``sync`` then needs the count complete (else: stuck, reported), ``arrive`` adds."""
+    """The block's threads that reach this point (every one has run up to it) arrive on their
+    barrier, a warp at a time (32, at the warp's first arriving thread); then each barrier
+    arrived on checks its count: ``sync`` needs it complete (else stuck: reported), an
+    ``arrive`` leaves it for a later ``sync``; more than ``n`` is reported either way."""
     def lower(bl, target, e: Expr):
         b = bl.builder
-        c = lambda v, ty=I64: ir.Constant(ty, v)
+        c = lambda v: ir.Constant(I64, v)
         counts = b.inttoptr(ctx_word(b, bl.ctx, CTX_NAMED_BARRIERS), PTR)
-        warps = bl.alloca(I64, name="nbar.warps")
-        first = bl.alloca(I64, name="nbar.first")
-        ids, ns = bl.alloca(I64, name="nbar.id"), bl.alloca(I64, name="nbar.n")
-        b.store(c(0), warps)
-        b.store(c(-1), first)
+        pending, needed, firsts = (bl.alloca(I64, c(NAMED_BARRIERS), name=f"nbar.{x}")
+                                   for x in ("pending", "needed", "first"))
         seen = bl.alloca(I64, name="nbar.warp")
         b.store(c(-1), seen)
+        for k in range(NAMED_BARRIERS):
+            for arr, v in ((pending, 0), (needed, 0), (firsts, -1)):
+                b.store(c(v), b.gep(arr, [c(k)], source_etype=I64))
 
-        def visit(t):  # threads in order: a warp counts once, at its first arriving thread
+        def slot(arr, i):
+            return b.gep(arr, [i], source_etype=I64)
+
+        def visit(t):
+            i = b.and_(b.sext(bl.expr(e.args[0]), I64), c(NAMED_BARRIERS - 1))
             warp = b.lshr(t, c(5))
-            with b.if_then(b.icmp_unsigned("!=", warp, b.load(seen, typ=I64))):
-                b.store(warp, seen)
-                b.store(b.add(b.load(warps, typ=I64), c(1)), warps)
-            with b.if_then(b.icmp_signed("<", b.load(first, typ=I64), c(0))):
-                b.store(t, first)
-                b.store(b.sext(bl.expr(e.args[0]), I64), ids)
-                b.store(b.sext(bl.expr(e.args[1]), I64), ns)
+            new_warp = b.icmp_unsigned("!=", warp, b.load(seen, typ=I64))
+            b.store(warp, seen)
+            p = slot(pending, i)
+            b.store(b.add(b.load(p, typ=I64), b.select(new_warp, c(32), c(0))), p)
+            b.store(b.sext(bl.expr(e.args[1]), I64), slot(needed, i))
+            f = slot(firsts, i)
+            with b.if_then(b.icmp_signed("<", b.load(f, typ=I64), c(0))):
+                b.store(t, f)
         bl.thread_loop(visit)
-        t0 = b.load(first, typ=I64)
-        with b.if_then(b.icmp_signed(">=", t0, c(0))):
-            bar_id, n = b.load(ids, typ=I64), b.load(ns, typ=I64)
-            slot = b.gep(counts, [b.and_(bar_id, c(NAMED_BARRIERS - 1))], source_etype=I64)
-            total = b.add(b.load(slot, typ=I64), b.mul(b.load(warps, typ=I64), c(32)))
-            done = b.icmp_signed("==", total, n)
-            bad = b.icmp_signed(">", total, n)
-            if waits:
-                bad = b.or_(bad, b.icmp_signed("<", total, n))
-            site = bl.mod.add_site("named_barrier", e.loc, op=f"kj.named_barrier."
-                                   f"{'sync' if waits else 'arrive'}")
-            with b.if_then(bad, likely=False):
-                record_error(bl, ERR_NAMED_BARRIER, site, total, n, t0)
-                b.branch(bl.exit_bb)
-            b.store(b.select(done, c(0), total), slot)
+        site = bl.mod.add_site("named_barrier", e.loc,
+                               op=f"kj.named_barrier.{'sync' if waits else 'arrive'}")
+        with counted_loop(b, c(0), c(NAMED_BARRIERS)) as i:
+            arrived = b.load(slot(pending, i), typ=I64)
+            with b.if_then(b.icmp_signed(">", arrived, c(0))):
+                n = b.load(slot(needed, i), typ=I64)
+                count = b.gep(counts, [i], source_etype=I64)
+                total = b.add(b.load(count, typ=I64), arrived)
+                bad = b.icmp_signed(">", total, n)
+                if waits:
+                    bad = b.or_(bad, b.icmp_signed("<", total, n))
+                with b.if_then(bad, likely=False):
+                    record_error(bl, ERR_NAMED_BARRIER, site, total, n,
+                                 b.load(slot(firsts, i), typ=I64))
+                    b.branch(bl.exit_bb)
+                b.store(b.select(b.icmp_signed("==", total, n), c(0), total), count)
     return lower
 
 
