@@ -81,7 +81,12 @@ def _nvptx_index(fl, e: Expr):
     b = fl.builder
     linear = b.add(_sreg(fl, "tid.x"), b.mul(_sreg(fl, "ntid.x"), b.add(
         _sreg(fl, "tid.y"), b.mul(_sreg(fl, "ntid.y"), _sreg(fl, "tid.z")))))
-    return b.udiv(linear, ir.Constant(I32, WARPGROUP))
+    index = b.udiv(linear, ir.Constant(I32, WARPGROUP))
+    # lane 0's value, through a shuffle: ptxas then knows it is the same in the whole warp,
+    # so branches on it do not diverge (as CUTLASS's canonical_warp_group_idx); without it
+    # a wgmma under such a branch is serialized (ptxas C7518)
+    shfl = fl.mod.declare("llvm.nvvm.shfl.sync.idx.i32", I32, [I32, I32, I32, I32])
+    return b.call(shfl, [ir.Constant(I32, -1), index, ir.Constant(I32, 0), ir.Constant(I32, 31)])
 
 
 def _host_index(fl, e: Expr):
@@ -328,7 +333,7 @@ def _host_pack(fl, e: Expr):
 register(Intrinsic(
     name="warpgroup.index", operands=Operands(result=T.int32),
     lowering={"nvptx": _nvptx_index, "host": _host_index},
-    calls={"kj.warpgroup.index": _index_typing}, pure=True, nonnegative=True))
+    calls={"kj.warpgroup.index": _index_typing}, convergent=True, nonnegative=True))
 for _op, _which in (("reg_alloc", "inc"), ("reg_dealloc", "dec")):
     register(Intrinsic(
         name=f"warpgroup.{_op}", operands=Operands(result=T.void),
