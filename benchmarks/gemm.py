@@ -8,6 +8,9 @@
   IEEE mode.
 * numba's documented shared-memory matmul (16 x 16 tiles), 4096^3, compiled by kaiojit and by
   numba-cuda (a subprocess: set KAIOJIT_NUMBA_PYTHONPATH, see run_h200.sh).
+* Hopper (benchmarks/_hopper_gemm.py; ``--hopper`` runs it alone): examples/hopper_gemm.py, the
+  warp-specialized persistent wgmma GEMM, vs cuBLAS vs Triton at bf16 8192^3, 8192x8192x16384,
+  K = 512 and fp8 e4m3 8192^3, then what each step of its structure is worth.
 
 Every kernel is first checked against NumPy at small sizes that are not multiples of its tiles
 (``--small`` stops there, and runs on the cpu backend too). Times are CUDA-event medians after a
@@ -214,8 +217,14 @@ def summary(rows: list) -> tuple[list, dict, dict]:
 
 
 def main() -> None:
+    import _hopper_gemm
+
+    if "--hopper" in sys.argv:
+        _hopper_gemm.main("--small" in sys.argv)
+        return
     check_kaiojit()
     if "--small" in sys.argv or kj.backend() != "cuda":
+        _hopper_gemm.main(True)
         return
     import torch
     try:
@@ -244,6 +253,8 @@ def main() -> None:
         kernel = TC_KERNELS[i] if what.startswith("bf16") else kgemm.SGEMM_KERNELS[i]
         print(f"{what}: kaiojit #{i} is {cfg}; {resources_of(kernel)}")
     print(f"kaiojit numba-doc: {resources_of(kgemm.numba_doc_matmul)}")
+    print()
+    _hopper_gemm.main(False)
 
 
 if __name__ == "__main__":

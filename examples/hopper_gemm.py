@@ -216,10 +216,11 @@ def kernel(cfg: GemmConfig):
     return _KERNELS[cfg]
 
 
-def matmul(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0) -> None:
-    """``c[:] = a @ b.T``: ``a`` (M, K), ``b`` (N, K) of the config's input type (fp8 as
-    uint8 views of its bytes), ``c`` (M, N) bfloat16; device arrays or CUDA tensors. On the
-    cpu backend the kernel is the config's ``lockstep`` form."""
+def prepare(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0):
+    """A function that computes ``c[:] = a @ b.T`` each time it is called: ``a`` (M, K), ``b``
+    (N, K) of the config's input type (fp8 as uint8 views of its bytes), ``c`` (M, N)
+    bfloat16; device arrays or CUDA tensors. The tensor maps are made once, here. On the cpu
+    backend the kernel is the config's ``lockstep`` form."""
     m, k = a.shape
     n = b.shape[0]
     if kj.backend() == "cpu" and not cfg.lockstep:  # the form the cpu backend can run
@@ -230,7 +231,13 @@ def matmul(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0) -> None:
     c_map = kj.TensorMap.tiled(c, (EPI, EPI), swizzle="128B")
     tiles = -(-m // BM) * -(-n // BN)
     grid = min(tiles, kj.sm_count()) if cfg.persistent else tiles
-    kernel(cfg)[grid, THREADS, stream, cfg.shared_bytes()](a_map, b_map, c_map, c, m, n, k)
+    launch = kernel(cfg)[grid, THREADS, stream, cfg.shared_bytes()]
+    return lambda: launch(a_map, b_map, c_map, c, m, n, k)
+
+
+def matmul(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0) -> None:
+    """``c[:] = a @ b.T`` (see :func:`prepare`)."""
+    prepare(a, b, c, cfg, stream)()
 
 
 def check(m: int, n: int, k: int, cfg: GemmConfig = GemmConfig()) -> float:
