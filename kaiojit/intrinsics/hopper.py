@@ -7,10 +7,11 @@
 * ``kj.named_barrier.sync(id, n)`` / ``kj.named_barrier.arrive(id, n)``: ``bar.sync`` /
   ``bar.arrive`` on barrier ``id`` (0 to 15) for ``n`` threads (a multiple of 32): the
   barrier completes once ``n`` threads arrived, counted a warp (32) at a time as the GPU
-  counts them; ``arrive`` does not wait. On the cpu backend both are split points and each
-  block keeps the 16 barriers' counts (``CTX_NAMED_BARRIERS``): an ``arrive`` adds to them, a
-  ``sync`` that completes the count goes on, one that cannot any more (every thread has run
-  up to it) is a ``kj.KernelError`` naming the line instead of a hang.
+  counts them, every ``n`` arrivals a phase; ``arrive`` does not wait. On the cpu backend both
+  are split points and each block keeps the 16 barriers' counts (``CTX_NAMED_BARRIERS``): an
+  ``arrive`` adds to them, a ``sync`` whose phase completes goes on, one whose phase cannot
+  complete any more (every thread has run up to it) is a ``kj.KernelError`` naming the line
+  instead of a hang.
 * ``kj.stmatrix(dst, index, r0[, r1[, r2, r3]], trans=False)``: ``stmatrix.sync.aligned.m8n8``
   ``.x1/.x2/.x4[.trans].shared.b16``: the warp stores 1, 2 or 4 8x8 matrices of 16-bit
   elements; each thread holds, in ``r<i>`` (a uint32: two elements, the first in the low
@@ -41,6 +42,7 @@ from .api import (
     Expr,
     Intrinsic,
     Operands,
+    PyObj,
     call_args,
     const_int,
     counted_loop,
@@ -152,9 +154,9 @@ def _nvptx_barrier(op: str):
 
 def _host_barrier(waits: bool):
     """The block's threads that reach this point (every one has run up to it) arrive on their
-    barrier, a warp at a time (32, at the warp's first arriving thread); then each barrier
-    arrived on checks its count: ``sync`` needs it complete (else stuck: reported), an
-    ``arrive`` leaves it for a later ``sync``; more than ``n`` is reported either way."""
+    barrier, a warp at a time (32, at the warp's first arriving thread), as the GPU counts;
+    every ``n`` arrivals complete a phase. A ``sync`` whose last phase is left incomplete can
+    never go on (reported); an ``arrive`` leaves the remainder for a later ``sync``."""
     def lower(bl, target, e: Expr):
         b = bl.builder
         c = lambda v: ir.Constant(I64, v)
@@ -190,14 +192,13 @@ def _host_barrier(waits: bool):
                 n = b.load(slot(needed, i), typ=I64)
                 count = b.gep(counts, [i], source_etype=I64)
                 total = b.add(b.load(count, typ=I64), arrived)
-                bad = b.icmp_signed(">", total, n)
-                if waits:
-                    bad = b.or_(bad, b.icmp_signed("<", total, n))
-                with b.if_then(bad, likely=False):
-                    record_error(bl, ERR_NAMED_BARRIER, site, total, n,
-                                 b.load(slot(firsts, i), typ=I64))
-                    b.branch(bl.exit_bb)
-                b.store(b.select(b.icmp_signed("==", total, n), c(0), total), count)
+                left = b.srem(total, n)  # every n arrivals complete a phase
+                if waits:  # the waiting threads of an incomplete last phase never go on
+                    with b.if_then(b.icmp_signed("!=", left, c(0)), likely=False):
+                        record_error(bl, ERR_NAMED_BARRIER, site, left, n,
+                                     b.load(slot(firsts, i), typ=I64))
+                        b.branch(bl.exit_bb)
+                b.store(left, count)
     return lower
 
 
@@ -210,9 +211,10 @@ def _stmatrix_typing(typer, node):
         if kw.arg != "trans":
             typer.error(f"{user}() has no argument {kw.arg!r}; it takes dst, index, the "
                         "registers and trans", kw.value)
-        literal = isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)
-        trans = int(kw.value.value) if literal else const_int(typer, kw.value,
-                                                                 f"{user}()'s trans")
+        seen = kw.value.value if isinstance(kw.value, ast.Constant) else typer.visit(kw.value)
+        seen = seen.value if isinstance(seen, PyObj) else seen  # a global or closure's value
+        trans = int(seen) if isinstance(seen, bool) else const_int(typer, kw.value,
+                                                                   f"{user}()'s trans")
         if trans not in (0, 1):
             typer.error(f"{user}()'s trans must be True or False, got {trans}", kw.value)
     regs = len(node.args) - 2
@@ -320,7 +322,8 @@ def _host_pack(fl, e: Expr):
     ty = I32 if bits == 16 else I16
     out = []
     for a in e.args:
-        v = narrowfloat.narrow(fl, fl.expr(a), t)
+        x = fl.expr(a)
+        v = b.fptrunc(x, ir.HalfType()) if t == T.float16 else narrowfloat.narrow(fl, x, t)
         if not isinstance(v.type, ir.IntType):
             v = b.bitcast(v, ir.IntType(bits))
         out.append(b.zext(v, ty))

@@ -25,8 +25,8 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,8 @@ from kaiojit.errors import CudaError, KernelError, source_position
 from kaiojit.runtime import cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
-from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.faults import assert_message, bounds_message
+from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import ConfigCache, check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -193,7 +193,7 @@ class CpuKernel:
 class HostModule:
     """A host image loaded into this process: its native code and the image's entry."""
 
-    __slots__ = ("image", "code")
+    __slots__ = ("code", "image")
 
     def __init__(self, image: HostImage, code: Any):
         self.image = image
@@ -203,7 +203,7 @@ class HostModule:
 class HostFunction:
     """A host module's entry, what ``launch_typed`` runs (read as a CpuKernel is)."""
 
-    __slots__ = ("name", "host", "_run")
+    __slots__ = ("_run", "host", "name")
 
     def __init__(self, name: str, code: Any):
         self.name = name
@@ -494,17 +494,12 @@ def _check_device(device: int) -> None:
 
 
 def named_barrier_message(kernel: str, op: str, arrived: int, count: int, where: str) -> str:
-    """Why a named barrier stopped the block: more threads than its count arrived, or a
-    ``sync`` whose count no thread can complete any more."""
-    if arrived > count:
-        why = (f"{arrived} threads arrived (a warp counts 32) on a barrier for {count}: give "
-               "every sync and arrive of one phase the same count, the threads of all of them")
-    else:
-        why = (f"only {arrived} of its {count} threads (a warp counts 32) arrived and every "
-               "thread of the block has run up to here: on the GPU this hangs. (The cpu "
-               "backend runs the threads of an if's branch before the other branch's: an "
-               "arrive must come before the sync it completes in program order.)")
-    return f"kernel {kernel!r}: {op}() at {where}: {why}"
+    """Why a named barrier stopped the block: its last phase cannot complete any more."""
+    return (f"kernel {kernel!r}: {op}() at {where}: only {arrived} of its {count} threads (a "
+            "warp counts 32) arrived in its last phase and every thread of the block has run "
+            "up to here: on the GPU this hangs. (The cpu backend runs the threads of an if's "
+            "branch before the other branch's: an arrive must come before the sync it "
+            "completes in program order.)")
 
 
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
