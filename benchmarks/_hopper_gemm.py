@@ -123,16 +123,17 @@ class Problem:
         self.one = torch.tensor(1.0, device="cuda")
         self.want = self.cublas_out()
 
-    def cublas(self) -> None:
+    def cublas(self, fast_accum: bool = True):
+        """cuBLAS's C (fp8: ``_scaled_mm`` with fast accumulation, the wgmma's own float32
+        sums as in kaiojit's kernel, unless told otherwise)."""
         if self.fp8:
-            self.torch._scaled_mm(self.a, self.b.T, self.one, self.one,
-                                  out_dtype=self.torch.bfloat16, out=self.c)
-        else:
-            self.torch.matmul(self.a, self.b.T, out=self.c)
+            return self.torch._scaled_mm(self.a, self.b.T, self.one, self.one,
+                                         out_dtype=self.torch.bfloat16,
+                                         use_fast_accum=fast_accum)
+        return self.torch.matmul(self.a, self.b.T, out=self.c)
 
     def cublas_out(self):
-        self.cublas()
-        return self.c.float().clone()
+        return self.cublas(False).float().clone()
 
     def check(self, what: str) -> None:
         """The result in ``c`` against cuBLAS's (the c is poisoned before the run)."""
@@ -163,8 +164,12 @@ def run(torch, triton_gemm) -> None:
         p = guarded(f"{what} inputs", lambda m=m, n=n, k=k, fp8=fp8: Problem(torch, m, n, k, fp8))
         if p is None:
             continue
+        first = len(rows)
         cublas = guarded(f"{what} cuBLAS", lambda p=p: time_ms(p.cublas))
         rows.append((what, "cuBLAS", cublas, cublas))
+        if fp8:
+            slow = guarded(f"{what} cuBLAS", lambda p=p: time_ms(lambda: p.cublas(False)))
+            rows.append((what, "cuBLAS, no fast accumulation", slow, cublas))
         cfg = replace(BASE, dtype="e4m3") if fp8 else BASE
         ms = guarded(f"{what} kaiojit", lambda p=p, cfg=cfg, w=what: p.timed_checked(
             f"kaiojit {w}", p.kaiojit(cfg)))
@@ -173,7 +178,7 @@ def run(torch, triton_gemm) -> None:
             def triton(p=p):
                 return p.timed_checked("triton", lambda: triton_gemm.matmul(p.a, p.b.T, p.c))
             rows.append((what, "triton", guarded(f"{what} triton", triton), cublas))
-        _print_row_block(rows[-3:] if triton_gemm is not None else rows[-2:], m, n, k)
+        _print_row_block(rows[first:], m, n, k)
         del p
         torch.cuda.empty_cache()
     print(f"kaiojit kernel: {_resources(BASE)}")
@@ -207,7 +212,7 @@ def _cell(ms: float | None, cublas: float | None, m: int, n: int, k: int) -> str
 
 def _print_row_block(rows, m: int, n: int, k: int) -> None:
     for what, who, ms, cublas in rows:
-        print(f"  {what:24} {who:8} {_cell(ms, cublas, m, n, k)}")
+        print(f"  {what:22} {who:29} {_cell(ms, cublas, m, n, k)}")
 
 
 def main(small: bool) -> None:
