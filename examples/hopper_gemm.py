@@ -137,7 +137,7 @@ def make_gemm(cfg: GemmConfig):
             m0, n0 = tile_origin(tile, tiles_m, tiles_n)
             for kt in range(k_tiles):
                 s = it % stages
-                if wg == 0:                   # lockstep only: the producer's step, in line
+                if lockstep and wg == 0:      # lockstep only: the producer's step, in line
                     if leader:
                         pipeline.wait_empty(empty, it)
                         kj.mbarrier.arrive_expect_tx(full[s:], stage_bytes)
