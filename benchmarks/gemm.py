@@ -227,11 +227,7 @@ def main() -> None:
         _hopper_gemm.main(True)
         return
     import torch
-    try:
-        import _triton_gemm as triton_gemm
-    except Exception as e:  # noqa: BLE001 - a peer that does not import is left out
-        print(f"(triton left out: {e})")
-        triton_gemm = None
+    triton_gemm = _hopper_gemm.triton_peer()
     check_peers(torch, triton_gemm)
     rows: list = []
     bench_bf16(torch, triton_gemm, 8192, rows)
