@@ -33,6 +33,7 @@ from kaiojit.resources import ptxas_resources
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _hopper_gemm
 import _kaiojit_gemm as kgemm
 
 
@@ -124,22 +125,11 @@ def check_peers(torch, triton_gemm) -> None:
 # --- timing ----------------------------------------------------------------------------------------
 
 def time_ms(launch, reps: int) -> float:
-    launch()
-    launch()
-    kj.synchronize()
-    start, end = kj.Event(), kj.Event()
-    times = []
-    for _ in range(reps):
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(np.median(times))
+    """The median of ``reps`` CUDA-event timings of one launch, after warm-up."""
+    return _hopper_gemm.time_ms(launch, reps, inner=1)
 
 
-def tflops(m: int, n: int, k: int, ms: float) -> float:
-    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+tflops = _hopper_gemm.tflops
 
 
 def resources_of(kernel) -> str:
@@ -217,8 +207,6 @@ def summary(rows: list) -> tuple[list, dict, dict]:
 
 
 def main() -> None:
-    import _hopper_gemm
-
     if "--hopper" in sys.argv:
         _hopper_gemm.main("--small" in sys.argv)
         return
