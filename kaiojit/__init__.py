@@ -221,7 +221,7 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
 _SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language",
                          "launcher", "options", "sass", "target", "types", "errors", "frontend", "lower",
                          "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
-                         "cuda"})
+                         "cuda", "pipeline"})
 
 
 def __getattr__(name: str):

@@ -36,7 +36,7 @@ _STAGES: dict[str, int] = {
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,
-    "bench": LIBRARY, "aot": LIBRARY,
+    "bench": LIBRARY, "aot": LIBRARY, "pipeline": LIBRARY,
     "occupancy_api": LAST,
     "torch": LAST,  # kaiojit.torch imports no other stage; the launcher imports it lazily
     "occupancy_calc": BASE, "resources": 5, "overloads": BASE, "cuda": LIBRARY,
