@@ -55,6 +55,11 @@ def test_setmaxnreg_ptx():
     assert "shfl.sync.idx.b32" in ptx  # the index is lane 0's: warp-uniform for ptxas
 
 
+def test_setmaxnreg_without_a_register_count_warns():
+    with pytest.warns(kj.PerformanceWarning, match=r"pass @kj.jit\(max_registers=...\)"):
+        kj.compile_ptx(warpgroups.py_func, "void(int32[::1])", arch="sm_90")
+
+
 def reg_alloc_odd(out):
     kj.warpgroup.reg_alloc(236)
 
