@@ -87,13 +87,60 @@ def guarded(what: str, fn: Callable[[], float | None]) -> float | None:
         return None
 
 
-def check_small() -> None:
-    """Every configuration against NumPy at shapes that are not multiples of the tile."""
-    for name, cfg in STEPS[:1] + [("fp8 e4m3", replace(BASE, dtype="e4m3", stages=3)),
-                                  ("fp8 e5m2", replace(BASE, dtype="e5m2"))]:
-        err = hg.check(200, 264, 208, cfg)
-        print(f"  kaiojit Hopper GEMM {name}: 200x264x208 on the {kj.backend()} backend "
-              f"matches NumPy ({err:.3f} of the bound)")
+# every configuration timed, by name: the steps, then fp8
+CONFIGS = dict(STEPS) | {"fp8 e4m3": replace(BASE, dtype="e4m3"),
+                         "fp8 e5m2": replace(BASE, dtype="e5m2"),
+                         "fp8 e4m3, 3 stages": replace(BASE, dtype="e4m3", stages=3)}
+SMOKE_SECONDS_EACH = 30  # compile and check a configuration (a child gets this per one)
+
+
+def check_small(names=(STEPS[0][0], "fp8 e4m3, 3 stages", "fp8 e5m2")) -> None:
+    """Configurations against NumPy at a shape that is not a multiple of the tile: ``OK name``
+    or ``FAILED name`` for each, as soon as it is known."""
+    for name in names:
+        try:
+            err = hg.check(200, 264, 208, CONFIGS[name])
+            print(f"OK {name}: 200x264x208 on the {kj.backend()} backend matches NumPy "
+                  f"({err:.3f} of the bound)", flush=True)
+        except Exception as e:  # noqa: BLE001 - reported, and the configuration left out
+            print(f"FAILED {name}: {type(e).__name__}: {e}", flush=True)
+
+
+def smoke(names: list[str]) -> set[str]:
+    """The configurations that are correct on a small problem, run in a child process first:
+    a kernel that hangs the GPU (a barrier that never completes) costs the child, not this
+    run. A child that stops answering is killed, its configuration counted as failed, and a
+    new child goes on with the rest."""
+    import subprocess
+
+    good: set[str] = set()
+    left = list(names)
+    while left:
+        limit = SMOKE_SECONDS_EACH * len(left) + 60
+        cmd = [sys.executable, os.path.abspath(__file__), "--smoke", *left]
+        try:
+            out, hung = subprocess.run(cmd, capture_output=True, text=True, timeout=limit,
+                                       check=False).stdout, False
+        except subprocess.TimeoutExpired as e:
+            out, hung = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or "", True
+        done = []
+        for line in out.splitlines():
+            word, _, rest = line.partition(" ")
+            name = rest.split(": ")[0]
+            if word in ("OK", "FAILED") and name in left:
+                print("  " + line)
+                done.append(name)
+                if word == "OK":
+                    good.add(name)
+        rest = [x for x in left if x not in done]
+        if hung and rest:
+            print(f"  FAILED {rest[0]}: no answer in {limit} s (it hangs); left out")
+            rest = rest[1:]
+        elif rest:
+            print(f"  FAILED the smoke test's child (no answer for {rest}): {out[-2000:]}")
+            break
+        left = rest
+    return good
 
 
 def _resources(cfg) -> str:
@@ -155,8 +202,9 @@ class Problem:
         return time_ms(launch)
 
 
-def run(torch, triton_gemm) -> None:
-    """The comparison table, then the structure steps."""
+def run(torch, triton_gemm, good: set[str]) -> None:
+    """The comparison table, then the structure steps: kaiojit's rows for the configurations
+    that passed the smoke test (``good``)."""
     rows: list[tuple[str, str, float | None, float | None]] = []
     problems = [(f"bf16 {m}x{n}x{k}", m, n, k, False) for m, n, k in SHAPES]
     problems.append(("fp8 e4m3 8192^3", 8192, 8192, 8192, True))
@@ -170,9 +218,11 @@ def run(torch, triton_gemm) -> None:
         if fp8:
             slow = guarded(f"{what} cuBLAS", lambda p=p: time_ms(lambda: p.cublas(False)))
             rows.append((what, "cuBLAS, no fast accumulation", slow, cublas))
-        cfg = replace(BASE, dtype="e4m3") if fp8 else BASE
-        ms = guarded(f"{what} kaiojit", lambda p=p, cfg=cfg, w=what: p.timed_checked(
-            f"kaiojit {w}", p.kaiojit(cfg)))
+        name = "fp8 e4m3" if fp8 else STEPS[0][0]
+        ms = None
+        if name in good:
+            ms = guarded(f"{what} kaiojit", lambda p=p, w=what, c=CONFIGS[name]:
+                         p.timed_checked(f"kaiojit {w}", p.kaiojit(c)))
         rows.append((what, "kaiojit", ms, cublas))
         if triton_gemm is not None:
             def triton(p=p):
@@ -188,7 +238,9 @@ def run(torch, triton_gemm) -> None:
         return
     cublas = guarded("steps cuBLAS", lambda: time_ms(p.cublas))
     for name, cfg in STEPS:
-        ms = guarded(name, lambda cfg=cfg, name=name: p.timed_checked(name, p.kaiojit(cfg)))
+        ms = None
+        if name in good:
+            ms = guarded(name, lambda cfg=cfg, name=name: p.timed_checked(name, p.kaiojit(cfg)))
         print(f"  {name:66} {_cell(ms, cublas, 8192, 8192, 8192)}")
     wg = guarded("gemm_wgmma baseline", lambda: _baseline(p))
     print(f"  {'no TMA, no warp specialization (benchmarks/gemm_wgmma.py, 128x256)':66} "
@@ -205,7 +257,7 @@ def _baseline(p) -> float:
 
 def _cell(ms: float | None, cublas: float | None, m: int, n: int, k: int) -> str:
     if ms is None:
-        return "failed"
+        return "failed (see above)"
     ratio = f"{cublas / ms:7.1%} of cuBLAS" if cublas else ""
     return f"{ms:8.3f} ms {tflops(m, n, k, ms):7.1f} TFLOP/s {ratio}"
 
@@ -217,12 +269,17 @@ def _print_row_block(rows, m: int, n: int, k: int) -> None:
 
 def main(small: bool) -> None:
     print("Hopper GEMM (examples/hopper_gemm.py), C = A @ B.T, C bfloat16")
-    guarded("small checks", check_small)
     if small or kj.backend() != "cuda":
+        check_small()
         return
+    good = smoke(list(CONFIGS))
     import torch
 
-    run(torch, triton_peer())
+    run(torch, triton_peer(), good)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--smoke"]:  # smoke()'s child
+    check_small(sys.argv[2:])
 
 
 def triton_peer():
