@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
+from kaiojit import pipeline
 from kaiojit.runtime import set_backend
 from kaiojit.testing import _backend
 from tests.located import assert_located, compile_error
@@ -409,6 +410,47 @@ def test_fp8_wgmma_shape_is_located():
     assert_located(err, fp8_wrong_k, "(64, 64, 16)")
 
 
+# --- the pipeline helper ---------------------------------------------------------------------------
+
+@kj.jit
+def ring_of_two(out, data, steps):
+    """A producer thread fills a 2-stage ring step by step (plain stores, then an arrive on
+    the stage's full barrier); 64 consumer threads (two groups, one arrival each) read each
+    step and release it: many more steps than stages, so every phase bit wraps."""
+    full = kj.shared.array(2, kj.uint64)
+    empty = kj.shared.array(2, kj.uint64)
+    ring = kj.shared.array((2, 64), kj.float32)
+    t = kj.threadIdx.x
+    if t == 0:
+        pipeline.init(full, empty, 1, 2)
+    kj.syncthreads()
+    for it in range(steps):
+        s = pipeline.stage(full, it)
+        if t == 64:
+            pipeline.wait_empty(empty, it)
+            for i in range(64):
+                ring[s, i] = data[it, i]
+            kj.mbarrier.arrive(full[s:])
+        elif t < 64:
+            pipeline.wait_full(full, it)
+            out[it, t] = ring[s, t] * 2.0
+            kj.syncwarp()
+            if t % 32 == 0:
+                pipeline.release(empty, it)
+
+
+def _ring_case():
+    steps = 7
+    data = RNG.standard_normal((steps, 64)).astype(np.float32)
+    out = kj.to_device(np.full((steps, 64), np.nan, np.float32))
+    ring_of_two[1, 96](out, kj.to_device(data), steps)
+    np.testing.assert_array_equal(out.copy_to_host(), 2 * data)
+
+
+def test_pipeline_ring(kj_backend):
+    _ring_case()
+
+
 # --- persistent grids -----------------------------------------------------------------------------
 
 def test_sm_count(kj_backend):
@@ -429,3 +471,4 @@ def test_primitives_gpu(kj_backend):
     for name in PACKS:
         _pack_case(name)
     _fp8_case()
+    _ring_case()
