@@ -7,6 +7,7 @@ so ``import kaiojit`` and ``compile_ptx`` stay fast on machines without a GPU.
 from __future__ import annotations
 
 import functools
+import sys
 
 from . import types
 from .logs import set_log_level
@@ -218,10 +219,40 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
 
 
-_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language",
-                         "launcher", "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
-                         "cuda"})
+_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "language", "launch",
+                         "options", "target", "types", "errors", "frontend", "lower", "testing",
+                         "tools", "lib", "random", "kir", "intrinsics", "tma_host", "aot", "cuda"})
+# documented import paths of modules that moved into a package (``from kaiojit.random import
+# ...`` in README and docs/semantics.md): the old name finds the module under its new one
+_MOVED_MODULES = {"kaiojit.random": "kaiojit.lib.random"}
+
+
+class _MovedModuleFinder:
+    """Imports a documented old path (``kaiojit.random``) as the module it names now: one module
+    object under both names, no stub file. First on ``sys.meta_path``, so that no other finder
+    (another checkout's editable install) answers the old name with a stale file; for any other
+    name it is one dict lookup."""
+
+    @staticmethod
+    def find_spec(fullname: str, path=None, target=None):
+        if fullname not in _MOVED_MODULES:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(fullname, _MovedModuleFinder)
+
+    @staticmethod
+    def create_module(spec) -> None:
+        return None  # a placeholder that exec_module replaces in sys.modules
+
+    @staticmethod
+    def exec_module(module) -> None:
+        import importlib
+
+        sys.modules[module.__name__] = importlib.import_module(_MOVED_MODULES[module.__name__])
+
+
+sys.meta_path.insert(0, _MovedModuleFinder)
 
 
 def __getattr__(name: str):
@@ -237,9 +268,9 @@ def __getattr__(name: str):
         value = globals()[name] = importlib.import_module("kaiojit.dispatcher").Dispatcher
         return value
     if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
-        return getattr(importlib.import_module("kaiojit.ufunc"), name)
+        return getattr(importlib.import_module("kaiojit.lib.ufunc"), name)
     if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
-        module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
+        module = "kaiojit.launch.occupancy_api" if name == "occupancy" else "kaiojit.lib.autotuner"
         value = globals()[name] = getattr(importlib.import_module(module), name)
         return value
     if name == "runtime" or name in _RUNTIME_NAMES:  # host names: no intrinsic registry (nor

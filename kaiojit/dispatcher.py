@@ -1,8 +1,8 @@
 """``@kj.jit`` objects: one specialization per argument-type signature, compiled on demand
 through the compiler's pipeline (or the disk cache), and inspection of every stage.
 
-Launching lives in :mod:`kaiojit.launcher`, SASS in :mod:`kaiojit.sass`, notebook display in
-:mod:`kaiojit.display`.
+Launching lives in :mod:`kaiojit.launch.launcher`, SASS in :mod:`kaiojit.tools.sass`, notebook
+display in :mod:`kaiojit.tools.display`.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from . import types as T
 from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
-from .display import Shown
-from .frontend.parameters import check_parameters
 from .errors import (
     ArgumentError, CompileError, KaiojitError, LaunchError, TypingError,
 )
-from .launcher import (
+from .frontend.parameters import check_parameters
+from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .overloads import accepts, best_signature
-from .resources import resource_summary, resources_header
-from .sass import sass_of
+from .tools.display import Shown
+from .tools.resources import resource_summary, resources_header
+from .tools.sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 # device functions are typed under one lock (their caches filled once, whichever kernels'
@@ -184,7 +184,7 @@ class Dispatcher:
 
     def _inspect(self, stage: str, signature, comment: str = "", language: str = "text"):
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
-        whose pipeline has that stage, as :class:`~kaiojit.display.Shown` text of
+        whose pipeline has that stage, as :class:`~kaiojit.tools.display.Shown` text of
         ``language`` (a notebook shows it highlighted under the kernel's resources); with a
         ``comment`` leader, the text is headed by the kernel's resource line."""
         def shown(ck):
@@ -223,22 +223,22 @@ class Dispatcher:
 
     @_user_facing
     def inspect_sass(self, signature=None):
-        """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
+        """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.tools.sass`)."""
         return self._inspect("sass", signature, "//", "sass")
 
     @_user_facing
     def resources(self, signature):
         """Registers per thread, static shared, local (spill) and constant bytes, and the
-        largest block (:class:`kaiojit.resources.Resources`): from the driver on a GPU, from
+        largest block (:class:`kaiojit.tools.resources.Resources`): from the driver on a GPU, from
         ptxas's report of the sm_90 PTX without one."""
-        from .occupancy_api import kernel_resources
+        from .launch.occupancy_api import kernel_resources
 
         return kernel_resources(self, signature)
 
     def occupancy(self, signature, block, shared: int = 0):
         """``kj.occupancy(self, signature, block, shared)``: blocks an SM holds at this block
         size, the occupancy fraction, what limits it, and a suggested block size."""
-        from .occupancy_api import occupancy
+        from .launch.occupancy_api import occupancy
 
         return occupancy(self, signature, block, shared)
 

@@ -1,6 +1,6 @@
 """User-facing errors show the user's frames only: a kernel fault, a launch error and a compile
 error leave a launch with no frame of kaiojit's code below it, pytest reports each at the
-user's line (not kaiojit/launcher.py), and ``dir(kaiojit)`` lists the whole public API."""
+user's line (not kaiojit/launch/launcher.py), and ``dir(kaiojit)`` lists the whole public API."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def _build(tuner: Any, full: list, grid: Any, config: Any, stream: Any,
            fallback: Callable[[tuple, Any], None]) -> Any:
     """The kernel's fast form for a call of the autotuner's parameters, the config's
     constants fixed."""
-    from .runtime.fastlaunch import FastPlan
+    from ..runtime.fastlaunch import FastPlan
 
     kernel = tuner.kernel
     loaded = kernel._loaded_for(tuple(full))

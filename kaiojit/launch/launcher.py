@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import KaiojitError
+from ..errors import KaiojitError
 
 # what a launch raises for the user's mistakes (compile errors, launch checks, arguments): shown
 # with the user's frames only, the message saying what is wrong
@@ -135,8 +135,8 @@ class Launcher:
         """After a general launch: build the fast form of this launch, unless the one for
         arguments of these classes is for this specialization, thread and device already
         (the launch came here for a value it could not pack)."""
-        from .runtime.backend import device_token
-        from .runtime.fastlaunch import FastPlan
+        from ..runtime.backend import device_token
+        from ..runtime.fastlaunch import FastPlan
 
         classes = tuple([a.__class__ for a in args])
         token = device_token(loaded.backend.current_device())
@@ -203,7 +203,7 @@ def launch_key(args: tuple) -> tuple:
 
 def _bind_runtime() -> None:
     global _get_backend, _typeof
-    from .runtime import get_backend, typeof
+    from ..runtime import get_backend, typeof
 
     _typeof = typeof
     _get_backend = get_backend
