@@ -96,6 +96,32 @@ class Dispatcher:
         kind = "device function" if self.device else "kernel"
         return f"<kaiojit {kind} {self.__qualname__}>"
 
+    # --- what launchers read (kaiojit/launch, the autotuner): no private attribute ---------
+
+    @property
+    def constexpr_positions(self) -> tuple[int, ...]:
+        """The positions of the constexpr parameters (folded into the kernel, not passed)."""
+        return self._constexpr_at
+
+    @property
+    def declared_signatures(self) -> tuple[T.Signature, ...]:
+        """The signatures given to ``@kj.jit(...)``, in order; empty when compiled lazily."""
+        return tuple(self._eager)
+
+    def forall_block_size(self, loaded, shared_mem: int) -> int:
+        """The block size ``.forall(n)`` launches ``loaded`` with: chosen by occupancy once
+        per loaded kernel."""
+        block = self._block_size_cache.get(loaded)
+        if block is None:
+            block = self._block_size_cache[loaded] = loaded.suggest_block_size(shared_mem)
+        return block
+
+    def cache_fast_launch(self, config, fast) -> None:
+        """``kernel[config]`` returns ``fast`` (a launcher's fast form) from now on, if the
+        launcher of ``config`` is still cached."""
+        if self._launchers.get(config) is not None:
+            self._launchers[config] = fast
+
     # --- compiling ----------------------------------------------------------------------------------
 
     @property
@@ -285,12 +311,14 @@ class Dispatcher:
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
         __tracebackhide__ = True  # noqa: F841
         try:
-            loaded = self._loaded_for(args)
-            loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
+            loaded = self.loaded_kernel(args)
+            loaded.launch(grid, block, stream, shared_mem, self.passed_args(args), cluster)
         except USER_ERRORS as e:  # the user's frames only
             raise e.with_traceback(None) from None
 
-    def _loaded_for(self, args):
+    def loaded_kernel(self, args):
+        """The kernel loaded on the current backend for a launch with ``args``: typed,
+        compiled and loaded at the first launch with their types, from the launch cache after."""
         try:
             loaded = self._launch_cache.get(self._launch_key(args))
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
@@ -303,10 +331,11 @@ class Dispatcher:
             return launch_key(args)
         values = tuple((type(args[i]), repr(args[i])) for i in self._constexpr_at
                        if i < len(args))
-        return (*launch_key(self._runtime_args(args)), values)
+        return (*launch_key(self.passed_args(args)), values)
 
-    def _runtime_args(self, args):
-        """``args`` without the constexpr ones (folded into the kernel, not passed)."""
+    def passed_args(self, args):
+        """What a launch passes the kernel: ``args`` without the constexpr ones (folded into
+        the kernel, not passed)."""
         if not self._constexpr_at:
             return args
         return tuple(a for i, a in enumerate(args) if i not in self._constexpr_at)

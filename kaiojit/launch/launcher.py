@@ -4,8 +4,8 @@
 configuration a launch calls until it has a fast form (then ``kernel[grid, block]`` returns the
 fast form itself), and :class:`ForallLauncher` the 1-D one sized by occupancy. A general launch
 finds its loaded kernel by :func:`launch_key` (the backend and every argument's type, plus the
-constexpr values) in its dispatcher's ``_launch_cache``; a miss goes through
-``dispatcher._prepare`` (type, compile, load).
+constexpr values) through its dispatcher's public interface (``loaded_kernel``: the launch
+cache, else type, compile, load).
 """
 
 from __future__ import annotations
@@ -113,9 +113,9 @@ class Launcher:
     def general(self, args: tuple) -> None:
         """The general path (what a fast form that does not match ends in)."""
         d = self.dispatcher
-        loaded = d._loaded_for(args)
+        loaded = d.loaded_kernel(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem,
-                      d._runtime_args(args), None)
+                      d.passed_args(args), None)
         self._refresh(loaded, args)
 
     def relaunch(self, args: tuple, caller: Any) -> None:
@@ -146,7 +146,7 @@ class Launcher:
         if self.rebuilds >= MAX_FAST_REBUILDS:
             return
         self.rebuilds += 1
-        plan = FastPlan.direct(args, self.dispatcher._constexpr_at, self.relaunch)
+        plan = FastPlan.direct(args, self.dispatcher.constexpr_positions, self.relaunch)
         fast = loaded.fast_path(self.grid, self.block, self.stream, self.shared_mem, plan)
         if len(self._forms) >= MAX_FAST_REBUILDS:
             self._forms.clear()
@@ -157,9 +157,7 @@ class Launcher:
         self.__class__ = type("_FastLauncher", (Launcher,),
                               {"__slots__": (), "__call__": staticmethod(fast)})
         if self.config is not None:
-            launchers = self.dispatcher._launchers
-            if launchers.get(self.config) is not None:
-                launchers[self.config] = fast
+            self.dispatcher.cache_fast_launch(self.config, fast)
 
 
 ConstexprLauncher = Launcher  # constexpr arguments are a part of the fast form's plan
@@ -181,13 +179,10 @@ class ForallLauncher:
 
     def _launch(self, args: tuple) -> None:
         d = self.dispatcher
-        loaded = d._loaded_for(args)
-        block = d._block_size_cache.get(loaded)
-        if block is None:
-            block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
-        block = min(block, self.n)
+        loaded = d.loaded_kernel(args)
+        block = min(d.forall_block_size(loaded, self.shared_mem), self.n)
         grid = (self.n + block - 1) // block
-        loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
+        loaded.launch(grid, block, self.stream, self.shared_mem, d.passed_args(args), None)
 
 
 _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch
