@@ -24,6 +24,7 @@ from .errors import (
     PerformanceWarning,
     TypingError,
     UnsupportedError,
+    user_facing as _user_facing,
 )
 from .language import (
     activemask,
@@ -136,6 +137,7 @@ bf16 = bfloat16
 intp, uintp = int64, uint64
 
 
+@_user_facing(errors=(CompileError,))  # `@kj.jit` compiling an annotated kernel at once
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
@@ -159,6 +161,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
                               link=_link_files(link), prefetch=bool(prefetch),
                               coarsen=bool(coarsen))
 
+    @_user_facing(errors=(CompileError,))
     def decorate(pyfunc, sigs=()):
         from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
 
@@ -166,11 +169,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
             ann = _annotations_signature(pyfunc)
             if ann is not None:
                 sigs = (ann,)
-        try:
-            return Dispatcher(pyfunc, options, device=device, signatures=sigs,
-                              specialize=specialize)
-        except CompileError as e:
-            raise e.with_traceback(None) from None
+        return Dispatcher(pyfunc, options, device=device, signatures=sigs, specialize=specialize)
 
     if func_or_sig is None:
         return decorate
@@ -181,33 +180,26 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     ):
         return functools.partial(decorate, sigs=tuple(func_or_sig))
     if callable(func_or_sig):
-        try:
-            return decorate(func_or_sig)
-        except CompileError as e:
-            raise e.with_traceback(None) from None
+        return decorate(func_or_sig)
     raise TypeError(f"kj.jit takes a function or a signature string, got {func_or_sig!r}")
 
 
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # the user's mistake: their frames
 def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | None = None,
                 device: bool = False, **options) -> str:
     """PTX for ``pyfunc`` compiled for ``signature``; no GPU needed. Returns the PTX text.
 
     With ``device=True`` the function is compiled as a device function: a ``.visible .func``
     named after it, returning what it returns (numba's ``compile_ptx(device=True)``)."""
-    try:
-        return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
-    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
-        raise e.with_traceback(None) from None
+    return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
 
 
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # the user's mistake: their frames
 def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False,
                  **options) -> str:
     """Optimized LLVM IR (NVPTX) for ``pyfunc`` compiled for ``signature``; ``device`` as for
     :func:`compile_ptx`."""
-    try:
-        return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
-    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
-        raise e.with_traceback(None) from None
+    return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
 
 
 def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):

@@ -7,7 +7,6 @@ display in :mod:`kaiojit.tools.display`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import threading
@@ -17,7 +16,7 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .errors import (
-    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError,
+    ArgumentError, CompileError, LaunchError, TypingError, user_facing,
 )
 from .frontend.parameters import check_parameters
 from .launch.launcher import (
@@ -39,20 +38,6 @@ _TYPING_NOW = threading.local()
 def _runtime():
     from . import runtime
     return runtime
-
-
-def _user_facing(method):
-    """A public entry point: a user's error (a CompileError, a bad signature's TypeError)
-    leaves it with no frames of kaiojit's code below."""
-
-    @functools.wraps(method)
-    def entry_point(*args, **kwargs):
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return method(*args, **kwargs)
-        except USER_ERRORS as e:
-            raise e.with_traceback(None) from None
-    return entry_point
 
 
 class Dispatcher:
@@ -138,7 +123,7 @@ class Dispatcher:
                     seen.append(sig)
         return seen
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def compile(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """Compile for a signature (a string, a Signature, or a tuple of argument types)."""
         if self.device:
@@ -175,7 +160,7 @@ class Dispatcher:
         loaded = backend.load_kernel(self.compile(signature, backend.target_spec()))
         return loaded.max_cooperative_grid_blocks(block, dynamic_shared)
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """This function compiled on its own as a device function, visible under its Python
         name (``.visible .func`` in PTX): what ``kj.compile_ptx(..., device=True)`` returns.
@@ -226,7 +211,7 @@ class Dispatcher:
         return Shown.wrap({sig: shown(ck) for sig, ck in compiled.items()}, language,
                           lambda sig: resource_summary(compiled[sig]))
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_kir(self, signature=None):
         """The typed kernel IR (a device function's too)."""
         if self.device:
@@ -237,22 +222,22 @@ class Dispatcher:
                                for a, k in self._device_cache.items()}, "kir")
         return self._inspect("kir", signature, language="kir")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
         return self._inspect("llvm", signature, ";", "llvm")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_ptx(self, signature=None):
         """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
         return self._inspect("ptx", signature, "//", "ptx")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.tools.sass`)."""
         return self._inspect("sass", signature, "//", "sass")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def resources(self, signature):
         """Registers per thread, static shared, local (spill) and constant bytes, and the
         largest block (:class:`kaiojit.tools.resources.Resources`): from the driver on a GPU, from
@@ -283,15 +268,15 @@ class Dispatcher:
         if launcher is None:
             try:
                 parsed = parse_launch_config(config)
-            except TypeError as e:  # shown at the user's kernel[...]
-                raise e.with_traceback(None) from None
+            except TypeError as e:  # shown at the user's kernel[...]; not @user_facing, which
+                raise e.with_traceback(None) from None  # would add a call to every launch
             launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
         return launcher
 
     @outside_graphs
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
@@ -309,12 +294,8 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            loaded = self.loaded_kernel(args)
-            loaded.launch(grid, block, stream, shared_mem, self.passed_args(args), cluster)
-        except USER_ERRORS as e:  # the user's frames only
-            raise e.with_traceback(None) from None
+        loaded = self.loaded_kernel(args)
+        loaded.launch(grid, block, stream, shared_mem, self.passed_args(args), cluster)
 
     def loaded_kernel(self, args):
         """The kernel loaded on the current backend for a launch with ``args``: typed,
@@ -463,13 +444,11 @@ def _as_signature(sig, pyfunc) -> T.Signature:
     raise TypeError(f"a signature is a string like 'void(float32[:], int32)', got {sig!r}")
 
 
+@user_facing
 def _compile_user_facing(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec,
                          device: bool = False) -> CompiledKernel:
-    try:
-        return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
-                              _specialize_device, device=device)
-    except KaiojitError as e:
-        raise e.with_traceback(None) from None
+    return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
+                          _specialize_device, device=device)
 
 
 def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) -> CompiledKernel:

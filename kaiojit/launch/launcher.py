@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import KaiojitError
+from ..errors import KaiojitError, user_facing
 
 # what a launch raises for the user's mistakes (compile errors, launch checks, arguments): shown
 # with the user's frames only, the message saying what is wrong
@@ -103,12 +103,9 @@ class Launcher:
         self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
     @outside_graphs
+    @user_facing(errors=USER_ERRORS)  # the user's line, not kaiojit's frames
     def __call__(self, *args: Any) -> None:
-        __tracebackhide__ = True  # pytest: the failure is the user's line  # noqa: F841
-        try:
-            return self.general(args)
-        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
-            raise e.with_traceback(None) from None
+        return self.general(args)
 
     def general(self, args: tuple) -> None:
         """The general path (what a fast form that does not match ends in)."""
@@ -125,11 +122,11 @@ class Launcher:
         form = self._forms.get(tuple([a.__class__ for a in args]))
         if form is not None and form[0] is not None and form[0] is not caller:
             return form[0](*args)
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return self.general(args)
-        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
-            raise e.with_traceback(None) from None
+        return self._general_for_user(args)
+
+    @user_facing(errors=USER_ERRORS)  # the user's line, not kaiojit's frames
+    def _general_for_user(self, args: tuple) -> None:
+        return self.general(args)
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
         """After a general launch: build the fast form of this launch, unless the one for
@@ -170,12 +167,9 @@ class ForallLauncher:
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
     @outside_graphs
+    @user_facing(errors=USER_ERRORS)  # the user's error, without kaiojit's frames
     def __call__(self, *args: Any) -> None:
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            self._launch(args)
-        except USER_ERRORS as e:  # the user's error, without kaiojit's frames
-            raise e.with_traceback(None) from None
+        self._launch(args)
 
     def _launch(self, args: tuple) -> None:
         d = self.dispatcher

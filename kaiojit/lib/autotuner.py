@@ -48,7 +48,7 @@ from ..launch.launcher import outside_graphs
 from ..launch.autotune_launch import FastCalls
 from ..logs import log as logger
 from ..errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
-                     SourceLocation)
+                     SourceLocation, user_facing)
 
 # driver errors a launch (or loading a config's specialization) returns at once for a
 # configuration the kernel cannot run with: too many resources, or PTX the JIT refuses (too
@@ -140,12 +140,10 @@ def autotune(configs: Sequence[Config], key: Sequence[str] = (), *, grid: Any = 
         key = (key,)
     log = _log_from_env()
 
+    @user_facing(errors=(ConfigError,))
     def decorate(kernel: Any) -> Autotuner:
-        try:
-            return Autotuner(kernel, list(configs), tuple(key), grid, outputs, warmup, rep,
-                             timer, check, cache, log, where)
-        except ConfigError as e:
-            raise e.with_traceback(None) from None
+        return Autotuner(kernel, list(configs), tuple(key), grid, outputs, warmup, rep,
+                         timer, check, cache, log, where)
     return decorate
 
 
@@ -279,14 +277,12 @@ class Autotuner:
             if config is None:
                 config = self._from_disk(key)
             if config is None:
-                try:
-                    config = self._tune(key, values, stream)
-                except CompileError as e:
-                    raise e.with_traceback(None) from None
+                config = self._tune(key, values, stream)
                 self._to_disk(key, config)
             self.chosen[key] = config
         return config
 
+    @user_facing(errors=(CompileError,))
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
         from ..runtime import synchronize
         from ..runtime.graph import forbid_in_capture
