@@ -101,6 +101,12 @@ class Dispatcher:
             block = self._block_size_cache[loaded] = loaded.suggest_block_size(shared_mem)
         return block
 
+    @staticmethod
+    def constexpr_type(value) -> T.ConstexprType:
+        """The type a constexpr parameter given ``value`` compiles with (the autotuner checks
+        its configs' constants with it); TypeError for a value no kernel can fold in."""
+        return constexpr_type(value)
+
     def cache_fast_launch(self, config, fast) -> None:
         """``kernel[config]`` returns ``fast`` (a launcher's fast form) from now on, if the
         launcher of ``config`` is still cached."""

@@ -349,7 +349,6 @@ PUBLIC_MODULES = frozenset({"kaiojit", "kaiojit.types", "kaiojit.errors", "kaioj
 PENDING_LIB_IMPORTS: frozenset[tuple[str, str]] = frozenset({
     ("kaiojit.lib.autotuner", "kaiojit.cachefiles"),
     ("kaiojit.lib.autotuner", "kaiojit.diskcache"),
-    ("kaiojit.lib.autotuner", "kaiojit.dispatcher"),
     ("kaiojit.lib.autotuner", "kaiojit.env"),
     ("kaiojit.lib.autotuner", "kaiojit.launch.autotune_launch"),
     ("kaiojit.lib.autotuner", "kaiojit.launch.launcher"),

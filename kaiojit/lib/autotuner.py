@@ -160,8 +160,7 @@ class Autotuner:
                               "above @kj.jit", where)
         self.kernel = kernel
         self.params = tuple(inspect.signature(kernel.py_func).parameters)
-        _check_configs(configs, self.params, grid, where,
-                       getattr(kernel, "constexpr_params", ()))
+        _check_configs(configs, self.params, grid, where, kernel)
         for what, names in (("key", key), ("outputs", outputs or ())):
             for name in names:
                 if name not in self.params:
@@ -402,7 +401,8 @@ def _log_from_env() -> bool:
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
-                   where: SourceLocation | None, folded: tuple[str, ...] = ()) -> None:
+                   where: SourceLocation | None, kernel: Any = None) -> None:
+    folded = getattr(kernel, "constexpr_params", ())
     if not configs:
         raise ConfigError("kj.autotune needs at least one kj.Config", where)
     for config in configs:
@@ -415,9 +415,8 @@ def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
                 raise ConfigError(f"{config} sets {name!r}, which is not a parameter of the "
                                   f"kernel ({', '.join(params)})", config.where)
             if name in folded:
-                from ..dispatcher import constexpr_type
                 try:
-                    constexpr_type(config.constants[name])
+                    kernel.constexpr_type(config.constants[name])
                 except TypeError as e:
                     raise ConfigError(f"{config} sets {name!r}: {e}", config.where) from None
         if set(config.constants) != first:
