@@ -137,7 +137,7 @@ bf16 = bfloat16
 intp, uintp = int64, uint64
 
 
-@_user_facing(errors=(CompileError,))  # `@kj.jit` compiling an annotated kernel at once
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # a bad option, an eager compile
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
