@@ -145,7 +145,7 @@ def smoke(names: list[str]) -> set[str]:
 
 def _resources(cfg) -> str:
     try:
-        from kaiojit.resources import ptxas_resources
+        from kaiojit.tools.resources import ptxas_resources
 
         k = hg.kernel(cfg)
         r = ptxas_resources(k.compile(k.signatures[-1]).ptx, "sm_90a")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 import kaiojit as kj
-from kaiojit import pipeline
+from kaiojit.lib import pipeline
 
 BM, BN = 128, 256        # the block tile: two consumer warpgroups of 64 x 256
 THREADS = 384            # producer + 2 consumers
@@ -102,7 +102,7 @@ def make_gemm(cfg: GemmConfig):
 
     @kj.jit(max_registers=ENTRY_REGISTERS)
     def gemm(a_map, b_map, c_map, c, m, n, k):
-        full = kj.shared.array(stages, kj.uint64)   # the ring's mbarriers (kaiojit.pipeline)
+        full = kj.shared.array(stages, kj.uint64)   # the ring's mbarriers (kaiojit.lib.pipeline)
         empty = kj.shared.array(stages, kj.uint64)
         smem = kj.shared.array(0, store)      # the stages (1024-byte aligned)
         cbuf = kj.shared.array(0, kj.bfloat16)  # the same buffer, as C's epilogue buffers

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit import pipeline
+from kaiojit.lib import pipeline
 from kaiojit.runtime import set_backend
 from kaiojit.testing import _backend
 from tests.located import assert_located, compile_error

@@ -91,7 +91,7 @@ SIG = ("void(tensormap({0}, 2), tensormap({0}, 2), tensormap(bfloat16, 2), "
     replace(BASE, tma_epilogue=False), replace(BASE, lockstep=True),
 ], ids=["bf16", "e4m3", "3stages-wait0", "register-epilogue", "lockstep"])
 def test_ptxas_sm90a_no_spills(cfg):
-    from kaiojit.resources import ptxas_resources
+    from kaiojit.tools.resources import ptxas_resources
 
     require_ptxas()
     storage = "bfloat16" if cfg.dtype == "bf16" else "uint8"
