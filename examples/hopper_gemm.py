@@ -40,7 +40,7 @@ import numpy as np
 import kaiojit as kj
 from kaiojit.lib import pipeline
 
-BM, BN = 128, 256        # the block tile: two consumer warpgroups of 64 x 256
+BM, BN = 128, 256        # the block tile: two consumer warpgroups of 64 x 256 (BN: GemmConfig.bn)
 THREADS = 384            # producer + 2 consumers
 ROW_BYTES = 128          # a K step is one 128-byte swizzled row of A and of B
 EPI = 64                 # the epilogue's chunks: 64 x 64 bfloat16, one swizzled row each
@@ -63,6 +63,11 @@ class GemmConfig:
     # iteration): what the cpu backend runs (it runs one arm's threads before the other's);
     # on the GPU it cannot reallocate registers (ptxas sees one region for all warpgroups)
     lockstep: bool = False
+    bn: int = BN                 # the block tile's columns (each consumer's wgmma N)
+    # fp8: the wgmma's own sums keep about 14 bits (DeepSeek-V3's report, section 3.3.2), so
+    # each stage's partial sums restart from zero and are added into a float32 total in
+    # registers (DeepGEMM's promotion); twice the accumulator registers: bn 128 with it
+    promote: bool = False
 
     @property
     def bk(self) -> int:
@@ -71,18 +76,19 @@ class GemmConfig:
 
     def shared_bytes(self) -> int:
         """Dynamic shared memory: the stages, then two epilogue buffers per consumer."""
-        stage = (BM + BN) * ROW_BYTES
+        stage = (BM + self.bn) * ROW_BYTES
         return self.stages * stage + (2 * 2 * EPI * EPI * 2 if self.tma_epilogue else 0)
 
 
 @kj.jit(device=True)
-def tile_origin(tile, tiles_m, tiles_n):
-    """The first row and column of output tile ``tile``: tiles in groups of ``GROUP_M`` tile
-    rows, column by column, so the blocks at work at once share B's tiles in L2."""
+def tile_origin(tile, tiles_m, tiles_n, bn):
+    """The first row and column of output tile ``tile`` (``bn`` columns wide): tiles in groups
+    of ``GROUP_M`` tile rows, column by column, so the blocks at work at once share B's tiles
+    in L2."""
     per_group = GROUP_M * tiles_n
     first = tile // per_group * GROUP_M
     rows = min(tiles_m - first, GROUP_M)
-    return (first + tile % per_group % rows) * BM, tile % per_group // rows * BN
+    return (first + tile % per_group % rows) * BM, tile % per_group // rows * bn
 
 
 def make_gemm(cfg: GemmConfig):
@@ -91,14 +97,16 @@ def make_gemm(cfg: GemmConfig):
     store = kj.bfloat16 if cfg.dtype == "bf16" else kj.uint8  # fp8 travels as bytes
     bk = cfg.bk
     kw = 32 // elem.itemsize              # K of one wgmma: 16 (bf16) or 32 (fp8)
-    a_tile, b_tile = BM * bk, BN * bk     # elements of A's and B's part of a stage
+    bn, promote = cfg.bn, cfg.promote
+    a_tile, b_tile = BM * bk, bn * bk     # elements of A's and B's part of a stage
     stage = a_tile + b_tile
     stage_bytes = stage * elem.itemsize
     stages, wait, tma_epilogue, reg_alloc = (cfg.stages, cfg.wait, cfg.tma_epilogue,
                                              cfg.reg_alloc)
     lockstep = cfg.lockstep
     epi_base = stages * stage_bytes // 2  # bfloat16 elements before the epilogue buffers
-    acc_regs = tuple(range(BN // 2))      # constant indices: the accumulator stays in registers
+    acc_regs = tuple(range(bn // 2))      # constant indices: the accumulator stays in registers
+    total_regs = bn // 2 if promote else 1
 
     @kj.jit(max_registers=ENTRY_REGISTERS)
     def gemm(a_map, b_map, c_map, c, m, n, k):
@@ -106,14 +114,15 @@ def make_gemm(cfg: GemmConfig):
         empty = kj.shared.array(stages, kj.uint64)
         smem = kj.shared.array(0, store)      # the stages (1024-byte aligned)
         cbuf = kj.shared.array(0, kj.bfloat16)  # the same buffer, as C's epilogue buffers
-        acc = kj.local.array(BN // 2, kj.float32)
+        acc = kj.local.array(bn // 2, kj.float32)
+        total = kj.local.array(total_regs, kj.float32)  # promote: the stages' sums
         t = kj.threadIdx.x
         wg = kj.warpgroup.index()
         leader = kj.elect_one() and t < 32    # the producer's one thread
         if t == 0:
             pipeline.init(full, empty, 1, 2)  # full: the leader's arrival; empty: 2 consumers
         kj.syncthreads()
-        tiles_m, tiles_n = (m + BM - 1) // BM, (n + BN - 1) // BN
+        tiles_m, tiles_n = (m + BM - 1) // BM, (n + bn - 1) // bn
         tiles, k_tiles = tiles_m * tiles_n, (k + bk - 1) // bk
         w = wg - 1                            # a consumer's half of the tile
         it = 0                                # K steps so far: the ring's position
@@ -122,7 +131,7 @@ def make_gemm(cfg: GemmConfig):
                 kj.warpgroup.reg_dealloc(40)
             if leader:
                 for tile in range(kj.blockIdx.x, tiles, kj.gridDim.x):
-                    m0, n0 = tile_origin(tile, tiles_m, tiles_n)
+                    m0, n0 = tile_origin(tile, tiles_m, tiles_n, bn)
                     for kt in range(k_tiles):
                         s = it % stages       # wait for the stage to be free, then fill it
                         pipeline.wait_empty(empty, it)
@@ -134,7 +143,7 @@ def make_gemm(cfg: GemmConfig):
         if not lockstep and reg_alloc:
             kj.warpgroup.reg_alloc(232)
         for tile in range(kj.blockIdx.x, tiles, kj.gridDim.x):  # the consumers (lockstep: all)
-            m0, n0 = tile_origin(tile, tiles_m, tiles_n)
+            m0, n0 = tile_origin(tile, tiles_m, tiles_n, bn)
             for kt in range(k_tiles):
                 s = it % stages
                 if lockstep and wg == 0:      # lockstep only: the producer's step, in line
@@ -151,20 +160,28 @@ def make_gemm(cfg: GemmConfig):
                                                  swizzle=128, stride_byte_offset=1024)
                         db = kj.wgmma.descriptor(smem, s * stage + a_tile + kk * kw,
                                                  swizzle=128, stride_byte_offset=1024)
-                        kj.wgmma.mma_async(acc, da, db, shape=(64, BN, kw), dtype=elem,
-                                           scale_d=kt + kk > 0)
+                        kj.wgmma.mma_async(acc, da, db, shape=(64, bn, kw), dtype=elem,
+                                           scale_d=(kk > 0) if promote else kt + kk > 0)
                     kj.wgmma.commit_group()
-                    kj.wgmma.wait_group(wait, acc)
+                    if promote:               # this stage's sums, added in float32
+                        kj.wgmma.wait_group(0, acc)
+                        for i in acc_regs:
+                            total[i] = acc[i] if kt == 0 else total[i] + acc[i]
+                    else:
+                        kj.wgmma.wait_group(wait, acc)
                     if t % 128 == 0:          # the stage the retired wgmmas read is free
-                        if wait == 0:
+                        if wait == 0 or promote:
                             pipeline.release(empty, it)
                         elif kt > 0:
                             pipeline.release(empty, it - 1)
                 it += 1
             if wg != 0:
                 kj.wgmma.wait_group(0, acc)
-                if wait != 0 and t % 128 == 0:
+                if wait != 0 and not promote and t % 128 == 0:
                     pipeline.release(empty, it - 1)
+                if promote:
+                    for i in acc_regs:
+                        acc[i] = total[i]
                 lt = t % 128
                 warp, lane = lt // 32, lt % 32
                 if tma_epilogue:
@@ -172,7 +189,7 @@ def make_gemm(cfg: GemmConfig):
                     # swizzled buffer (two alternate), TMA-stored by one thread
                     mi, rr = lane // 8, lane % 8  # this lane's matrix of an x4, its row there
                     row = 16 * warp + rr + 8 * (mi % 2)
-                    for ch in kj.static_range(BN // EPI):
+                    for ch in kj.static_range(bn // EPI):
                         buf = epi_base + (w * 2 + ch % 2) * EPI * EPI
                         if lt == 0:
                             kj.tma.wait_group_read(1)  # the store of two chunks ago has read it
@@ -227,9 +244,9 @@ def prepare(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0):
         cfg = replace(cfg, lockstep=True)
     bk = cfg.bk
     a_map = kj.TensorMap.tiled(a, (BM, bk), swizzle="128B")
-    b_map = kj.TensorMap.tiled(b, (BN, bk), swizzle="128B")
+    b_map = kj.TensorMap.tiled(b, (cfg.bn, bk), swizzle="128B")
     c_map = kj.TensorMap.tiled(c, (EPI, EPI), swizzle="128B")
-    tiles = -(-m // BM) * -(-n // BN)
+    tiles = -(-m // BM) * -(-n // cfg.bn)
     grid = min(tiles, kj.sm_count()) if cfg.persistent else tiles
     launch = kernel(cfg)[grid, THREADS, stream, cfg.shared_bytes()]
     return lambda: launch(a_map, b_map, c_map, c, m, n, k)
@@ -242,7 +259,8 @@ def matmul(a, b, c, cfg: GemmConfig = GemmConfig(), stream=0) -> None:
 
 def check(m: int, n: int, k: int, cfg: GemmConfig = GemmConfig()) -> float:
     """The kernel against NumPy on fresh inputs, C poisoned first: the largest error as a
-    fraction of the bound (float32 sums of exact products, bfloat16 rounding of C)."""
+    fraction of the bound (sums of exact products to the precision the hardware keeps,
+    bfloat16 rounding of C)."""
     import ml_dtypes
 
     rng = np.random.default_rng()
@@ -256,7 +274,12 @@ def check(m: int, n: int, k: int, cfg: GemmConfig = GemmConfig()) -> float:
     got = c.copy_to_host().astype(np.float64)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = a64 @ b64.T
-    bound = 2.0 ** -8 * np.abs(want) + 2 * k * 2.0 ** -23 * (np.abs(a64) @ np.abs(b64).T)
+    # the sums: float32 (2 k ulps); fp8 on the GPU: each wgmma (k32) keeps about 14 bits of
+    # its sum (DeepSeek-V3's report, 3.3.2), taken as 13 here; promoted: a stage's 4 of them
+    sums = 2 * k * 2.0 ** -23
+    if cfg.dtype != "bf16":
+        sums += 2.0 ** -13 * (4 if cfg.promote else -(-k // 32))
+    bound = 2.0 ** -8 * np.abs(want) + sums * (np.abs(a64) @ np.abs(b64).T)
     err = float(np.max(np.abs(got - want) / bound))
     assert np.all(np.isfinite(got)) and err <= 1, f"{cfg}: error {err:.2f}x the bound"
     return err

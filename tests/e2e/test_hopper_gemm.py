@@ -41,7 +41,9 @@ RNG = np.random.default_rng()
     (replace(BASE, dtype="e4m3", stages=3), (136, 272, 272)),
     (replace(BASE, dtype="e5m2", stages=2, wait=0), (72, 520, 144)),
     (replace(BASE, tma_epilogue=False, persistent=False), (131, 264, 72)),
-], ids=["bf16", "e4m3-3stages", "e5m2-2stages-wait0", "register-epilogue-one-tile-a-block"])
+    (replace(BASE, dtype="e4m3", bn=128, stages=6, promote=True), (200, 136, 400)),
+], ids=["bf16", "e4m3-3stages", "e5m2-2stages-wait0", "register-epilogue-one-tile-a-block",
+        "e4m3-promoted-128x128"])
 def test_gemm_odd_shapes(kj_backend, cfg, shape):
     err = hg.check(*shape, cfg)
     assert 0 <= err <= 1
@@ -89,7 +91,8 @@ SIG = ("void(tensormap({0}, 2), tensormap({0}, 2), tensormap(bfloat16, 2), "
 @pytest.mark.parametrize("cfg", [
     BASE, replace(BASE, dtype="e4m3"), replace(BASE, stages=3, wait=0),
     replace(BASE, tma_epilogue=False), replace(BASE, lockstep=True),
-], ids=["bf16", "e4m3", "3stages-wait0", "register-epilogue", "lockstep"])
+    replace(BASE, dtype="e4m3", bn=128, stages=6, promote=True),
+], ids=["bf16", "e4m3", "3stages-wait0", "register-epilogue", "lockstep", "e4m3-promoted"])
 def test_ptxas_sm90a_no_spills(cfg):
     from kaiojit.tools.resources import ptxas_resources
 
@@ -108,7 +111,8 @@ def test_ptxas_sm90a_no_spills(cfg):
     ("base", BASE), ("e4m3", replace(BASE, dtype="e4m3")), ("e5m2", replace(BASE, dtype="e5m2")),
     ("2", replace(BASE, stages=2)), ("3", replace(BASE, stages=3)), ("w0", replace(BASE, wait=0)),
     ("reg", replace(BASE, tma_epilogue=False)), ("np", replace(BASE, persistent=False)),
-    ("nr", replace(BASE, reg_alloc=False)), ("ls", replace(BASE, lockstep=True))]], ids=str)
+    ("nr", replace(BASE, reg_alloc=False)), ("ls", replace(BASE, lockstep=True)),
+    ("pr", replace(BASE, dtype="e4m3", bn=128, stages=6, promote=True))]], ids=str)
 def test_gemm_gpu(kj_backend, cfg):
     for shape in ((131, 264, 208), (1000, 776, 1040), (256, 512, 64)):
         assert hg.check(*shape, cfg) <= 1
