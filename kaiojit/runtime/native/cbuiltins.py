@@ -1,7 +1,7 @@
 """Python builtin functions whose C function is host code kaiojit compiles from LLVM IR.
 
-The launch fast path calls two such builtins (:mod:`kaiojit.runtime.launchrecord`'s launch
-trampoline, :mod:`kaiojit.runtime.dlpack_exchange`'s array reader): a builtin call costs
+The launch fast path calls two such builtins (:mod:`kaiojit.runtime.native.launchrecord`'s launch
+trampoline, :mod:`kaiojit.runtime.native.dlpack_exchange`'s array reader): a builtin call costs
 ~40 ns where a ctypes call costs ~300 ns, because CPython calls the C function directly with
 no argument conversion. The IR is compiled once per process with MCJIT; it calls only
 functions of CPython's stable ABI, bound by address from this process (``ctypes.pythonapi``),
@@ -36,6 +36,7 @@ def compile_ir(text: str, python_symbols: tuple[str, ...]) -> Any:
     (``python_symbols``) bound to this interpreter's. The engine owns the code: keep it."""
     # imported here: a process that only loads exported kernels (kaiojit.aot) never needs it
     from llvmlite import binding as llvm
+
     from kaiojit.runtime.hostjit import _LOAD_LOCK, _engine_target_machine
 
     for name in python_symbols:  # the C API of this process, by address
