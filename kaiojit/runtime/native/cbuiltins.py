@@ -73,6 +73,25 @@ class CompiledMethod:
         return self._compiled[1]
 
 
+SELF_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer")
+SELF_DECLARATIONS = """declare ptr @PyTuple_GetItem(ptr, i64)
+declare ptr @PyCapsule_GetPointer(ptr, ptr)"""
+
+
+def open_self(data: str, then: str) -> str:
+    """IR for the start of a builtin's C function: the native data of its ``self`` (made by
+    :func:`make_builtin`) into ``%<data>``, then a branch to ``%<then>``; where there is none
+    (a Python error is set) a branch to ``%fail``, which the function defines to return
+    NULL. Needs ``SELF_DECLARATIONS`` in the module."""
+    return f"""  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
+  %no.capsule = icmp eq ptr %capsule, null
+  br i1 %no.capsule, label %fail, label %open
+open:
+  %{data} = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
+  %no.{data} = icmp eq ptr %{data}, null
+  br i1 %no.{data}, label %fail, label %{then}"""
+
+
 def make_builtin(method: MethodDef, data_address: int, *owners: Any) -> Any:
     """A builtin function of ``method`` whose ``self`` is ``(capsule of data_address,
     *owners)``."""
@@ -88,5 +107,5 @@ _cfunction_new.restype = ctypes.py_object
 _cfunction_new.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
 
 
-__all__ = ["METH_FASTCALL", "METH_NOARGS", "CompiledMethod", "MethodDef", "compile_ir",
-           "make_builtin"]
+__all__ = ["METH_FASTCALL", "METH_NOARGS", "SELF_DECLARATIONS", "SELF_SYMBOLS", "CompiledMethod",
+           "MethodDef", "compile_ir", "make_builtin", "open_self"]

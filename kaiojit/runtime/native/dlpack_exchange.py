@@ -42,7 +42,7 @@ from kaiojit.runtime.dlpack import (
     _capsule_pointer,
 )
 from kaiojit.runtime.native import guard
-from kaiojit.runtime.native.reader import Reader, reader_ir
+from kaiojit.runtime.native.reader import Reader, alignment_test, entry_fields, spec_fields
 
 API_CAPSULE_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")
 API_MAJOR = 1  # the DLPackExchangeAPI layout read here
@@ -111,26 +111,15 @@ alignment:
   %base = ptrtoint ptr %data to i64
   %pointer = add i64 %base, %byte.offset
   %has.rows = icmp sgt i64 %ndim, 1
-  br i1 %has.rows, label %row.bytes, label %alignment.test
-row.bytes:
+  br i1 %has.rows, label %last.row, label %alignment.test
+last.row:
   %last = sub i64 %ndim, 1
-  %row.extent.at = getelementptr i64, ptr %shape, i64 %last
-  %row.extent = load i64, ptr %row.extent.at
-  %itemsize.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.itemsize)
-  %itemsize = load i64, ptr %itemsize.at
-  %row = mul i64 %row.extent, %itemsize
+  %last.extent.at = getelementptr i64, ptr %shape, i64 %last
+  %last.extent = load i64, ptr %last.extent.at
   br label %alignment.test
 alignment.test:
-  %row.or.zero = phi i64 [ 0, %alignment ], [ %row, %row.bytes ]
-  %both = or i64 %pointer, %row.or.zero
-  %low = and i64 %both, $(ALIGN_MASK)
-  %misaligned = icmp ne i64 %low, 0
-  %aligned.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.aligned)
-  %aligned.flag = load i64, ptr %aligned.at
-  %wants.aligned = icmp ne i64 %aligned.flag, 0
-  %alignment.ok = xor i1 %misaligned, %wants.aligned
-  br i1 %alignment.ok, label %write, label %miss
-write:
+  %row.extent = phi i64 [ 0, %alignment ], [ %last.extent, %last.row ]
+""" + alignment_test("write") + """write:
   %slot.offset.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.offset)
   %slot.offset = load i64, ptr %slot.offset.at
   %slot = getelementptr i8, ptr %spec.buffer, i64 %slot.offset
@@ -155,15 +144,14 @@ class Entry(ctypes.Structure):
     """One array of a reader: its class, the class's export function, where its pointer and
     extents go in the buffer, and what the specialization expects of it."""
 
-    _fields_ = [("cls", ctypes.c_void_p), ("export", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32),
-                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+    _fields_ = entry_fields(("export", ctypes.c_void_p), ("ndim", ctypes.c_int32),
+                            ("dtype", ctypes.c_uint32))
 
 
 class Spec(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
-                ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
-                ("entries", ctypes.c_void_p)]
+    """A reader's arrays and the device they must be on."""
+
+    _fields_ = spec_fields(("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32))
 
 
 class _ApiHeader(ctypes.Structure):
@@ -190,11 +178,10 @@ class ArrayRead:
     offset: int
 
 
-_READER = Reader(
-    reader_ir("kaiojit_read_arrays", Spec, Entry, _BODY, structs=(DLTensor,),
-              allocas="  %dl = alloca %DLTensor, align 8"),
-    (), "kaiojit_read_arrays",
-    "Read arrays through their DLPack exchange API into a parameter buffer.")
+_READER = Reader("kaiojit_read_arrays",
+                 "Read arrays through their DLPack exchange API into a parameter buffer.",
+                 Spec, Entry, _BODY, structs=(DLTensor,),
+                 allocas="  %dl = alloca %DLTensor, align 8")
 _exports: dict[type, int | None] = {}
 
 
@@ -233,7 +220,7 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
     """The builtin ``read(*arrays) -> bool`` for ``arrays`` (each class must have an
     :func:`export_function`), writing into the buffer at ``buffer_address``, which
     ``owners`` keep alive."""
-    entries = (Entry * len(arrays))()
+    entries = _READER.entries(len(arrays))
     for entry, a in zip(entries, arrays):
         export = export_function(a.cls)
         if export is None:
@@ -241,10 +228,9 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
         entry.cls, entry.export, entry.offset = id(a.cls), export, a.offset
         entry.ndim, entry.dtype = a.ndim, dtype_word(a.dtype)
         entry.itemsize, entry.aligned = a.dtype.itemsize, int(a.aligned)
-    spec = Spec(len(arrays), buffer_address, device_type, device_id,
-                ctypes.addressof(entries))
     classes = tuple(a.cls for a in arrays)  # the entries hold their addresses
-    return _READER.builtin(spec, entries, classes, *owners)
+    return _READER.builtin(entries, buffer_address, classes, *owners, device_type=device_type,
+                           device_id=device_id)
 
 
 __all__ = ["ArrayRead", "dtype_word", "export_function", "reader"]

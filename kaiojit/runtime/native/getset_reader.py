@@ -38,7 +38,7 @@ from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime.native import guard
-from kaiojit.runtime.native.reader import Reader, reader_ir
+from kaiojit.runtime.native.reader import Reader, alignment_test, entry_fields, spec_fields
 
 # the facts read of an array, and of its ``data`` (``MemoryPointer``), in the order of the
 # reader's getter slots (a vector's rank and length are read from ``ndim`` and ``size``, as
@@ -189,18 +189,7 @@ extents.read:
   br i1 %extent.bad, label %error, label %alignment
 alignment:
   %row.extent = phi i64 [ 0, %vector.write ], [ %last, %extents.read ]
-  %itemsize.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.itemsize)
-  %itemsize = load i64, ptr %itemsize.at
-  %row = mul i64 %row.extent, %itemsize
-  %both = or i64 %pointer, %row
-  %low = and i64 %both, $(ALIGN_MASK)
-  %misaligned = icmp ne i64 %low, 0
-  %aligned.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.aligned)
-  %aligned.flag = load i64, ptr %aligned.at
-  %wants.aligned = icmp ne i64 %aligned.flag, 0
-  %alignment.ok = xor i1 %misaligned, %wants.aligned
-  br i1 %alignment.ok, label %written, label %miss
-"""
+""" + alignment_test("written")
 
 _SYMBOLS = ("PyTuple_Size", "PyErr_Occurred", "PyLong_AsUnsignedLongLong", "PyLong_AsLongLong",
             "PyLong_AsSsize_t")
@@ -215,16 +204,15 @@ class Entry(ctypes.Structure):
     getters (``ARRAY_ATTRIBUTES``, then ``MEMORY_ATTRIBUTES``), its slot's byte offset in the
     buffer, its rank, element size, and whether the kernel was specialized as aligned."""
 
-    _fields_ = [("cls", ctypes.c_void_p), ("dtype", ctypes.c_void_p),
-                ("memory_cls", ctypes.c_void_p), ("getters", _Getter * 8),
-                ("offset", ctypes.c_int64), ("ndim", ctypes.c_int64),
-                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+    _fields_ = entry_fields(("dtype", ctypes.c_void_p), ("memory_cls", ctypes.c_void_p),
+                            ("getters", _Getter * 8), ("ndim", ctypes.c_int64))
 
 
 class Spec(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
-                ("device_id", ctypes.c_int64), ("true", ctypes.c_void_p),
-                ("entries", ctypes.c_void_p)]
+    """A reader's arrays, the device they must be on, and ``True`` (what ``_c_contiguous``
+    returns of a contiguous array)."""
+
+    _fields_ = spec_fields(("device_id", ctypes.c_int64), ("true", ctypes.c_void_p))
 
 
 class _GetSetDescr(ctypes.Structure):
@@ -256,10 +244,9 @@ class ArrayRead:
     offset: int
 
 
-_READER = Reader(
-    reader_ir("kaiojit_read_getset_arrays", Spec, Entry, _BODY, declarations=_DECLARATIONS),
-    _SYMBOLS, "kaiojit_read_getset_arrays",
-    "Read arrays through their classes' C getters into a parameter buffer.")
+_READER = Reader("kaiojit_read_getset_arrays",
+                 "Read arrays through their classes' C getters into a parameter buffer.",
+                 Spec, Entry, _BODY, symbols=_SYMBOLS, declarations=_DECLARATIONS)
 _getters: dict[tuple[type, str], tuple[int, int, Any] | None] = {}
 
 
@@ -302,7 +289,7 @@ def readable(cls: type, memory_cls: type) -> bool:
 def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners: Any) -> Any:
     """The builtin ``read(*arrays) -> bool`` for ``arrays``, writing into the buffer at
     ``buffer_address``, which ``owners`` keep alive."""
-    entries = (Entry * len(arrays))()
+    entries = _READER.entries(len(arrays))
     keep: list[Any] = []
     for entry, a in zip(entries, arrays, strict=True):
         found = ([c_getter(a.cls, n) for n in ARRAY_ATTRIBUTES]
@@ -316,8 +303,8 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
         entry.offset, entry.ndim = a.offset, a.ndim
         entry.itemsize, entry.aligned = a.scalar.itemsize, int(a.aligned)
         keep += [a.cls, a.dtype, a.memory_cls]
-    spec = Spec(len(arrays), buffer_address, device_id, id(True), ctypes.addressof(entries))
-    return _READER.builtin(spec, entries, tuple(keep), *owners)
+    return _READER.builtin(entries, buffer_address, tuple(keep), *owners, device_id=device_id,
+                           true=id(True))
 
 
 __all__ = ["ARRAY_ATTRIBUTES", "MEMORY_ATTRIBUTES", "ArrayRead", "c_getter", "readable",

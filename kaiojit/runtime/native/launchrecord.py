@@ -131,20 +131,13 @@ define i32 @kaiojit_launch_stub(ptr %config, ptr %function, ptr %params, ptr %ex
 }
 
 ; the C function of a METH_NOARGS builtin: self is (capsule of the record, owners...)
-declare ptr @PyTuple_GetItem(ptr, i64)
-declare ptr @PyCapsule_GetPointer(ptr, ptr)
+SELF_DECLARATIONS
 declare ptr @PyEval_SaveThread()
 declare void @PyEval_RestoreThread(ptr)
 declare ptr @PyLong_FromLong(i64)
 
 define ptr @kaiojit_launch_native(ptr %self, ptr %unused) {
-  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
-  %no.capsule = icmp eq ptr %capsule, null
-  br i1 %no.capsule, label %fail, label %read
-read:
-  %record = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
-  %no.record = icmp eq ptr %record, null
-  br i1 %no.record, label %fail, label %launch
+OPEN_SELF
 launch:
   %status = call i32 @kaiojit_launch_record_nogil(ptr %record)
   %wide = sext i32 %status to i64
@@ -165,15 +158,17 @@ define i32 @kaiojit_launch_record_nogil(ptr %record) {
 _lock = threading.Lock()
 _compiled: dict[str, Any] = {}
 LAUNCH_CALL = ctypes.CFUNCTYPE(ctypes.c_int)  # no argtypes: the record goes as a c_void_p
-_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyEval_SaveThread",
-                   "PyEval_RestoreThread", "PyLong_FromLong")
+_PYTHON_SYMBOLS = (*cbuiltins.SELF_SYMBOLS, "PyEval_SaveThread", "PyEval_RestoreThread",
+                   "PyLong_FromLong")
 
 
 def _compile() -> dict[str, Any]:
     with _lock:
         if _compiled:
             return _compiled
-        text = expand(_TRAMPOLINE_IR, (LaunchRecord,))
+        text = expand(_TRAMPOLINE_IR, (LaunchRecord,)).replace(
+            "SELF_DECLARATIONS", cbuiltins.SELF_DECLARATIONS).replace(
+            "OPEN_SELF", cbuiltins.open_self("record", "launch"))
         engine = cbuiltins.compile_ir(text, _PYTHON_SYMBOLS)
         _compiled["engine"] = engine  # owns the code
         _compiled["trampoline"] = LAUNCH_CALL(

@@ -27,14 +27,13 @@ from kaiojit import types as kt
 from kaiojit.runtime.native import cbuiltins
 from kaiojit.runtime.native.irstruct import Struct, expand, field_type
 
-PROLOGUE_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyObject_Type", "Py_DecRef",
-                    "PyErr_Clear", "PyBool_FromLong")
+PROLOGUE_SYMBOLS = (*cbuiltins.SELF_SYMBOLS, "PyObject_Type", "Py_DecRef", "PyErr_Clear",
+                    "PyBool_FromLong")
 
 _TEMPLATE = """
 $(types)
 
-declare ptr @PyTuple_GetItem(ptr, i64)
-declare ptr @PyCapsule_GetPointer(ptr, ptr)
+SELF_DECLARATIONS
 declare ptr @PyObject_Type(ptr)
 declare void @Py_DecRef(ptr)
 declare void @PyErr_Clear()
@@ -45,13 +44,7 @@ DECLARATIONS
 define ptr @SYMBOL(ptr %self, ptr %args, i64 %nargs) {
 start:
 ALLOCAS
-  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
-  %no.capsule = icmp eq ptr %capsule, null
-  br i1 %no.capsule, label %fail, label %open
-open:
-  %spec = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
-  %no.spec = icmp eq ptr %spec, null
-  br i1 %no.spec, label %fail, label %count
+OPEN_SELF
 count:
   %count.at = getelementptr %Spec, ptr %spec, i32 0, i32 $(Spec.count)
   %count.n = load i64, ptr %count.at
@@ -93,6 +86,42 @@ fail:
 """
 
 
+def alignment_test(then: str) -> str:
+    """IR of the test that an array is as aligned as the kernel was specialized on: its
+    pointer (``%pointer``), and a row's bytes (``%row.extent`` elements, 0 for no rows), against
+    16 bytes; aligned where ``Entry.aligned`` says so, misaligned where not (as the general
+    path picks the specialization). Branches to ``%<then>`` or ``%miss``."""
+    return f"""  %itemsize.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.itemsize)
+  %itemsize = load i64, ptr %itemsize.at
+  %row = mul i64 %row.extent, %itemsize
+  %both = or i64 %pointer, %row
+  %low = and i64 %both, $(ALIGN_MASK)
+  %misaligned = icmp ne i64 %low, 0
+  %aligned.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.aligned)
+  %aligned.flag = load i64, ptr %aligned.at
+  %wants.aligned = icmp ne i64 %aligned.flag, 0
+  %alignment.ok = xor i1 %misaligned, %wants.aligned
+  br i1 %alignment.ok, label %{then}, label %miss
+"""
+
+
+def spec_fields(*own: tuple[str, object]) -> list[tuple[str, object]]:
+    """The ``_fields_`` of a reader's ``Spec``: the argument count, the parameter buffer and the
+    entries, which the prologue reads, around the reader's ``own`` fields (each loaded into
+    ``%spec.<name>``)."""
+    return [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p), *own,
+            ("entries", ctypes.c_void_p)]
+
+
+def entry_fields(*own: tuple[str, object]) -> list[tuple[str, object]]:
+    """The ``_fields_`` of a reader's ``Entry`` (one per argument): the class the prologue
+    tests, the reader's ``own`` fields, then where the array's pointer and extents go in the
+    buffer (a byte offset), its element size and whether the kernel was specialized as
+    16-byte aligned (0 or 1), which every reader's alignment test reads."""
+    return [("cls", ctypes.c_void_p), *own, ("offset", ctypes.c_int64),
+            ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+
+
 def reader_ir(symbol: str, spec: Struct, entry: Struct, body: str, *,
               declarations: str = "", allocas: str = "", structs: tuple[Struct, ...] = ()) -> str:
     """The IR of a reader ``@symbol`` over records ``spec`` (with ``count`` and ``entries``
@@ -106,24 +135,40 @@ def reader_ir(symbol: str, spec: Struct, entry: Struct, body: str, *,
         loads.append(f"  %spec.{name}.at = getelementptr %Spec, ptr %spec, i32 0, "
                      f"i32 $(Spec.{name})\n"
                      f"  %spec.{name} = load {field_type(ctype)}, ptr %spec.{name}.at")
-    text = (_TEMPLATE.replace("SYMBOL", symbol).replace("DECLARATIONS", declarations)
+    text = (_TEMPLATE.replace("SELF_DECLARATIONS", cbuiltins.SELF_DECLARATIONS)
+            .replace("OPEN_SELF", cbuiltins.open_self("spec", "count"))
+            .replace("SYMBOL", symbol).replace("DECLARATIONS", declarations)
             .replace("ALLOCAS", allocas).replace("SPEC_LOADS", "\n".join(loads))
             .replace("BODY", body.strip("\n")))
     return expand(text, (spec, entry, *structs), ALIGN_MASK=kt.ALIGN_BYTES - 1)
 
 
 class Reader:
-    """A reader's compiled C function (once per process, on first use) and the builtins made
-    from it, each over its own ``Spec``."""
+    """One reader: its IR (:func:`reader_ir`) compiled once per process on first use, and the
+    builtins made from it, each over a ``Spec`` of its own."""
 
-    def __init__(self, ir_text: str, symbols: tuple[str, ...], symbol: str, doc: str):
-        self._method = cbuiltins.CompiledMethod(ir_text, PROLOGUE_SYMBOLS + symbols, symbol, doc)
+    def __init__(self, symbol: str, doc: str, spec: Struct, entry: Struct, body: str, *,
+                 symbols: tuple[str, ...] = (), declarations: str = "", allocas: str = "",
+                 structs: tuple[Struct, ...] = ()):
+        self.spec, self.entry = spec, entry
+        text = reader_ir(symbol, spec, entry, body, declarations=declarations, allocas=allocas,
+                         structs=structs)
+        self._method = cbuiltins.CompiledMethod(text, PROLOGUE_SYMBOLS + symbols, symbol, doc)
 
-    def builtin(self, spec: ctypes.Structure, *owners: object) -> object:
-        """``read(*arrays) -> bool`` over ``spec``, kept alive with ``owners`` (what ``spec``
-        points into)."""
+    def entries(self, count: int) -> ctypes.Array:
+        """Zeroed entries for ``count`` arguments, to fill in."""
+        return (self.entry * count)()
+
+    def builtin(self, entries: ctypes.Array, buffer_address: int, *owners: object,
+                **spec_values: object) -> object:
+        """``read(*arrays) -> bool`` over ``entries``, writing into the buffer at
+        ``buffer_address``, with the reader's own ``Spec`` fields from ``spec_values``; kept
+        alive with ``owners`` (what the entries point to and the buffer)."""
+        spec = self.spec(count=len(entries), buffer=buffer_address,
+                         entries=ctypes.addressof(entries), **spec_values)
         return cbuiltins.make_builtin(self._method.method(), ctypes.addressof(spec), spec,
-                                      *owners)
+                                      entries, *owners)
 
 
-__all__ = ["PROLOGUE_SYMBOLS", "Reader", "reader_ir"]
+__all__ = ["PROLOGUE_SYMBOLS", "Reader", "alignment_test", "entry_fields", "reader_ir",
+           "spec_fields"]
