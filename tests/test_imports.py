@@ -302,6 +302,26 @@ def test_intrinsic_families_import_only_the_api_and_the_ground(graph):
     assert not problems, "\n".join(problems)
 
 
+NATIVE = "kaiojit.runtime.native"
+# what the rest of kaiojit uses of the native helpers: the fast form, the launch record, and
+# compile_ir (the cpu backend's thread runner is host code compiled the same way)
+NATIVE_ENTRY_POINTS = frozenset({"fastlaunch", "launchrecord", "cbuiltins"})
+# the helpers that read a layout of the interpreter's (a builtin's method table, a getset
+# descriptor) or of a foreign library's (DLPack's API table): each asks the guard first
+NATIVE_LAYOUT_READERS = ("dlpack_exchange", "getset_reader", "launchrecord")
+
+
+def test_native_helpers_are_one_package_behind_one_guard(graph):
+    outside = [f"{m}:{line} imports {t}" for m in sorted(graph) if not m.startswith(NATIVE)
+               for t, line in sorted(graph[m].items())
+               if t.startswith(NATIVE + ".") and t.rpartition(".")[2] not in NATIVE_ENTRY_POINTS]
+    assert not outside, "the native package's internals, used outside it:\n" + "\n".join(outside)
+    unguarded = [name for name in NATIVE_LAYOUT_READERS
+                 if f"{NATIVE}.guard" not in graph[f"{NATIVE}.{name}"]]
+    assert not unguarded, f"native helpers that never ask the guard: {unguarded}"
+    assert set(graph[NATIVE]) == {f"{NATIVE}.guard"}
+
+
 def test_the_packages_list_of_runtime_names_is_the_runtimes():
     """``kaiojit`` resolves runtime names without importing the runtime first, so that a
     kernel function of the intrinsic registry (``kj.nanosleep``) loads neither it nor NumPy,

@@ -10,7 +10,7 @@ API, in one package behind one guard.
 - :mod:`.guard`: :func:`available`, asked before any object layout is touched; where it says
   no, the fast form keeps its Python path.
 
-Importing this package imports neither llvmlite nor any of those modules.
+This ``__init__`` imports the guard only: asking it compiles nothing.
 """
 
 from __future__ import annotations
