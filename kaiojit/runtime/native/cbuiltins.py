@@ -1,11 +1,11 @@
 """Python builtin functions whose C function is host code kaiojit compiles from LLVM IR.
 
-The launch fast path calls two such builtins (:mod:`kaiojit.runtime.native.launchrecord`'s launch
-trampoline, :mod:`kaiojit.runtime.native.dlpack_exchange`'s array reader): a builtin call costs
-~40 ns where a ctypes call costs ~300 ns, because CPython calls the C function directly with
-no argument conversion. The IR is compiled once per process with MCJIT; it calls only
-functions of CPython's stable ABI, bound by address from this process (``ctypes.pythonapi``),
-so the same text serves Python 3.11 and 3.12.
+The launch fast path calls such builtins (:mod:`.launchrecord`'s launch trampoline, the array
+readers of :mod:`.reader`): a builtin call costs ~40 ns where a ctypes call costs ~300 ns,
+because CPython calls the C function directly with no argument conversion. The IR is compiled
+once per process with MCJIT; it calls functions of CPython's C API bound by address from this
+process (``ctypes.pythonapi``), so the same text serves every version
+:func:`kaiojit.runtime.native.available` accepts.
 
 A builtin is ``PyCFunction_NewEx(&method_def, self, NULL)``: ``self`` is a tuple whose first
 item is a capsule of the native data the C function reads (a launch record, an array spec)
