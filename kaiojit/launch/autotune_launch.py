@@ -12,6 +12,11 @@ the fast form, which tests everything else the choice depends on (the arguments'
 the config's grid is a function, it is called per launch and the fast form kept per grid.
 Anything the fast form does not match goes through the autotuner's general path, which
 chooses (tuning if the key is new) and launches as before.
+
+What ``FastCalls`` reads of its tuner (:class:`kaiojit.lib.autotuner.Autotuner`): ``kernel``
+(the ``@kj.jit`` object, through the Dispatcher's public interface for launchers), ``params``,
+``call_params``, ``key`` and ``grid``; ``_args_for(config, values)`` (the kernel's arguments and
+grid under a config) and ``_call(args, stream, kwargs)`` (the general path).
 """
 
 from __future__ import annotations
