@@ -22,10 +22,11 @@ from typing import Any
 from .cachefiles import load_entry, store_entry
 
 
-def load_json(key: str, folder: str) -> Any:
+def load_json(key: str, folder: str | None = None, *, suffix: str = ".json") -> Any:
     """The value stored under ``key`` in ``folder``, or None: never stored, untrusted, damaged,
-    or not JSON. A hit marks the record used (for the size limit's eviction)."""
-    payload = load_entry(key, ".json", folder)
+    or not JSON. A hit marks the record used (for the size limit's eviction). ``suffix`` is
+    for kaiojit's own records (a kernel's coarse entry is a ``.kjc`` file)."""
+    payload = load_entry(key, suffix, folder)
     if payload is None:
         return None
     try:
@@ -34,11 +35,12 @@ def load_json(key: str, folder: str) -> Any:
         return None
 
 
-def store_json(key: str, value: Any, folder: str, **about: str) -> None:
+def store_json(key: str, value: Any, folder: str | None = None, *, suffix: str = ".json",
+               **about: str) -> None:
     """Store ``value`` (JSON) under ``key`` in ``folder``, atomically; ``about`` (``what=``,
     ``name=``) is what ``python -m kaiojit cache list`` shows. A failed write costs a later
     process the work again, nothing more."""
-    store_entry(key, ".json", json.dumps(value).encode(), folder, **about)
+    store_entry(key, suffix, json.dumps(value).encode(), folder, **about)
 
 
 def _describe_global(value: Any, seen: set) -> str | None:

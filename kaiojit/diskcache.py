@@ -29,7 +29,8 @@ import hashlib
 import json
 import sys
 
-from .cachefiles import entry_path, load_entry, read_entry, store_entry, touch, write_file
+from .cache import load_json, store_json
+from .cachefiles import entry_path, read_entry, touch, write_file
 from .compiler import CompiledKernel
 from .frontend.deps import source_digest, still_holds
 from .options import CompileOptions
@@ -70,23 +71,6 @@ def _digest(parts) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
-
-
-# --- JSON entries ---------------------------------------------------------------------------
-
-def load(key: str, suffix: str = ".kjc"):
-    """The JSON payload of the entry ``key``, or None (absent, untrusted, damaged)."""
-    payload = load_entry(key, suffix)
-    if payload is None:
-        return None
-    try:
-        return json.loads(payload)
-    except ValueError:
-        return None
-
-
-def store(key: str, value, suffix: str = ".kjc", **about) -> None:
-    store_entry(key, suffix, json.dumps(value).encode(), **about)
 
 
 # --- compiled kernels -------------------------------------------------------------------------------
@@ -183,15 +167,15 @@ def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
         return
 
     def load_ptx() -> str | None:
-        entry = load(key)
+        entry = load_json(key, suffix=".kjc")
         ptx = entry.get("ptx") if isinstance(entry, dict) else None
         return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
 
     def store_ptx(ptx: str) -> None:
-        store(key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
-              name=ck.py_name, kind=ck.target.kind)
+        store_json(key, {"name": ck.coarse.name, "ptx": ptx}, suffix=".kjc",
+                   what="coarse entry", name=ck.py_name, kind=ck.target.kind)
     ck.coarse.keep_on_disk(load_ptx, store_ptx)
 
 
-__all__ = ["CACHE_VERSION", "keep_coarse_entry", "lines_matter", "load",
-           "load_kernel", "lookup_key", "store", "store_kernel"]
+__all__ = ["CACHE_VERSION", "keep_coarse_entry", "lines_matter",
+           "load_kernel", "lookup_key", "store_kernel"]
