@@ -148,7 +148,7 @@ FAULT_WORDS = 10
 
 # --- the checked variant's per-worker sanitizer state: an array of i64 --------------------------
 # An access is packed in one word: epoch << 32 | thread << SAN_THREAD_SHIFT | site.
-SAN_EPOCH = 0         # this worker's epoch: +1 at every block start and every barrier
+SAN_EPOCH = 0         # this worker's epoch: +1 at every block start, barrier and syncwarp
 SAN_BLOCK_EPOCH = 1   # the epoch the current block started at
 SAN_LAUNCH_EPOCH = 2  # the epoch the launch started at
 SAN_BLOCK = 3         # the current block's linear index
@@ -173,7 +173,10 @@ SAN_INDEX = 24        # the access's indices (8 words) and the array's shape (8 
 SAN_SHAPE = 32
 SAN_MAX_DIMS = 8
 SAN_SCRATCH = 40      # a shadow lookup's finding: the other access (packed) and its block
+SAN_BARRIER_EPOCH = 42  # the epoch of the block's last block-level barrier (or its start)
+SAN_WARP_SYNC = 43    # per thread of the block: the epoch of its last syncwarp (SAN_MAX_THREADS)
 SAN_WORDS = 48
+SAN_MAX_THREADS = 1024
 SAN_THREAD_SHIFT = 21
 SAN_SITE_MASK = (1 << SAN_THREAD_SHIFT) - 1
 SAN_KIND_BOUNDS, SAN_KIND_RACE, SAN_KIND_INIT, SAN_KIND_SYNC = 1, 2, 3, 4

@@ -151,7 +151,7 @@ class HostTarget(Target):
 
     def store(self, fl, ptr, value, dtype):
         if self.sanitize:
-            host_sanitize.track(fl, ptr, host_sanitize.WRITE)
+            host_sanitize.track(fl, ptr, host_sanitize.WRITE, value)
         super().store(fl, ptr, value, dtype)
 
     def checked_indices(self, fl, indices, shape, at, loc, given):

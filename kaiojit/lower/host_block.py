@@ -410,8 +410,8 @@ class BlockLowering(HostFunctionLowering):
         if checked and decl.name in host_sanitize.MASKED_COLLECTIVES:
             host_sanitize.check_warp_mask(self, e)
         self.intrinsic_lowering(e)(self, target, e)
-        if checked and (decl.barrier or decl.name == "sync.syncwarp"):
-            host_sanitize.bump_epoch(self)
+        if checked:
+            host_sanitize.after_sync(self, decl)
         return None
 
     def assign_each(self, target: str | None, result) -> None:

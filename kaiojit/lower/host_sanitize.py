@@ -43,6 +43,7 @@ from ..target import (
     HAZARD_RAW,
     HAZARD_WAR,
     HAZARD_WAW,
+    SAN_BARRIER_EPOCH,
     SAN_BLOCK,
     SAN_BLOCK_EPOCH,
     SAN_COUNTS,
@@ -57,6 +58,7 @@ from ..target import (
     SAN_KIND_SYNC,
     SAN_LAUNCH_EPOCH,
     SAN_MAX_DIMS,
+    SAN_MAX_THREADS,
     SAN_NDIM,
     SAN_OTHER,
     SAN_OTHER_BLOCK,
@@ -72,12 +74,14 @@ from ..target import (
     SAN_TABLE_MASK,
     SAN_THREAD,
     SAN_THREAD_SHIFT,
+    SAN_WARP_SYNC,
 )
 from .llvmtypes import I1, I32, I64, PTR
 
 UNINIT = 5  # a shadow lookup's status beside the HAZARD_* codes
 ATOMIC_THREAD = 0x7FF  # the thread of an atomic's mark in a shared shadow (never a conflict)
-READ, WRITE, ATOMIC = 0, 1, 2  # how an access uses its element
+READ, WRITE, ATOMIC, SAME = 0, 1, 2, 3  # how an access uses its element (SAME: a write of the
+# value the element already holds, which no order of the threads can tell from no write)
 QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # see quiet_params
 SHARED_WORDS = 4   # shadow words per byte offset of shared memory
 TABLE_WORDS = 8    # words per entry of the global-memory table
@@ -200,6 +204,23 @@ def shared_initcheck(kfunc: kir.KFunction) -> bool:
                    for f in kir.walk_functions(kfunc) for e in kir.function_exprs(f))
 
 
+def shadow_granule(kfunc: kir.KFunction) -> int:
+    """log2 of the bytes one shared-shadow entry covers: the largest power of two (up to 8)
+    that divides the element size of every array the kernel and its device functions index,
+    so that two elements never share an entry (a smaller shadow: fewer cache misses)."""
+    granule = 3
+    for f in kir.walk_functions(kfunc):
+        arrays = [s.array for s in kir.walk_stmts(f.body) if isinstance(s, kir.Store)]
+        arrays += [e.args[0] for e in kir.function_exprs(f)
+                   if e.op == "load" or (e.op == "intrinsic" and e.args and
+                                         isinstance(e.args[0].type, T.ArrayType))]
+        for a in arrays:
+            size = getattr(getattr(a.type, "dtype", None), "itemsize", 1) or 1
+            while granule and size % (1 << granule):
+                granule -= 1
+    return granule
+
+
 # --- the module's helpers --------------------------------------------------------------------------
 
 def _word_ptr(b: ir.IRBuilder, base, index):
@@ -221,11 +242,13 @@ def _epoch_of(b: ir.IRBuilder, packed):
 
 
 class SanitizerHelpers:
-    """The module's shadow-memory functions, defined on first use (internal; LLVM inlines
-    them into the accesses)."""
+    """The module's shadow-memory functions, defined on first use (internal, not inlined: one
+    copy compiles fast). They are the slow path: each access first tries the inline test of
+    ``_track`` and calls them only when that finds something to look at."""
 
-    def __init__(self, mod):
+    def __init__(self, mod, granule: int = 0):
         self.mod = mod
+        self.granule = granule  # shared shadow entries cover 1 << granule bytes
         self._fns: dict[str, ir.Function] = {}
 
     def _define(self, name: str, ret, args: list, build) -> ir.Function:
@@ -234,22 +257,32 @@ class SanitizerHelpers:
             fn = ir.Function(self.mod.module, ir.FunctionType(ret, args), name=name)
             fn.linkage = "internal"
             fn.attributes.add("noinline")  # one copy: compiles fast, and the call is cheap
+            fn.attributes.add("cold")
             self._fns[name] = fn
             build(fn, ir.IRBuilder(fn.append_basic_block("entry")))
         return fn
 
-    # a conflict test: the other access (packed) of this epoch by another thread
     @staticmethod
-    def _conflict(b, other, cur, me_thread):
-        same_epoch = b.icmp_unsigned("==", _epoch_of(b, other), cur)
+    def _conflict(b, state, other, me_thread):
+        """Whether the other access (packed) races with this one: it is in the current
+        barrier interval, by another thread, not an atomic's mark, and no syncwarp that both
+        threads (of one warp) took part in lies between them."""
+        eo = _epoch_of(b, other)
+        current = b.icmp_unsigned(">=", eo, _word(b, state, SAN_BARRIER_EPOCH))
         t = _thread_of(b, other)
         other_thread = b.and_(b.icmp_unsigned("!=", t, me_thread),
                               b.icmp_unsigned("!=", t, ir.Constant(I64, ATOMIC_THREAD)))
-        return b.and_(same_epoch, other_thread)
+        c5 = ir.Constant(I64, 5)
+        same_warp = b.icmp_unsigned("==", b.lshr(t, c5), b.lshr(me_thread, c5))
+        synced = b.inttoptr(_word(b, state, SAN_WARP_SYNC), PTR)
+        last = ir.Constant(I64, SAN_MAX_THREADS - 1)
+        ordered = b.and_(same_warp, b.and_(
+            b.icmp_unsigned(">", _word(b, synced, b.and_(t, last)), eo),
+            b.icmp_unsigned(">", _word(b, synced, b.and_(me_thread, last)), eo)))
+        return b.and_(b.and_(current, other_thread), b.not_(ordered))
 
     def _access(self, b, fn, state, entry, me, mode, check_init, cross_block: bool):
         """The shared logic of both shadows: ``entry`` points at (W, R1, R2[, writer block])."""
-        cur = _word(b, state, SAN_EPOCH)
         mt = _thread_of(b, me)
         w = _word(b, entry, 0)
         r1 = _word(b, entry, 1)
@@ -265,10 +298,14 @@ class SanitizerHelpers:
 
         unwritten = b.and_(check_init, b.icmp_unsigned(
             "<", _epoch_of(b, w), _word(b, state, SAN_BLOCK_EPOCH)))
-        if not cross_block:  # an atomic: its read is initchecked, its write only marked
+        same = b.icmp_unsigned("==", mode, ir.Constant(I64, SAME))
+        if cross_block:  # global memory: a write of the value already there is not recorded
+            with b.if_then(same):
+                b.ret(ir.Constant(I64, 0))
+        else:  # an atomic: its read is initchecked, its write only marked (so is SAME)
             atomic = b.icmp_unsigned("==", mode, ir.Constant(I64, ATOMIC))
-            with b.if_then(atomic):
-                with b.if_then(unwritten):
+            with b.if_then(b.or_(atomic, same)):
+                with b.if_then(b.and_(atomic, unwritten)):
                     found(UNINIT, ir.Constant(I64, 0))
                 mark = b.or_(b.shl(_word(b, state, SAN_BLOCK_EPOCH), ir.Constant(I64, 32)),
                              ir.Constant(I64, ATOMIC_THREAD << SAN_THREAD_SHIFT))
@@ -278,11 +315,12 @@ class SanitizerHelpers:
                     b.store(mark, _word_ptr(b, entry, 0))
                 b.ret(b.load(status, typ=I64))
         write = b.icmp_unsigned("==", mode, ir.Constant(I64, WRITE))
+        bar = _word(b, state, SAN_BARRIER_EPOCH)
         with b.if_else(write) as (on_write, on_read):
             with on_write:
-                waw = self._conflict(b, w, cur, mt)
-                war1 = self._conflict(b, r1, cur, mt)
-                war2 = self._conflict(b, r2, cur, mt)
+                waw = self._conflict(b, state, w, mt)
+                war1 = self._conflict(b, state, r1, mt)
+                war2 = self._conflict(b, state, r2, mt)
                 with b.if_then(war2):
                     found(HAZARD_WAR, r2)
                 with b.if_then(war1):
@@ -299,11 +337,11 @@ class SanitizerHelpers:
                     b.store(_word(b, state, SAN_BLOCK), _word_ptr(b, entry, 3))
                 b.store(me, _word_ptr(b, entry, 0))
             with on_read:
-                with b.if_then(self._conflict(b, w, cur, mt)):
+                with b.if_then(self._conflict(b, state, w, mt)):
                     found(HAZARD_RAW, w)
                 with b.if_then(unwritten):
                     found(UNINIT, ir.Constant(I64, 0))
-                fresh = b.icmp_unsigned("!=", _epoch_of(b, r1), cur)
+                fresh = b.icmp_unsigned("<", _epoch_of(b, r1), bar)
                 with b.if_else(fresh) as (first_reader, later):
                     with first_reader:
                         b.store(me, _word_ptr(b, entry, 1))
@@ -311,13 +349,25 @@ class SanitizerHelpers:
                         b.store(me, _word_ptr(b, entry, 2))
         b.ret(b.load(status, typ=I64))
 
+    def shared_entry(self, b, state, offset):
+        """The shared shadow's entry of a byte offset."""
+        base = b.inttoptr(_word(b, state, SAN_SHARED_SHADOW), PTR)
+        granule = b.lshr(offset, ir.Constant(I64, self.granule))
+        return b.gep(base, [b.mul(granule, ir.Constant(I64, SHARED_WORDS))], source_etype=I64)
+
+    @staticmethod
+    def table_entry(b, state, addr):
+        """The global table's entry of an address (its word 4 says whose it is)."""
+        table = b.inttoptr(_word(b, state, SAN_TABLE), PTR)
+        h = b.xor(b.lshr(addr, ir.Constant(I64, 2)), b.lshr(addr, ir.Constant(I64, 17)))
+        idx = b.and_(h, _word(b, state, SAN_TABLE_MASK))
+        return b.gep(table, [b.mul(idx, ir.Constant(I64, TABLE_WORDS))], source_etype=I64)
+
     def shared(self) -> ir.Function:
         """``i64 (state, offset, me, mode, check_init: i1)``: 0, a HAZARD_* or UNINIT."""
         def build(fn, b):
             state, offset, me, mode, check_init = fn.args
-            base = b.inttoptr(_word(b, state, SAN_SHARED_SHADOW), PTR)
-            entry = b.gep(base, [b.mul(offset, ir.Constant(I64, SHARED_WORDS))],
-                          source_etype=I64)
+            entry = self.shared_entry(b, state, offset)
             self._access(b, fn, state, entry, me, mode, check_init, cross_block=False)
         return self._define("kj.san.shared", I64, [PTR, I64, I64, I64, I1], build)
 
@@ -325,10 +375,7 @@ class SanitizerHelpers:
         """``i64 (state, address, me, mode)``: 0 or a HAZARD_* (READ or WRITE only)."""
         def build(fn, b):
             state, addr, me, mode = fn.args
-            table = b.inttoptr(_word(b, state, SAN_TABLE), PTR)
-            h = b.xor(b.lshr(addr, ir.Constant(I64, 2)), b.lshr(addr, ir.Constant(I64, 17)))
-            idx = b.and_(h, _word(b, state, SAN_TABLE_MASK))
-            entry = b.gep(table, [b.mul(idx, ir.Constant(I64, TABLE_WORDS))], source_etype=I64)
+            entry = self.table_entry(b, state, addr)
             with b.if_then(b.icmp_unsigned("!=", _word(b, entry, 4), addr), likely=False):
                 for k in range(4):  # a new address evicts the old one's record
                     b.store(ir.Constant(I64, 0), _word_ptr(b, entry, k))
@@ -420,9 +467,9 @@ def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given:
     return out
 
 
-def track(fl, ptr, mode: int) -> None:
+def track(fl, ptr, mode: int, value=None) -> None:
     """racecheck and initcheck of the access whose element pointer is ``ptr`` (the last one
-    ``checked_indices`` saw), by its memory space."""
+    ``checked_indices`` saw), by its memory space; ``value`` is what a write stores."""
     access = fl.san_accesses.pop(ptr, None)
     if access is None:
         return
@@ -434,12 +481,23 @@ def track(fl, ptr, mode: int) -> None:
     if quiet:  # no race is possible on this array in a launch that allows it
         allowed = b.and_(_word(b, state, SAN_QUIET), ir.Constant(I64, quiet))
         with b.if_then(b.icmp_unsigned("==", allowed, ir.Constant(I64, 0))):
-            _track(fl, state, ptr, mode, site, indices, shape, space, bad)
+            _track(fl, state, ptr, mode, value, site, indices, shape, space, bad)
         return
-    _track(fl, state, ptr, mode, site, indices, shape, space, bad)
+    _track(fl, state, ptr, mode, value, site, indices, shape, space, bad)
 
 
-def _track(fl, state, ptr, mode, site, indices, shape, space, bad) -> None:
+def _unchanged(b: ir.IRBuilder, ptr, value):
+    """Whether storing ``value`` at ``ptr`` leaves the memory as it is (bit for bit)."""
+    ty = value.type
+    if isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType)):
+        bits = ir.IntType({ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(ty)])
+        return b.icmp_unsigned("==", b.load(ptr, typ=bits), b.bitcast(value, bits))
+    if isinstance(ty, ir.IntType):
+        return b.icmp_unsigned("==", b.load(ptr, typ=ty), value)
+    return ir.Constant(I1, 0)
+
+
+def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> None:
     b = fl.builder
     addr = b.ptrtoint(ptr, I64)
     thread = fl.thread_linear()
@@ -448,35 +506,145 @@ def _track(fl, state, ptr, mode, site, indices, shape, space, bad) -> None:
                b.or_(b.shl(b.and_(thread, ir.Constant(I64, 0x7FF)),
                            ir.Constant(I64, SAN_THREAD_SHIFT)),
                      ir.Constant(I64, site & SAN_SITE_MASK)))
-    w = ir.Constant(I64, mode)
+    same = _unchanged(b, ptr, value) if mode == WRITE and value is not None else None
+    w = ir.Constant(I64, mode) if same is None else \
+        b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
+    helpers = fl.mod.san_helpers
     if space == GLOBAL:
-        result = b.call(fl.mod.san_helpers.global_(), [state, addr, me, ir.Constant(I64, mode)])
+        result = _inline_global(fl, state, addr, me, mode, same)
         _report_shadow(fl, result, site, indices, shape, bad)
         return
     offset = b.sub(addr, _word(b, state, SAN_SHARED_BASE))
     in_shared = b.icmp_unsigned("<", offset, _word(b, state, SAN_SHARED_BYTES))
-    helpers = fl.mod.san_helpers
     init = ir.Constant(I1, int(fl.mod.san_initcheck))
     if space == SHARED:
-        result = _guarded_call(b, in_shared, helpers.shared(), [state, offset, me, w, init])
+        before = b.block
+        with b.if_then(in_shared):
+            value = _inline_shared(fl, state, offset, me, mode, same)
+            inside = b.block
+        result = b.phi(I64)
+        result.add_incoming(ir.Constant(I64, 0), before)
+        result.add_incoming(value, inside)
     else:
         is_global = b.not_(in_shared)
-        if space == UNKNOWN:
-            stack = b.ptrtoint(b.call(fl.mod.declare("llvm.stacksave.p0", PTR, []), []), I64)
-            top = b.load(b.gep(fl.ctx, [ir.Constant(I64, CTX_STACK_TOP)], source_etype=I64),
-                         typ=I64)
-            local = b.and_(b.icmp_unsigned(">=", addr, stack), b.icmp_unsigned("<", addr, top))
-            is_global = b.and_(is_global, b.not_(local))
-            shared_result = _guarded_call(b, in_shared, helpers.shared(),
-                                          [state, offset, me, w, init])
-            if mode == ATOMIC:
-                is_global = ir.Constant(I1, 0)
-            global_result = _guarded_call(b, is_global, helpers.global_(), [state, addr, me, w])
-            result = b.or_(shared_result, global_result)
-        else:
-            result = _guarded_call(b, ir.Constant(I1, 1), helpers.global_(),
-                                   [state, addr, me, w])
+        stack = b.ptrtoint(b.call(fl.mod.declare("llvm.stacksave.p0", PTR, []), []), I64)
+        top = b.load(b.gep(fl.ctx, [ir.Constant(I64, CTX_STACK_TOP)], source_etype=I64),
+                     typ=I64)
+        local = b.and_(b.icmp_unsigned(">=", addr, stack), b.icmp_unsigned("<", addr, top))
+        is_global = b.and_(is_global, b.not_(local))
+        shared_result = _guarded_call(b, in_shared, helpers.shared(),
+                                      [state, offset, me, w, init])
+        if mode == ATOMIC:
+            is_global = ir.Constant(I1, 0)
+        global_result = _guarded_call(b, is_global, helpers.global_(), [state, addr, me, w])
+        result = b.or_(shared_result, global_result)
     _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _free(b, other, bar, mt):
+    """The inline test that ``other`` (packed) cannot race with this thread's access: it is
+    older than the last barrier, or this thread's own."""
+    return b.or_(b.icmp_unsigned("<", _epoch_of(b, other), bar),
+                 b.icmp_unsigned("==", _thread_of(b, other), mt))
+
+
+def _fast_or_slow(b: ir.IRBuilder, ok, fast, slow):
+    """``fast()`` where ``ok`` (the common case, no call), else ``slow()``: an i64 result."""
+    with b.if_else(ok, likely=True) as (then, otherwise):
+        with then:
+            fast()
+            fast_block = b.block
+        with otherwise:
+            slow_value = slow()
+            slow_block = b.block
+    result = b.phi(I64)
+    result.add_incoming(ir.Constant(I64, 0), fast_block)
+    result.add_incoming(slow_value, slow_block)
+    return result
+
+
+def _record_reader(b, entry, r1, me, mt, bar, spare: int) -> None:
+    """A read's record, without a branch: R1 if it is older than the last barrier, else R2 if
+    R1 is another thread's, else the entry's spare word."""
+    fresh = b.icmp_unsigned("<", _epoch_of(b, r1), bar)
+    other = b.icmp_unsigned("!=", _thread_of(b, r1), mt)
+    slot = b.select(fresh, ir.Constant(I64, 1),
+                    b.select(other, ir.Constant(I64, 2), ir.Constant(I64, spare)))
+    b.store(me, _word_ptr(b, entry, slot))
+
+
+def _inline_shared(fl, state, offset, me, mode: int, same):
+    """The shared shadow's common cases inline (a read of what an earlier interval or this
+    thread wrote; a write no other thread's access of this interval precedes); the rest, and
+    every atomic, in ``kj.san.shared``."""
+    b = fl.builder
+    helpers = fl.mod.san_helpers
+    init = bool(fl.mod.san_initcheck)
+    slow_mode = ir.Constant(I64, mode) if same is None else         b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
+
+    def slow():
+        return b.call(helpers.shared(), [state, offset, me, slow_mode, ir.Constant(I1, init)])
+
+    if mode == ATOMIC:
+        return slow()
+    entry = helpers.shared_entry(b, state, offset)
+    bar = _word(b, state, SAN_BARRIER_EPOCH)
+    mt = _thread_of(b, me)
+    w = _word(b, entry, 0)
+    if mode == READ:
+        r1 = _word(b, entry, 1)
+        ok = _free(b, w, bar, mt)
+        if init:
+            ok = b.and_(ok, b.icmp_unsigned(">=", _epoch_of(b, w),
+                                            _word(b, state, SAN_BLOCK_EPOCH)))
+        return _fast_or_slow(b, ok, lambda: _record_reader(b, entry, r1, me, mt, bar, 3), slow)
+    ok = b.and_(_free(b, w, bar, mt), b.and_(_free(b, _word(b, entry, 1), bar, mt),
+                                              _free(b, _word(b, entry, 2), bar, mt)))
+    if same is not None:
+        ok = b.and_(ok, b.not_(same))  # an unchanged value: marked in the slow path
+    return _fast_or_slow(b, ok, lambda: b.store(me, _word_ptr(b, entry, 0)), slow)
+
+
+def _inline_global(fl, state, addr, me, mode: int, same):
+    """The global table's common cases inline (the address's entry is there, and the access
+    races with nothing in it); the rest in ``kj.san.global``."""
+    b = fl.builder
+    helpers = fl.mod.san_helpers
+    entry = helpers.table_entry(b, state, addr)
+    bar = _word(b, state, SAN_BARRIER_EPOCH)
+    mt = _thread_of(b, me)
+    w = _word(b, entry, 0)
+    hit = b.icmp_unsigned("==", _word(b, entry, 4), addr)
+
+    def slow():
+        return b.call(helpers.global_(), [state, addr, me, ir.Constant(I64, mode)])
+
+    if mode == READ:
+        r1 = _word(b, entry, 1)
+        ok = b.and_(hit, _free(b, w, bar, mt))
+        return _fast_or_slow(b, ok, lambda: _record_reader(b, entry, r1, me, mt, bar, 5), slow)
+    we = _epoch_of(b, w)
+    other_block = b.and_(b.icmp_unsigned(">=", we, _word(b, state, SAN_LAUNCH_EPOCH)),
+                         b.icmp_unsigned("<", we, _word(b, state, SAN_BLOCK_EPOCH)))
+    ok = b.and_(b.and_(hit, b.not_(other_block)),
+                b.and_(_free(b, w, bar, mt),
+                       b.and_(_free(b, _word(b, entry, 1), bar, mt),
+                              _free(b, _word(b, entry, 2), bar, mt))))
+
+    def fast():
+        b.store(me, _word_ptr(b, entry, 0))
+        b.store(_word(b, state, SAN_BLOCK), _word_ptr(b, entry, 3))
+
+    if same is None:
+        return _fast_or_slow(b, ok, fast, slow)
+    # an unchanged value is not a write of global memory the racecheck records
+    return _fast_or_slow(b, b.or_(same, ok),
+                         lambda: _skip_unless(b, same, fast), slow)
+
+
+def _skip_unless(b: ir.IRBuilder, skip, emit) -> None:
+    with b.if_then(b.not_(skip)):
+        emit()
 
 
 def _report_shadow(fl, result, site, indices, shape, bad) -> None:
@@ -544,10 +712,34 @@ def check_warp_mask(bl, e: Expr) -> None:
 
 
 def bump_epoch(fl) -> None:
-    """A barrier: accesses after it are ordered after those before it."""
+    """A block-level barrier: accesses after it are ordered after those before it."""
     b = fl.builder
-    ptr = _word_ptr(b, state_pointer(fl), SAN_EPOCH)
-    b.store(b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1)), ptr)
+    state = state_pointer(fl)
+    ptr = _word_ptr(b, state, SAN_EPOCH)
+    epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
+    b.store(epoch, ptr)
+    b.store(epoch, _word_ptr(b, state, SAN_BARRIER_EPOCH))
+
+
+def warp_sync(bl) -> None:
+    """A ``syncwarp`` (block lowering): a new epoch, which every thread that called it
+    records as its last syncwarp; two accesses of one warp's threads are ordered when both
+    threads took part in a syncwarp after the first (``SanitizerHelpers._conflict``)."""
+    b = bl.builder
+    state = state_pointer(bl)
+    ptr = _word_ptr(b, state, SAN_EPOCH)
+    epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
+    b.store(epoch, ptr)
+    synced = b.inttoptr(_word(b, state, SAN_WARP_SYNC), PTR)
+    bl.thread_loop(lambda t: b.store(epoch, _word_ptr(b, synced, t)))
+
+
+def after_sync(bl, decl) -> None:
+    """The epoch after a barrier or a syncwarp (``decl``, the intrinsic just lowered)."""
+    if decl.barrier:
+        bump_epoch(bl)
+    elif decl.name == "sync.syncwarp":
+        warp_sync(bl)
 
 
 def begin_block(b: ir.IRBuilder, ctx, block_index) -> None:
@@ -557,7 +749,48 @@ def begin_block(b: ir.IRBuilder, ctx, block_index) -> None:
     epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
     b.store(epoch, ptr)
     b.store(epoch, _word_ptr(b, state, SAN_BLOCK_EPOCH))
+    b.store(epoch, _word_ptr(b, state, SAN_BARRIER_EPOCH))
     b.store(block_index, _word_ptr(b, state, SAN_BLOCK))
+
+
+def unchecked_copy(mod, kfunc: kir.KFunction, symbol: str):
+    """The kernel's per-thread body lowered without checks, for the blocks that
+    ``host_sanitize_blocks`` proves cannot have findings (None where it proves none)."""
+    from .host import HostFunctionLowering
+    from .host_sanitize_blocks import plan_for
+
+    plan = plan_for(kfunc, quiet_params(kfunc))
+    if plan is None:
+        return None
+    fn = mod.target.define_kernel(mod, kfunc, f"{symbol}.unchecked", set())
+    mod.target.sanitize = False
+    try:
+        HostFunctionLowering(mod, kfunc, fn, None).lower()
+    finally:
+        mod.target.sanitize = True
+    mod.unchecked_plan = plan
+    return fn
+
+
+def versioned_threads(b: ir.IRBuilder, mod, kfunc, ctx, params, grid, block_idx, dims, body,
+                      threads) -> None:
+    """The driver's loops over a block's threads (``threads(fn)``): of the plain copy where
+    the block's test passes, else of the checked ``body``."""
+    from ..lower.target import Target
+    from .host_sanitize_blocks import BlockBounds
+
+    plain = mod.unchecked_body
+    if plain is None:
+        threads(body)
+        return
+    names = [name for name, _ in Target.flat_param_types(kfunc)]
+    ok = BlockBounds(b, mod.unchecked_plan, ctx, dict(zip(names, params)), grid, block_idx,
+                     dims).emit()
+    with b.if_else(ok, likely=True) as (unchecked, checked):
+        with unchecked:
+            threads(plain)
+        with checked:
+            threads(body)
 
 
 def mark_stack_top(b: ir.IRBuilder, mod, ctx) -> None:
@@ -567,6 +800,7 @@ def mark_stack_top(b: ir.IRBuilder, mod, ctx) -> None:
             b.gep(ctx, [ir.Constant(I64, CTX_STACK_TOP)], source_etype=I64))
 
 
-__all__ = ["SanitizerHelpers", "array_spaces", "begin_block", "bump_epoch", "check_warp_mask",
-           "checked_indices",
-           "mark_stack_top", "report", "shared_initcheck", "track"]
+__all__ = ["SanitizerHelpers", "after_sync", "array_spaces", "begin_block", "bump_epoch",
+           "check_warp_mask", "checked_indices",
+           "mark_stack_top", "report", "shadow_granule", "shared_initcheck", "track",
+           "unchecked_copy", "versioned_threads"]

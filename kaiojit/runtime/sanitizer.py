@@ -61,6 +61,8 @@ class WorkerState:
         self.words = np.zeros(H.SAN_WORDS, np.int64)
         self.table = np.zeros(TABLE_ENTRIES * TABLE_WORDS, np.int64)
         self.shadow = np.zeros(0, np.int64)
+        self.warp_sync = np.zeros(H.SAN_MAX_THREADS, np.int64)
+        self.words[H.SAN_WARP_SYNC] = self.warp_sync.ctypes.data
         self.words[H.SAN_TABLE] = self.table.ctypes.data
         self.words[H.SAN_TABLE_MASK] = TABLE_ENTRIES - 1
         self.address = self.words.ctypes.data
@@ -72,13 +74,14 @@ class WorkerState:
         if w[H.SAN_EPOCH] > EPOCH_LIMIT:  # start the epochs over, and so every record
             self.shadow.fill(0)
             self.table.fill(0)
+            self.warp_sync.fill(0)
             w[H.SAN_EPOCH] = 0
         w[H.SAN_EPOCH] += 1
         w[H.SAN_LAUNCH_EPOCH] = w[H.SAN_EPOCH]
         w[H.SAN_SHARED_BASE] = shared_base
         w[H.SAN_SHARED_BYTES] = shared_bytes
         w[H.SAN_SHARED_SHADOW] = self.shadow.ctypes.data
-        w[H.SAN_COUNTS:H.SAN_WORDS] = 0
+        w[H.SAN_COUNTS:H.SAN_BARRIER_EPOCH] = 0  # the finding record
         w[H.SAN_QUIET] = quiet
 
 
