@@ -233,11 +233,14 @@ class HostFunctionLowering(FunctionLowering):
         self.san_spaces = host_sanitize.array_spaces(kfunc) if mod.target.sanitize else {}
         self.array_space = host_sanitize.UNKNOWN
         self.san_quiet = host_sanitize.quiet_params(kfunc) if mod.target.sanitize else {}
+        self.san_quiet_reads = host_sanitize.quiet_reads(kfunc, self.san_spaces) \
+            if mod.target.sanitize else set()
         self.array_quiet = 0
         self.san_access = None  # the access checked_indices last saw
         self.san_accesses: dict = {}  # element pointer -> its access, until tracked
         self._entry_thread = None
         self.san_state = None  # the sanitizer state's pointer, loaded at the entry
+        self.san_words: dict = {}  # its words as the function keeps them (host_sanitize)
 
     def thread_linear(self):
         if self.t is not None:
@@ -277,8 +280,7 @@ class HostFunctionLowering(FunctionLowering):
             saved = self.array_name, self.array_space, self.array_quiet
             self.array_name = str(e.args[0])
             self.array_space = host_sanitize.space_of(e.args[0], self.san_spaces)
-            self.array_quiet = self.san_quiet.get(e.args[0].attr, 0) \
-                if e.args[0].op == "var" else 0
+            self.array_quiet = host_sanitize.access_quiet(self, e.args[0], e)
             try:
                 return super().expr(e)
             finally:
@@ -290,7 +292,7 @@ class HostFunctionLowering(FunctionLowering):
             saved = self.array_name, self.array_space, self.array_quiet
             self.array_name = str(s.array)
             self.array_space = host_sanitize.space_of(s.array, self.san_spaces)
-            self.array_quiet = self.san_quiet.get(s.array.attr, 0) if s.array.op == "var" else 0
+            self.array_quiet = host_sanitize.access_quiet(self, s.array)
             try:
                 return super().stmt(s)
             finally:

@@ -553,6 +553,8 @@ class BlockLowering(HostFunctionLowering):
             b.store(ir.Constant(I8, 1), self.at(mask, t, I8))
         self.thread_loop(publish)
         b.call(fn, [self.ctx, mask, *buffers] + ([result] if result is not None else []))
+        if self.target.sanitize:
+            host_sanitize.reload_epochs(self)  # its barriers moved the epochs on
         launch = b.inttoptr(ctx_word(b, self.ctx, CTX_LAUNCH), PTR)
         failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
         with b.if_then(failed, likely=False):

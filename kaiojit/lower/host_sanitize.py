@@ -83,6 +83,7 @@ ATOMIC_THREAD = 0x7FF  # the thread of an atomic's mark in a shared shadow (neve
 READ, WRITE, ATOMIC, SAME = 0, 1, 2, 3  # how an access uses its element (SAME: a write of the
 # value the element already holds, which no order of the threads can tell from no write)
 QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # see quiet_params
+QUIET_INTERVAL = 4  # a shared read no write shares a barrier interval with (initcheck only)
 SHARED_WORDS = 4   # shadow words per byte offset of shared memory
 TABLE_WORDS = 8    # words per entry of the global-memory table
 # intrinsics that write memory the shadow does not see: shared memory is then not initchecked
@@ -183,6 +184,23 @@ def quiet_params(kfunc: kir.KFunction) -> dict[str, int]:
         if bits:
             quiet[name] = bits
     return quiet
+
+
+def quiet_reads(kfunc: kir.KFunction, spaces: dict[str, str]) -> set[int]:
+    """The ids of the kernel's shared-memory loads that need no racecheck
+    (``host_sanitize_intervals``)."""
+    from .host_sanitize_intervals import quiet_shared_reads
+
+    return quiet_shared_reads(kfunc, spaces, space_of)
+
+
+def access_quiet(fl, arr: Expr, load: Expr | None = None) -> int:
+    """The quiet bits of an access of ``arr`` (by ``load``, for a load): its parameter's
+    (``quiet_params``), and ``QUIET_INTERVAL`` for a read no write shares an interval with."""
+    bits = fl.san_quiet.get(arr.attr, 0) if arr.op == "var" else 0
+    if load is not None and id(load) in fl.san_quiet_reads:
+        bits |= QUIET_INTERVAL
+    return bits
 
 
 MAX_CHECKED_ACCESSES = 1000  # a kernel with more (unrolled) array accesses runs unchecked
@@ -349,25 +367,25 @@ class SanitizerHelpers:
                         b.store(me, _word_ptr(b, entry, 2))
         b.ret(b.load(status, typ=I64))
 
-    def shared_entry(self, b, state, offset):
-        """The shared shadow's entry of a byte offset."""
-        base = b.inttoptr(_word(b, state, SAN_SHARED_SHADOW), PTR)
+    def shared_entry(self, b, word, offset):
+        """The shared shadow's entry of a byte offset (``word(SAN_*)``: the state's words)."""
+        base = b.inttoptr(word(SAN_SHARED_SHADOW), PTR)
         granule = b.lshr(offset, ir.Constant(I64, self.granule))
         return b.gep(base, [b.mul(granule, ir.Constant(I64, SHARED_WORDS))], source_etype=I64)
 
     @staticmethod
-    def table_entry(b, state, addr):
+    def table_entry(b, word, addr):
         """The global table's entry of an address (its word 4 says whose it is)."""
-        table = b.inttoptr(_word(b, state, SAN_TABLE), PTR)
+        table = b.inttoptr(word(SAN_TABLE), PTR)
         h = b.xor(b.lshr(addr, ir.Constant(I64, 2)), b.lshr(addr, ir.Constant(I64, 17)))
-        idx = b.and_(h, _word(b, state, SAN_TABLE_MASK))
+        idx = b.and_(h, word(SAN_TABLE_MASK))
         return b.gep(table, [b.mul(idx, ir.Constant(I64, TABLE_WORDS))], source_etype=I64)
 
     def shared(self) -> ir.Function:
         """``i64 (state, offset, me, mode, check_init: i1)``: 0, a HAZARD_* or UNINIT."""
         def build(fn, b):
             state, offset, me, mode, check_init = fn.args
-            entry = self.shared_entry(b, state, offset)
+            entry = self.shared_entry(b, lambda k: _word(b, state, k), offset)
             self._access(b, fn, state, entry, me, mode, check_init, cross_block=False)
         return self._define("kj.san.shared", I64, [PTR, I64, I64, I64, I1], build)
 
@@ -375,7 +393,7 @@ class SanitizerHelpers:
         """``i64 (state, address, me, mode)``: 0 or a HAZARD_* (READ or WRITE only)."""
         def build(fn, b):
             state, addr, me, mode = fn.args
-            entry = self.table_entry(b, state, addr)
+            entry = self.table_entry(b, lambda k: _word(b, state, k), addr)
             with b.if_then(b.icmp_unsigned("!=", _word(b, entry, 4), addr), likely=False):
                 for k in range(4):  # a new address evicts the old one's record
                     b.store(ir.Constant(I64, 0), _word_ptr(b, entry, k))
@@ -421,11 +439,46 @@ class SanitizerHelpers:
 
 # --- the instrumentation --------------------------------------------------------------------------
 
+# the state's words that stay the same through a block: read once, at a function's entry
+_BLOCK_WORDS = (SAN_BLOCK_EPOCH, SAN_LAUNCH_EPOCH, SAN_BLOCK, SAN_SHARED_BASE, SAN_SHARED_BYTES,
+                SAN_SHARED_SHADOW, SAN_TABLE, SAN_TABLE_MASK, SAN_QUIET)
+
+
 def state_pointer(fl):
-    """The worker's sanitizer state (loaded once, at the function's entry)."""
+    """The worker's sanitizer state (loaded once, at the function's entry, with the words
+    that stay the same through a block; the epoch and the last barrier's epoch are kept in
+    locals that the barriers update, so that LLVM keeps them in registers)."""
     if fl.san_state is None:
-        fl.san_state = fl.at_entry(lambda b: b.inttoptr(_word(b, fl.ctx, CTX_CHECK), PTR))
+        def emit(b):
+            state = b.inttoptr(_word(b, fl.ctx, CTX_CHECK), PTR)
+            fl.san_words = {k: _word(b, state, k) for k in _BLOCK_WORDS}
+            for k in (SAN_EPOCH, SAN_BARRIER_EPOCH):
+                slot = fl.san_words[k] = b.alloca(I64)
+                b.store(_word(b, state, k), slot)
+            return state
+        fl.san_state = fl.at_entry(emit)
     return fl.san_state
+
+
+def san_word(fl, k: int):
+    """Word ``k`` of the state, as this function keeps it."""
+    state_pointer(fl)
+    value = fl.san_words[k]
+    return fl.builder.load(value, typ=I64) if k in (SAN_EPOCH, SAN_BARRIER_EPOCH) else value
+
+
+def reload_epochs(fl) -> None:
+    """After a call of a function with barriers: the epochs it moved on."""
+    b = fl.builder
+    state = state_pointer(fl)
+    for k in (SAN_EPOCH, SAN_BARRIER_EPOCH):
+        b.store(_word(b, state, k), fl.san_words[k])
+
+
+def _set_epoch(fl, k: int, value) -> None:
+    b = fl.builder
+    b.store(value, _word_ptr(b, state_pointer(fl), k))
+    b.store(value, fl.san_words[k])
 
 
 def report(fl, kind, site: int, detail, indices=(), shape=()) -> None:
@@ -478,8 +531,13 @@ def track(fl, ptr, mode: int, value=None) -> None:
         return
     b = fl.builder
     state = state_pointer(fl)
+    if quiet & QUIET_INTERVAL:
+        if space == SHARED and mode == READ:
+            _init_only(fl, state, ptr, site, indices, shape, bad)
+            return
+        quiet &= ~QUIET_INTERVAL
     if quiet:  # no race is possible on this array in a launch that allows it
-        allowed = b.and_(_word(b, state, SAN_QUIET), ir.Constant(I64, quiet))
+        allowed = b.and_(san_word(fl, SAN_QUIET), ir.Constant(I64, quiet))
         with b.if_then(b.icmp_unsigned("==", allowed, ir.Constant(I64, 0))):
             _track(fl, state, ptr, mode, value, site, indices, shape, space, bad)
         return
@@ -500,12 +558,7 @@ def _unchanged(b: ir.IRBuilder, ptr, value):
 def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> None:
     b = fl.builder
     addr = b.ptrtoint(ptr, I64)
-    thread = fl.thread_linear()
-    epoch = _word(b, state, SAN_EPOCH)
-    me = b.or_(b.shl(epoch, ir.Constant(I64, 32)),
-               b.or_(b.shl(b.and_(thread, ir.Constant(I64, 0x7FF)),
-                           ir.Constant(I64, SAN_THREAD_SHIFT)),
-                     ir.Constant(I64, site & SAN_SITE_MASK)))
+    me = _packed(fl, site)
     same = _unchanged(b, ptr, value) if mode == WRITE and value is not None else None
     w = ir.Constant(I64, mode) if same is None else \
         b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
@@ -514,8 +567,8 @@ def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> Non
         result = _inline_global(fl, state, addr, me, mode, same)
         _report_shadow(fl, result, site, indices, shape, bad)
         return
-    offset = b.sub(addr, _word(b, state, SAN_SHARED_BASE))
-    in_shared = b.icmp_unsigned("<", offset, _word(b, state, SAN_SHARED_BYTES))
+    offset = b.sub(addr, san_word(fl, SAN_SHARED_BASE))
+    in_shared = b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES))
     init = ir.Constant(I1, int(fl.mod.san_initcheck))
     if space == SHARED:
         before = b.block
@@ -539,6 +592,38 @@ def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> Non
         global_result = _guarded_call(b, is_global, helpers.global_(), [state, addr, me, w])
         result = b.or_(shared_result, global_result)
     _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _init_only(fl, state, ptr, site, indices, shape, bad) -> None:
+    """A quiet shared read: only whether a thread of the block wrote the element."""
+    if not fl.mod.san_initcheck:
+        return
+    b = fl.builder
+    helpers = fl.mod.san_helpers
+    offset = b.sub(b.ptrtoint(ptr, I64), san_word(fl, SAN_SHARED_BASE))
+    in_shared = b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES))
+    before = b.block
+    with b.if_then(in_shared):
+        entry = helpers.shared_entry(b, lambda k: san_word(fl, k), offset)
+        written = b.icmp_unsigned(">=", _epoch_of(b, _word(b, entry, 0)),
+                                  san_word(fl, SAN_BLOCK_EPOCH))
+        me = _packed(fl, site)
+        value = _fast_or_slow(b, written, lambda: None, lambda: b.call(
+            helpers.shared(), [state, offset, me, ir.Constant(I64, READ), ir.Constant(I1, 1)]))
+        inside = b.block
+    result = b.phi(I64)
+    result.add_incoming(ir.Constant(I64, 0), before)
+    result.add_incoming(value, inside)
+    _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _packed(fl, site: int):
+    """This thread's access at ``site`` now, packed (epoch, thread, site)."""
+    b = fl.builder
+    return b.or_(b.shl(san_word(fl, SAN_EPOCH), ir.Constant(I64, 32)),
+                 b.or_(b.shl(b.and_(fl.thread_linear(), ir.Constant(I64, 0x7FF)),
+                             ir.Constant(I64, SAN_THREAD_SHIFT)),
+                       ir.Constant(I64, site & SAN_SITE_MASK)))
 
 
 def _free(b, other, bar, mt):
@@ -587,8 +672,8 @@ def _inline_shared(fl, state, offset, me, mode: int, same):
 
     if mode == ATOMIC:
         return slow()
-    entry = helpers.shared_entry(b, state, offset)
-    bar = _word(b, state, SAN_BARRIER_EPOCH)
+    entry = helpers.shared_entry(b, lambda k: san_word(fl, k), offset)
+    bar = san_word(fl, SAN_BARRIER_EPOCH)
     mt = _thread_of(b, me)
     w = _word(b, entry, 0)
     if mode == READ:
@@ -596,7 +681,7 @@ def _inline_shared(fl, state, offset, me, mode: int, same):
         ok = _free(b, w, bar, mt)
         if init:
             ok = b.and_(ok, b.icmp_unsigned(">=", _epoch_of(b, w),
-                                            _word(b, state, SAN_BLOCK_EPOCH)))
+                                            san_word(fl, SAN_BLOCK_EPOCH)))
         return _fast_or_slow(b, ok, lambda: _record_reader(b, entry, r1, me, mt, bar, 3), slow)
     ok = b.and_(_free(b, w, bar, mt), b.and_(_free(b, _word(b, entry, 1), bar, mt),
                                               _free(b, _word(b, entry, 2), bar, mt)))
@@ -610,8 +695,8 @@ def _inline_global(fl, state, addr, me, mode: int, same):
     races with nothing in it); the rest in ``kj.san.global``."""
     b = fl.builder
     helpers = fl.mod.san_helpers
-    entry = helpers.table_entry(b, state, addr)
-    bar = _word(b, state, SAN_BARRIER_EPOCH)
+    entry = helpers.table_entry(b, lambda k: san_word(fl, k), addr)
+    bar = san_word(fl, SAN_BARRIER_EPOCH)
     mt = _thread_of(b, me)
     w = _word(b, entry, 0)
     hit = b.icmp_unsigned("==", _word(b, entry, 4), addr)
@@ -624,8 +709,8 @@ def _inline_global(fl, state, addr, me, mode: int, same):
         ok = b.and_(hit, _free(b, w, bar, mt))
         return _fast_or_slow(b, ok, lambda: _record_reader(b, entry, r1, me, mt, bar, 5), slow)
     we = _epoch_of(b, w)
-    other_block = b.and_(b.icmp_unsigned(">=", we, _word(b, state, SAN_LAUNCH_EPOCH)),
-                         b.icmp_unsigned("<", we, _word(b, state, SAN_BLOCK_EPOCH)))
+    other_block = b.and_(b.icmp_unsigned(">=", we, san_word(fl, SAN_LAUNCH_EPOCH)),
+                         b.icmp_unsigned("<", we, san_word(fl, SAN_BLOCK_EPOCH)))
     ok = b.and_(b.and_(hit, b.not_(other_block)),
                 b.and_(_free(b, w, bar, mt),
                        b.and_(_free(b, _word(b, entry, 1), bar, mt),
@@ -633,7 +718,7 @@ def _inline_global(fl, state, addr, me, mode: int, same):
 
     def fast():
         b.store(me, _word_ptr(b, entry, 0))
-        b.store(_word(b, state, SAN_BLOCK), _word_ptr(b, entry, 3))
+        b.store(san_word(fl, SAN_BLOCK), _word_ptr(b, entry, 3))
 
     if same is None:
         return _fast_or_slow(b, ok, fast, slow)
@@ -714,11 +799,9 @@ def check_warp_mask(bl, e: Expr) -> None:
 def bump_epoch(fl) -> None:
     """A block-level barrier: accesses after it are ordered after those before it."""
     b = fl.builder
-    state = state_pointer(fl)
-    ptr = _word_ptr(b, state, SAN_EPOCH)
-    epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
-    b.store(epoch, ptr)
-    b.store(epoch, _word_ptr(b, state, SAN_BARRIER_EPOCH))
+    epoch = b.add(_word(b, state_pointer(fl), SAN_EPOCH), ir.Constant(I64, 1))
+    _set_epoch(fl, SAN_EPOCH, epoch)
+    _set_epoch(fl, SAN_BARRIER_EPOCH, epoch)
 
 
 def warp_sync(bl) -> None:
@@ -727,9 +810,8 @@ def warp_sync(bl) -> None:
     threads took part in a syncwarp after the first (``SanitizerHelpers._conflict``)."""
     b = bl.builder
     state = state_pointer(bl)
-    ptr = _word_ptr(b, state, SAN_EPOCH)
-    epoch = b.add(b.load(ptr, typ=I64), ir.Constant(I64, 1))
-    b.store(epoch, ptr)
+    epoch = b.add(_word(b, state, SAN_EPOCH), ir.Constant(I64, 1))
+    _set_epoch(bl, SAN_EPOCH, epoch)
     synced = b.inttoptr(_word(b, state, SAN_WARP_SYNC), PTR)
     bl.thread_loop(lambda t: b.store(epoch, _word_ptr(b, synced, t)))
 
@@ -800,7 +882,23 @@ def mark_stack_top(b: ir.IRBuilder, mod, ctx) -> None:
             b.gep(ctx, [ir.Constant(I64, CTX_STACK_TOP)], source_etype=I64))
 
 
-__all__ = ["SanitizerHelpers", "after_sync", "array_spaces", "begin_block", "bump_epoch",
-           "check_warp_mask", "checked_indices",
-           "mark_stack_top", "report", "shadow_granule", "shared_initcheck", "track",
-           "unchecked_copy", "versioned_threads"]
+__all__ = [
+    "SanitizerHelpers",
+    "access_quiet",
+    "after_sync",
+    "array_spaces",
+    "begin_block",
+    "bump_epoch",
+    "check_warp_mask",
+    "checked_indices",
+    "mark_stack_top",
+    "quiet_reads",
+    "reload_epochs",
+    "report",
+    "san_word",
+    "shadow_granule",
+    "shared_initcheck",
+    "track",
+    "unchecked_copy",
+    "versioned_threads",
+]
