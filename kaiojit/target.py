@@ -158,6 +158,7 @@ SAN_SHARED_SHADOW = 6
 SAN_TABLE = 7         # the global-memory table (8 words per entry, direct-mapped by address)
 SAN_TABLE_MASK = 8    # its entries - 1
 SAN_UNINIT = 9        # kj.device_array ranges not fully written: (base, end, bitmap) triples
+                      # (the bitmap: a byte per byte, 1 where written)
 SAN_UNINIT_COUNT = 10
 SAN_COUNTS = 11       # findings of each kind (SAN_COUNTS + kind - 1), kinds SAN_KIND_*
 SAN_QUIET = 15        # this launch: which of host_sanitize.quiet_params' arrays need no racecheck
@@ -181,6 +182,7 @@ SAN_THREAD_SHIFT = 21
 SAN_SITE_MASK = (1 << SAN_THREAD_SHIFT) - 1
 SAN_KIND_BOUNDS, SAN_KIND_RACE, SAN_KIND_INIT, SAN_KIND_SYNC = 1, 2, 3, 4
 HAZARD_RAW, HAZARD_WAR, HAZARD_WAW, HAZARD_BLOCKS = 1, 2, 3, 4
+INIT_SHARED, INIT_GLOBAL = 5, 6  # an initcheck finding's detail: which memory
 
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters

@@ -37,7 +37,8 @@ class HostModule(ModuleLowering):
             self.san_helpers = host_sanitize.SanitizerHelpers(
                 self, host_sanitize.shadow_granule(kfunc))
             self.san_initcheck = host_sanitize.shared_initcheck(kfunc)
-            self.add_site(host_sanitize.SANITIZE_SITE, None)  # marks the image as checked
+            # marks the image as checked, and says whether it sees every write of global memory
+            self.add_site(host_sanitize.SANITIZE_SITE, None, writes_seen=self.san_initcheck)
 
     def add_site(self, kind: str, loc, **info) -> int:
         """Record where a fault can come from: a plain dict the cpu backend names it with."""

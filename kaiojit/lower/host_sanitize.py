@@ -43,6 +43,8 @@ from ..target import (
     HAZARD_RAW,
     HAZARD_WAR,
     HAZARD_WAW,
+    INIT_GLOBAL,
+    INIT_SHARED,
     SAN_BARRIER_EPOCH,
     SAN_BLOCK,
     SAN_BLOCK_EPOCH,
@@ -73,12 +75,14 @@ from ..target import (
     SAN_TABLE,
     SAN_TABLE_MASK,
     SAN_THREAD,
+    SAN_UNINIT,
+    SAN_UNINIT_COUNT,
     SAN_THREAD_SHIFT,
     SAN_WARP_SYNC,
 )
-from .llvmtypes import I1, I32, I64, PTR
+from .llvmtypes import I1, I8, I32, I64, PTR
 
-UNINIT = 5  # a shadow lookup's status beside the HAZARD_* codes
+UNINIT = INIT_SHARED  # a shadow lookup's status beside the HAZARD_* codes
 ATOMIC_THREAD = 0x7FF  # the thread of an atomic's mark in a shared shadow (never a conflict)
 READ, WRITE, ATOMIC, SAME = 0, 1, 2, 3  # how an access uses its element (SAME: a write of the
 # value the element already holds, which no order of the threads can tell from no write)
@@ -401,6 +405,50 @@ class SanitizerHelpers:
             self._access(b, fn, state, entry, me, mode, ir.Constant(I1, 0), cross_block=True)
         return self._define("kj.san.global", I64, [PTR, I64, I64, I64], build)
 
+    def unwritten(self) -> ir.Function:
+        """``i64 (state, address, mode, size)``: INIT_GLOBAL for a read (or an atomic) of
+        an element of the launch's unwritten ranges (``SAN_UNINIT``) whose first byte is not
+        written yet, else 0; a write (or an atomic) marks its ``size`` bytes written."""
+        def build(fn, b):
+            state, addr, mode, size = fn.args
+            table = b.inttoptr(_word(b, state, SAN_UNINIT), PTR)
+            count = _word(b, state, SAN_UNINIT_COUNT)
+            entry = b.block
+            head = fn.append_basic_block("range")
+            body = fn.append_basic_block("test")
+            found = fn.append_basic_block("found")
+            nxt = fn.append_basic_block("next")
+            done = fn.append_basic_block("done")
+            b.branch(head)
+            b.position_at_end(head)
+            i = b.phi(I64)
+            i.add_incoming(ir.Constant(I64, 0), entry)
+            b.cbranch(b.icmp_unsigned("<", i, count), body, done)
+            b.position_at_end(body)
+            at = b.mul(i, ir.Constant(I64, 3))
+            base = _word(b, table, at)
+            end = _word(b, table, b.add(at, ir.Constant(I64, 1)))
+            inside = b.and_(b.icmp_unsigned(">=", addr, base), b.icmp_unsigned("<", addr, end))
+            b.cbranch(inside, found, nxt)
+            b.position_at_end(nxt)
+            i.add_incoming(b.add(i, ir.Constant(I64, 1)), nxt)
+            b.branch(head)
+            b.position_at_end(found)
+            bits = b.inttoptr(_word(b, table, b.add(at, ir.Constant(I64, 2))), PTR)
+            flag = b.gep(bits, [b.sub(addr, base)], source_etype=I8)
+            reads = b.icmp_unsigned("!=", mode, ir.Constant(I64, WRITE))
+            unset = b.icmp_unsigned("==", b.load(flag, typ=I8), ir.Constant(I8, 0))
+            status = b.select(b.and_(reads, unset), ir.Constant(I64, INIT_GLOBAL),
+                              ir.Constant(I64, 0))
+            with b.if_then(b.icmp_unsigned("!=", mode, ir.Constant(I64, READ))):
+                fill = self.mod.declare("llvm.memset.p0.i64", ir.VoidType(),
+                                        [PTR, I8, I64, I1])
+                b.call(fill, [flag, ir.Constant(I8, 1), size, ir.Constant(I1, 0)])
+            b.ret(status)
+            b.position_at_end(done)
+            b.ret(ir.Constant(I64, 0))
+        return self._define("kj.san.unwritten", I64, [PTR, I64, I64, I64], build)
+
     def report(self, ndim: int) -> ir.Function:
         """``void (state, kind, site, thread, detail, indices[ndim]..., shape[ndim]...)``:
         ``claim``, and the first finding's indices and shape."""
@@ -441,7 +489,7 @@ class SanitizerHelpers:
 
 # the state's words that stay the same through a block: read once, at a function's entry
 _BLOCK_WORDS = (SAN_BLOCK_EPOCH, SAN_LAUNCH_EPOCH, SAN_BLOCK, SAN_SHARED_BASE, SAN_SHARED_BYTES,
-                SAN_SHARED_SHADOW, SAN_TABLE, SAN_TABLE_MASK, SAN_QUIET)
+                SAN_SHARED_SHADOW, SAN_TABLE, SAN_TABLE_MASK, SAN_QUIET, SAN_UNINIT_COUNT)
 
 
 def state_pointer(fl):
@@ -516,7 +564,8 @@ def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given:
             # the index after a negative one counted from the end, as debug=True reports it
             report(fl, SAN_KIND_BOUNDS, site, bad_dim, indices, shape)
         out = [b.select(any_bad, ir.Constant(I64, 0), v) for v in indices]
-    fl.san_access = (site, given, shape, fl.array_space, any_bad, fl.array_quiet)
+    size = getattr(at.dtype, "itemsize", 1) or 1
+    fl.san_access = (site, given, shape, fl.array_space, any_bad, fl.array_quiet, size)
     return out
 
 
@@ -526,7 +575,9 @@ def track(fl, ptr, mode: int, value=None) -> None:
     access = fl.san_accesses.pop(ptr, None)
     if access is None:
         return
-    site, indices, shape, space, bad, quiet = access
+    site, indices, shape, space, bad, quiet, size = access
+    if space in (GLOBAL, UNKNOWN):
+        _global_initcheck(fl, ptr, mode, size, site, indices, shape, bad)
     if space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL):
         return
     b = fl.builder
@@ -624,6 +675,23 @@ def _packed(fl, site: int):
                  b.or_(b.shl(b.and_(fl.thread_linear(), ir.Constant(I64, 0x7FF)),
                              ir.Constant(I64, SAN_THREAD_SHIFT)),
                        ir.Constant(I64, site & SAN_SITE_MASK)))
+
+
+def _global_initcheck(fl, ptr, mode: int, size: int, site, indices, shape, bad) -> None:
+    """initcheck of global memory: in a launch given ``kj.device_array`` memory that nothing
+    wrote yet (``SAN_UNINIT_COUNT``), a read of an unwritten element is a finding and a
+    write marks it (``kj.san.unwritten``)."""
+    b = fl.builder
+    state = state_pointer(fl)
+    tracked = b.icmp_unsigned("!=", san_word(fl, SAN_UNINIT_COUNT), ir.Constant(I64, 0))
+    with b.if_then(tracked, likely=False):
+        result = b.call(fl.mod.san_helpers.unwritten(),
+                        [state, b.ptrtoint(ptr, I64), ir.Constant(I64, mode),
+                         ir.Constant(I64, size)])
+        if bad is not None:
+            result = b.select(bad, ir.Constant(I64, 0), result)
+        with b.if_then(b.icmp_unsigned("!=", result, ir.Constant(I64, 0))):
+            report(fl, SAN_KIND_INIT, site, result, indices, shape)
 
 
 def _free(b, other, bar, mt):

@@ -220,6 +220,7 @@ class CpuBackend:
     def __init__(self, workers: int | None = None, sanitize: bool | None = None) -> None:
         # the checked mode: kernels compile to the host's checked variant (docs/sanitizer.md)
         self.sanitize = sanitizer.sanitize_from_env() if sanitize is None else bool(sanitize)
+        self.unwritten = sanitizer.UnwrittenMemory()  # global initcheck's (checked mode only)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
         self._buffers: dict[int, np.ndarray] = {}
@@ -342,6 +343,8 @@ class CpuBackend:
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         quiet = 0
+        unwritten = self.unwritten.for_launch(kernel.quiet_plan().ranges(slots_address)) \
+            if self.unwritten and isinstance(kernel, CpuKernel) else None
         if checks is not None and isinstance(kernel, CpuKernel):
             quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
@@ -352,7 +355,8 @@ class CpuBackend:
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
             if checks is not None:
-                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet)
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet,
+                                       None if unwritten is None else unwritten[0])
                 ctx[H.CTX_CHECK] = checks[w].address
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run
@@ -374,6 +378,9 @@ class CpuBackend:
                 sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
                                  f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
             sys.stdout.flush()
+        if unwritten is not None:
+            self.unwritten.after_launch(
+                unwritten[1], checks is not None and host.sites[0].get("writes_seen", False))
         fatal = kernel_error(kernel, config, launch) if launch[H.LAUNCH_ERROR] else None
         if checks is not None:
             fatal = sanitizer.launch_error(kernel, config, checks, fatal)
@@ -387,11 +394,14 @@ class CpuBackend:
         ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
             self._buffers[ptr] = buf
+        if self.sanitize:
+            self.unwritten.allocated(ptr, nbytes)
         return ptr
 
     def free(self, ptr: int, device: int) -> None:
         with self._lock:
             self._buffers.pop(ptr, None)
+        self.unwritten.forget(ptr)
 
     @property
     def live_allocations(self) -> int:
@@ -400,8 +410,12 @@ class CpuBackend:
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memmove(dst, src, nbytes)
+            self.unwritten.written(dst, nbytes)
 
-    memcpy_dtoh = memcpy_htod
+    def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if nbytes:
+            ctypes.memmove(dst, src, nbytes)
+
     memcpy_dtod = memcpy_htod
 
     def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
@@ -421,6 +435,7 @@ class CpuBackend:
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memset(ptr, byte, nbytes)
+            self.unwritten.written(ptr, nbytes)
 
     def pointer_device(self, ptr: int) -> int:
         with self._lock:
