@@ -75,9 +75,9 @@ from ..target import (
     SAN_TABLE,
     SAN_TABLE_MASK,
     SAN_THREAD,
+    SAN_THREAD_SHIFT,
     SAN_UNINIT,
     SAN_UNINIT_COUNT,
-    SAN_THREAD_SHIFT,
     SAN_WARP_SYNC,
 )
 from .llvmtypes import I1, I8, I32, I64, PTR
@@ -571,28 +571,40 @@ def checked_indices(fl, indices: list, shape: list, at: T.ArrayType, loc, given:
 
 def track(fl, ptr, mode: int, value=None) -> None:
     """racecheck and initcheck of the access whose element pointer is ``ptr`` (the last one
-    ``checked_indices`` saw), by its memory space; ``value`` is what a write stores."""
+    ``checked_indices`` saw), by its memory space; ``value`` is what a write stores. One
+    report call per access, for whichever check found something."""
     access = fl.san_accesses.pop(ptr, None)
     if access is None:
         return
     site, indices, shape, space, bad, quiet, size = access
+    results = []
     if space in (GLOBAL, UNKNOWN):
-        _global_initcheck(fl, ptr, mode, size, site, indices, shape, bad)
-    if space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL):
-        return
+        results.append(_global_initcheck(fl, ptr, mode, size))
+    if not (space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL)):
+        results.append(_racecheck(fl, ptr, mode, value, site, space, quiet))
+    results = [r for r in results if r is not None]
+    if results:
+        b = fl.builder
+        result = results[0]
+        for other in results[1:]:
+            result = b.select(b.icmp_unsigned("!=", result, ir.Constant(I64, 0)), result, other)
+        _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _racecheck(fl, ptr, mode: int, value, site, space, quiet: int):
+    """The shadow lookup of an access (racecheck, and shared memory's initcheck): 0, a
+    HAZARD_* or INIT_SHARED (an i64), or None where there is nothing to look up."""
     b = fl.builder
     state = state_pointer(fl)
     if quiet & QUIET_INTERVAL:
         if space == SHARED and mode == READ:
-            _init_only(fl, state, ptr, site, indices, shape, bad)
-            return
+            return _init_only(fl, state, ptr, site)
         quiet &= ~QUIET_INTERVAL
     if quiet:  # no race is possible on this array in a launch that allows it
         allowed = b.and_(san_word(fl, SAN_QUIET), ir.Constant(I64, quiet))
-        with b.if_then(b.icmp_unsigned("==", allowed, ir.Constant(I64, 0))):
-            _track(fl, state, ptr, mode, value, site, indices, shape, space, bad)
-        return
-    _track(fl, state, ptr, mode, value, site, indices, shape, space, bad)
+        return _guarded(b, b.icmp_unsigned("==", allowed, ir.Constant(I64, 0)),
+                        lambda: _track(fl, state, ptr, mode, value, site, space))
+    return _track(fl, state, ptr, mode, value, site, space)
 
 
 def _unchanged(b: ir.IRBuilder, ptr, value):
@@ -606,7 +618,7 @@ def _unchanged(b: ir.IRBuilder, ptr, value):
     return ir.Constant(I1, 0)
 
 
-def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> None:
+def _track(fl, state, ptr, mode, value, site, space):
     b = fl.builder
     addr = b.ptrtoint(ptr, I64)
     me = _packed(fl, site)
@@ -614,21 +626,13 @@ def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> Non
     w = ir.Constant(I64, mode) if same is None else \
         b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
     helpers = fl.mod.san_helpers
-    if space == GLOBAL:
-        result = _inline_global(fl, state, addr, me, mode, same)
-        _report_shadow(fl, result, site, indices, shape, bad)
-        return
+    if space == GLOBAL:  # out of line: global accesses that need a lookup are seldom hot
+        return b.call(helpers.global_(), [state, addr, me, w])
     offset = b.sub(addr, san_word(fl, SAN_SHARED_BASE))
     in_shared = b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES))
     init = ir.Constant(I1, int(fl.mod.san_initcheck))
     if space == SHARED:
-        before = b.block
-        with b.if_then(in_shared):
-            value = _inline_shared(fl, state, offset, me, mode, same)
-            inside = b.block
-        result = b.phi(I64)
-        result.add_incoming(ir.Constant(I64, 0), before)
-        result.add_incoming(value, inside)
+        return _guarded(b, in_shared, lambda: _inline_shared(fl, state, offset, me, mode, same))
     else:
         is_global = b.not_(in_shared)
         stack = b.ptrtoint(b.call(fl.mod.declare("llvm.stacksave.p0", PTR, []), []), I64)
@@ -641,31 +645,24 @@ def _track(fl, state, ptr, mode, value, site, indices, shape, space, bad) -> Non
         if mode == ATOMIC:
             is_global = ir.Constant(I1, 0)
         global_result = _guarded_call(b, is_global, helpers.global_(), [state, addr, me, w])
-        result = b.or_(shared_result, global_result)
-    _report_shadow(fl, result, site, indices, shape, bad)
+        return b.or_(shared_result, global_result)
 
 
-def _init_only(fl, state, ptr, site, indices, shape, bad) -> None:
+def _init_only(fl, state, ptr, site):
     """A quiet shared read: only whether a thread of the block wrote the element."""
     if not fl.mod.san_initcheck:
-        return
+        return None
     b = fl.builder
     helpers = fl.mod.san_helpers
     offset = b.sub(b.ptrtoint(ptr, I64), san_word(fl, SAN_SHARED_BASE))
-    in_shared = b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES))
-    before = b.block
-    with b.if_then(in_shared):
+
+    def lookup():
         entry = helpers.shared_entry(b, lambda k: san_word(fl, k), offset)
         written = b.icmp_unsigned(">=", _epoch_of(b, _word(b, entry, 0)),
                                   san_word(fl, SAN_BLOCK_EPOCH))
-        me = _packed(fl, site)
-        value = _fast_or_slow(b, written, lambda: None, lambda: b.call(
-            helpers.shared(), [state, offset, me, ir.Constant(I64, READ), ir.Constant(I1, 1)]))
-        inside = b.block
-    result = b.phi(I64)
-    result.add_incoming(ir.Constant(I64, 0), before)
-    result.add_incoming(value, inside)
-    _report_shadow(fl, result, site, indices, shape, bad)
+        return _fast_or_slow(b, written, lambda: None, lambda: b.call(helpers.shared(), [
+            state, offset, _packed(fl, site), ir.Constant(I64, READ), ir.Constant(I1, 1)]))
+    return _guarded(b, b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES)), lookup)
 
 
 def _packed(fl, site: int):
@@ -677,21 +674,16 @@ def _packed(fl, site: int):
                        ir.Constant(I64, site & SAN_SITE_MASK)))
 
 
-def _global_initcheck(fl, ptr, mode: int, size: int, site, indices, shape, bad) -> None:
+def _global_initcheck(fl, ptr, mode: int, size: int):
     """initcheck of global memory: in a launch given ``kj.device_array`` memory that nothing
-    wrote yet (``SAN_UNINIT_COUNT``), a read of an unwritten element is a finding and a
-    write marks it (``kj.san.unwritten``)."""
+    wrote yet (``SAN_UNINIT_COUNT``), a read of an unwritten element is INIT_GLOBAL and a
+    write marks it (``kj.san.unwritten``); else 0."""
     b = fl.builder
     state = state_pointer(fl)
     tracked = b.icmp_unsigned("!=", san_word(fl, SAN_UNINIT_COUNT), ir.Constant(I64, 0))
-    with b.if_then(tracked, likely=False):
-        result = b.call(fl.mod.san_helpers.unwritten(),
-                        [state, b.ptrtoint(ptr, I64), ir.Constant(I64, mode),
-                         ir.Constant(I64, size)])
-        if bad is not None:
-            result = b.select(bad, ir.Constant(I64, 0), result)
-        with b.if_then(b.icmp_unsigned("!=", result, ir.Constant(I64, 0))):
-            report(fl, SAN_KIND_INIT, site, result, indices, shape)
+    return _guarded(b, tracked, lambda: b.call(fl.mod.san_helpers.unwritten(), [
+        state, b.ptrtoint(ptr, I64), ir.Constant(I64, mode), ir.Constant(I64, size)]),
+        likely=False)
 
 
 def _free(b, other, bar, mt):
@@ -758,71 +750,37 @@ def _inline_shared(fl, state, offset, me, mode: int, same):
     return _fast_or_slow(b, ok, lambda: b.store(me, _word_ptr(b, entry, 0)), slow)
 
 
-def _inline_global(fl, state, addr, me, mode: int, same):
-    """The global table's common cases inline (the address's entry is there, and the access
-    races with nothing in it); the rest in ``kj.san.global``."""
-    b = fl.builder
-    helpers = fl.mod.san_helpers
-    entry = helpers.table_entry(b, lambda k: san_word(fl, k), addr)
-    bar = san_word(fl, SAN_BARRIER_EPOCH)
-    mt = _thread_of(b, me)
-    w = _word(b, entry, 0)
-    hit = b.icmp_unsigned("==", _word(b, entry, 4), addr)
-
-    def slow():
-        return b.call(helpers.global_(), [state, addr, me, ir.Constant(I64, mode)])
-
-    if mode == READ:
-        r1 = _word(b, entry, 1)
-        ok = b.and_(hit, _free(b, w, bar, mt))
-        return _fast_or_slow(b, ok, lambda: _record_reader(b, entry, r1, me, mt, bar, 5), slow)
-    we = _epoch_of(b, w)
-    other_block = b.and_(b.icmp_unsigned(">=", we, san_word(fl, SAN_LAUNCH_EPOCH)),
-                         b.icmp_unsigned("<", we, san_word(fl, SAN_BLOCK_EPOCH)))
-    ok = b.and_(b.and_(hit, b.not_(other_block)),
-                b.and_(_free(b, w, bar, mt),
-                       b.and_(_free(b, _word(b, entry, 1), bar, mt),
-                              _free(b, _word(b, entry, 2), bar, mt))))
-
-    def fast():
-        b.store(me, _word_ptr(b, entry, 0))
-        b.store(san_word(fl, SAN_BLOCK), _word_ptr(b, entry, 3))
-
-    if same is None:
-        return _fast_or_slow(b, ok, fast, slow)
-    # an unchanged value is not a write of global memory the racecheck records
-    return _fast_or_slow(b, b.or_(same, ok),
-                         lambda: _skip_unless(b, same, fast), slow)
-
-
-def _skip_unless(b: ir.IRBuilder, skip, emit) -> None:
-    with b.if_then(b.not_(skip)):
-        emit()
-
-
 def _report_shadow(fl, result, site, indices, shape, bad) -> None:
     """Report a shadow lookup's finding (``result``: 0, a HAZARD_* or UNINIT)."""
     b = fl.builder
     if bad is not None:  # an access memcheck reported (it used index 0 instead)
         result = b.select(bad, ir.Constant(I64, 0), result)
     with b.if_then(b.icmp_unsigned("!=", result, ir.Constant(I64, 0)), likely=False):
-        is_init = b.icmp_unsigned("==", result, ir.Constant(I64, UNINIT))
+        is_init = b.icmp_unsigned(">=", result, ir.Constant(I64, UNINIT))
         kind = b.select(is_init, ir.Constant(I64, SAN_KIND_INIT), ir.Constant(I64, SAN_KIND_RACE))
         report(fl, kind, site, result, indices, shape)
 
 
-def _guarded_call(b: ir.IRBuilder, cond, fn, args):
-    """``fn(*args) if cond else 0`` (an i64)."""
+def _guarded(b: ir.IRBuilder, cond, emit, likely=None):
+    """``emit() if cond else 0`` (an i64; ``emit`` may return None for 0)."""
     if isinstance(cond, ir.Constant):
-        return b.call(fn, args) if cond.constant else ir.Constant(I64, 0)
+        value = emit() if cond.constant else None
+        return ir.Constant(I64, 0) if value is None else value
     before = b.block
-    with b.if_then(cond):
-        value = b.call(fn, args)
+    with b.if_then(cond, likely=likely):
+        value = emit()
         inside = b.block
+    if value is None:
+        return ir.Constant(I64, 0)
     phi = b.phi(I64)
     phi.add_incoming(ir.Constant(I64, 0), before)
     phi.add_incoming(value, inside)
     return phi
+
+
+def _guarded_call(b: ir.IRBuilder, cond, fn, args):
+    """``fn(*args) if cond else 0`` (an i64)."""
+    return _guarded(b, cond, lambda: b.call(fn, args))
 
 
 def check_warp_mask(bl, e: Expr) -> None:

@@ -3,6 +3,7 @@ of bug, each with its exact report, and the same kernels fixed, which pass clean
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -12,13 +13,10 @@ import kaiojit as kj
 from kaiojit.runtime import CpuBackend, set_backend
 from kaiojit.runtime.sanitizer import sanitize_from_env
 
-HERE = __file__
 
 
 def line_of(fn, text: str) -> int:
     """The file line of the first source line of ``fn`` that contains ``text``."""
-    import inspect
-
     lines, start = inspect.getsourcelines(fn.py_func)
     for k, line in enumerate(lines):
         if text in line:
@@ -51,7 +49,7 @@ def expect(kernel, text: str, launch) -> str:
         launch()
     message = str(info.value)
     want = re.sub(r"\{line:([^}]*)\}", lambda m: str(line_of(kernel, m.group(1))), text)
-    assert message.startswith(want.format(file=HERE)), message
+    assert message.startswith(want.format(file=inspect.getsourcefile(kernel.py_func))), message
     return message
 
 
