@@ -94,6 +94,7 @@ TABLE_WORDS = 8    # words per entry of the global-memory table
 _UNTRACKED_WRITERS = ("tc.", "tma.", "wgmma.", "mbarrier.", "foreign.")
 
 SANITIZE_SITE = "sanitize"  # the site that marks a checked image (the runtime looks for it)
+NATIVE_PREFIX = "kaiojit_san_"  # the shadow functions' symbols (compiled once, see below)
 # warp collectives whose operand 0 is a lane mask (synccheck checks it)
 MASKED_COLLECTIVES = frozenset(
     [f"warp.shfl_{k}" for k in ("idx", "up", "down", "xor")]
@@ -264,25 +265,36 @@ def _epoch_of(b: ir.IRBuilder, packed):
 
 
 class SanitizerHelpers:
-    """The module's shadow-memory functions, defined on first use (internal, not inlined: one
-    copy compiles fast). They are the slow path: each access first tries the inline test of
-    ``_track`` and calls them only when that finds something to look at."""
+    """The shadow-memory functions (the slow path: each access first tries the inline test
+    of ``_track`` and calls them only when that finds something to look at), and the report.
 
-    def __init__(self, mod, granule: int = 0):
+    They are the same for every kernel, so they are compiled once per process, into a module
+    of their own (``native_module``, loaded by ``kaiojit.runtime.sanitizer``) whose symbols
+    start with ``kaiojit_san_``; a kernel's module only declares the ones it calls (``native``
+    False), which the loader resolves as it resolves libm's."""
+
+    def __init__(self, mod, granule: int = 0, native: bool = False):
         self.mod = mod
         self.granule = granule  # shared shadow entries cover 1 << granule bytes
+        self.native = native
         self._fns: dict[str, ir.Function] = {}
 
     def _define(self, name: str, ret, args: list, build) -> ir.Function:
+        name = NATIVE_PREFIX + name
         fn = self._fns.get(name)
         if fn is None:
-            fn = ir.Function(self.mod.module, ir.FunctionType(ret, args), name=name)
-            fn.linkage = "internal"
-            fn.attributes.add("noinline")  # one copy: compiles fast, and the call is cheap
-            fn.attributes.add("cold")
-            self._fns[name] = fn
-            build(fn, ir.IRBuilder(fn.append_basic_block("entry")))
+            fn = self._fns[name] = self.mod.declare(name, ret, args)
+            if self.native:
+                build(fn, ir.IRBuilder(fn.append_basic_block("entry")))
+            else:
+                self.mod.target.link_symbols([name])
         return fn
+
+    def define_all(self) -> None:
+        """Every function (the native module)."""
+        self.shared(), self.global_checks(), self.claim()
+        for ndim in range(SAN_MAX_DIMS + 1):
+            self.report(ndim)
 
     @staticmethod
     def _conflict(b, state, other, me_thread):
@@ -371,11 +383,18 @@ class SanitizerHelpers:
                         b.store(me, _word_ptr(b, entry, 2))
         b.ret(b.load(status, typ=I64))
 
+    def granule_of(self, b, offset):
+        """The shared shadow's entry index of a byte offset."""
+        return b.lshr(offset, ir.Constant(I64, self.granule))
+
     def shared_entry(self, b, word, offset):
         """The shared shadow's entry of a byte offset (``word(SAN_*)``: the state's words)."""
+        return self.entry_at(b, word, self.granule_of(b, offset))
+
+    @staticmethod
+    def entry_at(b, word, index):
         base = b.inttoptr(word(SAN_SHARED_SHADOW), PTR)
-        granule = b.lshr(offset, ir.Constant(I64, self.granule))
-        return b.gep(base, [b.mul(granule, ir.Constant(I64, SHARED_WORDS))], source_etype=I64)
+        return b.gep(base, [b.mul(index, ir.Constant(I64, SHARED_WORDS))], source_etype=I64)
 
     @staticmethod
     def table_entry(b, word, addr):
@@ -386,12 +405,12 @@ class SanitizerHelpers:
         return b.gep(table, [b.mul(idx, ir.Constant(I64, TABLE_WORDS))], source_etype=I64)
 
     def shared(self) -> ir.Function:
-        """``i64 (state, offset, me, mode, check_init: i1)``: 0, a HAZARD_* or UNINIT."""
+        """``i64 (state, entry index, me, mode, check_init: i1)``: 0, a HAZARD_* or UNINIT."""
         def build(fn, b):
-            state, offset, me, mode, check_init = fn.args
-            entry = self.shared_entry(b, lambda k: _word(b, state, k), offset)
+            state, index, me, mode, check_init = fn.args
+            entry = self.entry_at(b, lambda k: _word(b, state, k), index)
             self._access(b, fn, state, entry, me, mode, check_init, cross_block=False)
-        return self._define("kj.san.shared", I64, [PTR, I64, I64, I64, I1], build)
+        return self._define("shared", I64, [PTR, I64, I64, I64, I1], build)
 
     def global_(self) -> ir.Function:
         """``i64 (state, address, me, mode)``: 0 or a HAZARD_* (READ or WRITE only)."""
@@ -403,7 +422,7 @@ class SanitizerHelpers:
                     b.store(ir.Constant(I64, 0), _word_ptr(b, entry, k))
                 b.store(addr, _word_ptr(b, entry, 4))
             self._access(b, fn, state, entry, me, mode, ir.Constant(I1, 0), cross_block=True)
-        return self._define("kj.san.global", I64, [PTR, I64, I64, I64], build)
+        return self._define("global", I64, [PTR, I64, I64, I64], build)
 
     def unwritten(self) -> ir.Function:
         """``i64 (state, address, mode, size)``: INIT_GLOBAL for a read (or an atomic) of
@@ -436,7 +455,8 @@ class SanitizerHelpers:
             b.position_at_end(found)
             bits = b.inttoptr(_word(b, table, b.add(at, ir.Constant(I64, 2))), PTR)
             flag = b.gep(bits, [b.sub(addr, base)], source_etype=I8)
-            reads = b.icmp_unsigned("!=", mode, ir.Constant(I64, WRITE))
+            reads = b.or_(b.icmp_unsigned("==", mode, ir.Constant(I64, READ)),
+                          b.icmp_unsigned("==", mode, ir.Constant(I64, ATOMIC)))
             unset = b.icmp_unsigned("==", b.load(flag, typ=I8), ir.Constant(I8, 0))
             status = b.select(b.and_(reads, unset), ir.Constant(I64, INIT_GLOBAL),
                               ir.Constant(I64, 0))
@@ -447,7 +467,21 @@ class SanitizerHelpers:
             b.ret(status)
             b.position_at_end(done)
             b.ret(ir.Constant(I64, 0))
-        return self._define("kj.san.unwritten", I64, [PTR, I64, I64, I64], build)
+        return self._define("unwritten", I64, [PTR, I64, I64, I64], build)
+
+    def global_checks(self) -> ir.Function:
+        """``i64 (state, address, me, mode, size, race: i1)``: a global access's initcheck
+        (in a launch with unwritten memory) and, where ``race``, its racecheck, in one call:
+        INIT_GLOBAL, a HAZARD_* or 0."""
+        def build(fn, b):
+            state, addr, me, mode, size, race = fn.args
+            tracked = b.icmp_unsigned("!=", _word(b, state, SAN_UNINIT_COUNT),
+                                      ir.Constant(I64, 0))
+            init = _guarded(b, tracked, lambda: b.call(self.unwritten(),
+                                                       [state, addr, mode, size]))
+            raced = _guarded(b, race, lambda: b.call(self.global_(), [state, addr, me, mode]))
+            b.ret(b.select(b.icmp_unsigned("!=", init, ir.Constant(I64, 0)), init, raced))
+        return self._define("global_checks", I64, [PTR, I64, I64, I64, I64, I1], build)
 
     def report(self, ndim: int) -> ir.Function:
         """``void (state, kind, site, thread, detail, indices[ndim]..., shape[ndim]...)``:
@@ -461,7 +495,7 @@ class SanitizerHelpers:
                     b.store(fn.args[5 + d], _word_ptr(b, state, SAN_INDEX + d))
                     b.store(fn.args[5 + ndim + d], _word_ptr(b, state, SAN_SHAPE + d))
             b.ret_void()
-        return self._define(f"kj.san.report{ndim}", ir.VoidType(),
+        return self._define(f"report{ndim}", ir.VoidType(),
                             [PTR, I64, I64, I64, I64] + [I64] * (2 * ndim), build)
 
     def claim(self) -> ir.Function:
@@ -482,7 +516,29 @@ class SanitizerHelpers:
                                     (SAN_NDIM, ir.Constant(I64, 0))):
                     b.store(value, _word_ptr(b, state, word))
             b.ret(first)
-        return self._define("kj.san.claim", I1, [PTR, I64, I64, I64, I64], build)
+        return self._define("claim", I1, [PTR, I64, I64, I64, I64], build)
+
+
+class _NativeModule:
+    """What ``SanitizerHelpers`` needs of a module lowering, for the native module."""
+
+    def __init__(self, module: ir.Module):
+        self.module = module
+
+    def declare(self, name: str, ret, args: list) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+
+def native_module(triple: str, data_layout: str) -> str:
+    """The shadow functions' module (LLVM IR text), compiled once per process by the cpu
+    backend's checked mode (``kaiojit.runtime.sanitizer``)."""
+    module = ir.Module(name="kaiojit_sanitizer")
+    module.triple, module.data_layout = triple, data_layout
+    SanitizerHelpers(_NativeModule(module), native=True).define_all()
+    return str(module)
 
 
 # --- the instrumentation --------------------------------------------------------------------------
@@ -578,9 +634,11 @@ def track(fl, ptr, mode: int, value=None) -> None:
         return
     site, indices, shape, space, bad, quiet, size = access
     results = []
-    if space in (GLOBAL, UNKNOWN):
+    if space == GLOBAL:
+        results.append(_global_checks(fl, ptr, mode, value, site, quiet, size))
+    if space == UNKNOWN:
         results.append(_global_initcheck(fl, ptr, mode, size))
-    if not (space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL)):
+    if space in (SHARED, UNKNOWN):
         results.append(_racecheck(fl, ptr, mode, value, site, space, quiet))
     results = [r for r in results if r is not None]
     if results:
@@ -589,6 +647,29 @@ def track(fl, ptr, mode: int, value=None) -> None:
         for other in results[1:]:
             result = b.select(b.icmp_unsigned("!=", result, ir.Constant(I64, 0)), result, other)
         _report_shadow(fl, result, site, indices, shape, bad)
+
+
+def _global_checks(fl, ptr, mode: int, value, site, quiet: int, size: int):
+    """A global access's initcheck and racecheck: one call (``kj.san.global_checks``),
+    made only where the launch has unwritten memory or this array needs a racecheck."""
+    b = fl.builder
+    state = state_pointer(fl)
+    tracked = b.icmp_unsigned("!=", san_word(fl, SAN_UNINIT_COUNT), ir.Constant(I64, 0))
+    race = ir.Constant(I1, mode != ATOMIC)
+    quiet &= ~QUIET_INTERVAL
+    if quiet and mode != ATOMIC:
+        allowed = b.and_(san_word(fl, SAN_QUIET), ir.Constant(I64, quiet))
+        race = b.icmp_unsigned("==", allowed, ir.Constant(I64, 0))
+    need = b.or_(tracked, race) if not isinstance(race, ir.Constant) else \
+        (ir.Constant(I1, 1) if race.constant else tracked)
+
+    def call():
+        same = _unchanged(b, ptr, value) if mode == WRITE and value is not None else None
+        w = ir.Constant(I64, mode) if same is None else \
+            b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
+        return b.call(fl.mod.san_helpers.global_checks(), [
+            state, b.ptrtoint(ptr, I64), _packed(fl, site), w, ir.Constant(I64, size), race])
+    return _guarded(b, need, call)
 
 
 def _racecheck(fl, ptr, mode: int, value, site, space, quiet: int):
@@ -626,8 +707,6 @@ def _track(fl, state, ptr, mode, value, site, space):
     w = ir.Constant(I64, mode) if same is None else \
         b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
     helpers = fl.mod.san_helpers
-    if space == GLOBAL:  # out of line: global accesses that need a lookup are seldom hot
-        return b.call(helpers.global_(), [state, addr, me, w])
     offset = b.sub(addr, san_word(fl, SAN_SHARED_BASE))
     in_shared = b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES))
     init = ir.Constant(I1, int(fl.mod.san_initcheck))
@@ -641,7 +720,7 @@ def _track(fl, state, ptr, mode, value, site, space):
         local = b.and_(b.icmp_unsigned(">=", addr, stack), b.icmp_unsigned("<", addr, top))
         is_global = b.and_(is_global, b.not_(local))
         shared_result = _guarded_call(b, in_shared, helpers.shared(),
-                                      [state, offset, me, w, init])
+                                      [state, helpers.granule_of(b, offset), me, w, init])
         if mode == ATOMIC:
             is_global = ir.Constant(I1, 0)
         global_result = _guarded_call(b, is_global, helpers.global_(), [state, addr, me, w])
@@ -661,7 +740,8 @@ def _init_only(fl, state, ptr, site):
         written = b.icmp_unsigned(">=", _epoch_of(b, _word(b, entry, 0)),
                                   san_word(fl, SAN_BLOCK_EPOCH))
         return _fast_or_slow(b, written, lambda: None, lambda: b.call(helpers.shared(), [
-            state, offset, _packed(fl, site), ir.Constant(I64, READ), ir.Constant(I1, 1)]))
+            state, helpers.granule_of(b, offset), _packed(fl, site), ir.Constant(I64, READ),
+            ir.Constant(I1, 1)]))
     return _guarded(b, b.icmp_unsigned("<", offset, san_word(fl, SAN_SHARED_BYTES)), lookup)
 
 
@@ -728,7 +808,8 @@ def _inline_shared(fl, state, offset, me, mode: int, same):
     slow_mode = ir.Constant(I64, mode) if same is None else         b.select(same, ir.Constant(I64, SAME), ir.Constant(I64, mode))
 
     def slow():
-        return b.call(helpers.shared(), [state, offset, me, slow_mode, ir.Constant(I1, init)])
+        return b.call(helpers.shared(), [state, helpers.granule_of(b, offset), me, slow_mode,
+                                         ir.Constant(I1, init)])
 
     if mode == ATOMIC:
         return slow()

@@ -54,6 +54,37 @@ def is_checked(host: Any) -> bool:
     return bool(sites) and sites[0].get("kind") == "sanitize"
 
 
+_NATIVE: dict[str, int] | None = None  # the shadow functions' addresses, once compiled
+_NATIVE_ENGINE: Any = None  # what owns their code
+_NATIVE_LOCK = threading.Lock()
+
+
+def register_symbols() -> None:
+    """Make the shadow functions that checked kernels call (``kaiojit_san_*``) known to
+    MCJIT's symbol resolution: compiled once per process, at the first checked load."""
+    global _NATIVE, _NATIVE_ENGINE
+    from llvmlite import binding as llvm
+
+    with _NATIVE_LOCK:
+        if _NATIVE is None:
+            from kaiojit.lower.host_sanitize import native_module
+            from kaiojit.target import host_target_machine
+
+            tm = host_target_machine()
+            ref = llvm.parse_assembly(native_module(llvm.get_process_triple(),
+                                                    str(tm.target_data)))
+            ref.verify()
+            pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+            pb.getModulePassManager().run(ref, pb)
+            engine = llvm.create_mcjit_compiler(ref, tm)
+            engine.finalize_object()
+            _NATIVE_ENGINE = engine
+            _NATIVE = {fn.name: engine.get_function_address(fn.name)
+                       for fn in ref.functions if not fn.is_declaration}
+    for name, address in _NATIVE.items():
+        llvm.add_symbol(name, address)
+
+
 class WorkerState:
     """One worker's sanitizer state and shadows (kept between launches: epochs tell old
     records from new ones, so nothing is cleared per launch but the finding record)."""
@@ -330,4 +361,5 @@ def _ranges(lanes: list[int]) -> str:
     return ", ".join(out)
 
 
-__all__ = ["ENV", "UnwrittenMemory", "WorkerState", "is_checked", "launch_error", "sanitize_from_env"]
+__all__ = ["ENV", "UnwrittenMemory", "WorkerState", "is_checked", "launch_error", "register_symbols",
+           "sanitize_from_env"]
