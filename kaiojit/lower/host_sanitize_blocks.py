@@ -28,6 +28,7 @@ from .. import types as T
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..target import CTX_CHECK, SAN_QUIET, SAN_UNINIT_COUNT
+from .host_sanitize_analysis import quiet_params
 from .llvmtypes import I1, I64
 
 MAX_DEPTH = 8        # single-assignment variables followed this deep
@@ -231,4 +232,42 @@ def _state_word(b: ir.IRBuilder, state, index: int):
     return b.load(b.gep(state, [ir.Constant(I64, index)], source_etype=I64), typ=I64)
 
 
-__all__ = ["BlockBounds", "BlockPlan", "plan_for"]
+def unchecked_copy(mod, kfunc: kir.KFunction, symbol: str):
+    """The kernel's per-thread body lowered without checks, for the blocks that
+    ``host_sanitize_blocks`` proves cannot have findings (None where it proves none)."""
+    from .host import HostFunctionLowering
+
+    plan = plan_for(kfunc, quiet_params(kfunc))
+    if plan is None:
+        return None
+    fn = mod.target.define_kernel(mod, kfunc, f"{symbol}.unchecked", set())
+    mod.target.sanitize = False
+    try:
+        HostFunctionLowering(mod, kfunc, fn, None).lower()
+    finally:
+        mod.target.sanitize = True
+    mod.unchecked_plan = plan
+    return fn
+
+
+def versioned_threads(b: ir.IRBuilder, mod, kfunc, ctx, params, grid, block_idx, dims, body,
+                      threads) -> None:
+    """The driver's loops over a block's threads (``threads(fn)``): of the plain copy where
+    the block's test passes, else of the checked ``body``."""
+    from .target import Target
+
+    plain = mod.unchecked_body
+    if plain is None:
+        threads(body)
+        return
+    names = [name for name, _ in Target.flat_param_types(kfunc)]
+    ok = BlockBounds(b, mod.unchecked_plan, ctx, dict(zip(names, params)), grid, block_idx,
+                     dims).emit()
+    with b.if_else(ok, likely=True) as (unchecked, checked):
+        with unchecked:
+            threads(plain)
+        with checked:
+            threads(body)
+
+
+__all__ = ["BlockBounds", "BlockPlan", "plan_for", "unchecked_copy", "versioned_threads"]
