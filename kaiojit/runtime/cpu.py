@@ -343,8 +343,12 @@ class CpuBackend:
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         quiet = 0
-        unwritten = self.unwritten.for_launch(kernel.quiet_plan().ranges(slots_address)) \
-            if self.unwritten and isinstance(kernel, CpuKernel) else None
+        unwritten = None
+        if self.unwritten:
+            if isinstance(kernel, CpuKernel):
+                unwritten = self.unwritten.for_launch(kernel.quiet_plan().ranges(slots_address))
+            else:  # the module API's launch: which memory it writes is not known
+                self.unwritten.clear()
         if checks is not None and isinstance(kernel, CpuKernel):
             quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
