@@ -32,7 +32,7 @@ _STAGES: dict[str, int] = {
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "tools": BASE, "linking": BASE, "cachefiles": BASE, "hostsyms": BASE,
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
-    "highlight": BASE, "logs": BASE,
+    "highlight": BASE, "logs": BASE, "sanitizer_shadow": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "launcher": LAST, "sass": LAST, "display": LAST, "runtime": LAST,
     "random": LIBRARY, "ufunc": LIBRARY, "autotuner": LIBRARY, "autotune_launch": LIBRARY,

@@ -79,7 +79,8 @@ class HostModule(ModuleLowering):
             body = self.target.define_kernel(self, kfunc, symbol, set())
             HostFunctionLowering(self, kfunc, body, None).lower()
             if self.target.sanitize:
-                self.unchecked_body = host_sanitize.unchecked_copy(self, kfunc, symbol)
+                self.unchecked_body = host_sanitize.unchecked_copy(
+                    self, kfunc, symbol, HostFunctionLowering)
         while self.pending:
             callee = self.pending.pop()
             fn = self.functions[id(callee)]

@@ -25,7 +25,7 @@ a word of the context points to it). A block runs on one worker, its threads one
   ``host_block.py``); divergent block barriers are reported by the block lowering already.
 
 Each lookup's common case is inline; the rest calls the shadow functions, compiled once per
-process (``host_sanitize_shadow.py``). What the compiler knows of the kernel
+process (``kaiojit/sanitizer_shadow.py``). What the compiler knows of the kernel
 (``host_sanitize_analysis.py``, ``host_sanitize_intervals.py``) spares accesses that cannot
 race their lookups, and ``host_sanitize_blocks.py`` runs the blocks that provably have no
 finding unchecked.
@@ -43,6 +43,20 @@ from llvmlite import ir
 from .. import types as T
 from ..kir import Expr
 from ..kir.intrinsics import lookup
+from ..sanitizer_shadow import (
+    ATOMIC,
+    READ,
+    SAME,
+    UNINIT,
+    WRITE,
+    SanitizerHelpers,
+    _epoch_of,
+    _guarded,
+    _guarded_call,
+    _thread_of,
+    _word,
+    _word_ptr,
+)
 from ..target import (
     CTX_CHECK,
     CTX_STACK_TOP,
@@ -85,20 +99,6 @@ from .host_sanitize_analysis import (
     space_of,
 )
 from .host_sanitize_blocks import unchecked_copy, versioned_threads
-from .host_sanitize_shadow import (
-    ATOMIC,
-    READ,
-    SAME,
-    UNINIT,
-    WRITE,
-    SanitizerHelpers,
-    _epoch_of,
-    _guarded,
-    _guarded_call,
-    _thread_of,
-    _word,
-    _word_ptr,
-)
 from .llvmtypes import I1, I32, I64, PTR
 
 SANITIZE_SITE = "sanitize"  # the site that marks a checked image (the runtime looks for it)

@@ -232,18 +232,16 @@ def _state_word(b: ir.IRBuilder, state, index: int):
     return b.load(b.gep(state, [ir.Constant(I64, index)], source_etype=I64), typ=I64)
 
 
-def unchecked_copy(mod, kfunc: kir.KFunction, symbol: str):
+def unchecked_copy(mod, kfunc: kir.KFunction, symbol: str, lowering):
     """The kernel's per-thread body lowered without checks, for the blocks that
     ``host_sanitize_blocks`` proves cannot have findings (None where it proves none)."""
-    from .host import HostFunctionLowering
-
     plan = plan_for(kfunc, quiet_params(kfunc))
     if plan is None:
         return None
     fn = mod.target.define_kernel(mod, kfunc, f"{symbol}.unchecked", set())
     mod.target.sanitize = False
     try:
-        HostFunctionLowering(mod, kfunc, fn, None).lower()
+        lowering(mod, kfunc, fn, None).lower()
     finally:
         mod.target.sanitize = True
     mod.unchecked_plan = plan

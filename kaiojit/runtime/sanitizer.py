@@ -67,7 +67,7 @@ def register_symbols() -> None:
 
     with _NATIVE_LOCK:
         if _NATIVE is None:
-            from kaiojit.lower.host_sanitize_shadow import native_module
+            from kaiojit.sanitizer_shadow import native_module
             from kaiojit.target import host_target_machine
 
             tm = host_target_machine()

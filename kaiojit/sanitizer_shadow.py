@@ -1,12 +1,14 @@
-"""The checked variant's shadow functions: the slow path of racecheck and initcheck, and the
-finding report, compiled once per process (``native_module``) and declared by every checked
-kernel that calls them (``SanitizerHelpers``); see ``host_sanitize.py`` for the scheme."""
+"""The cpu backend's checked mode: its shadow functions (the slow path of racecheck and
+initcheck) and the finding report, compiled once per process by the runtime
+(``native_module``, ``kaiojit.runtime.sanitizer``) and declared by every checked kernel that
+calls them (``SanitizerHelpers``, used by ``kaiojit/lower/host_sanitize.py``, which describes
+the scheme). A base module, as ``tma_host`` is: both the compiler and the runtime need it."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
-from ..target import (
+from .target import (
     HAZARD_BLOCKS,
     HAZARD_RAW,
     HAZARD_WAR,
@@ -39,7 +41,8 @@ from ..target import (
     SAN_UNINIT_COUNT,
     SAN_WARP_SYNC,
 )
-from .llvmtypes import I1, I8, I64, PTR
+
+I1, I8, I64, PTR = ir.IntType(1), ir.IntType(8), ir.IntType(64), ir.PointerType()
 
 UNINIT = INIT_SHARED  # a shadow lookup's status beside the HAZARD_* codes
 ATOMIC_THREAD = 0x7FF  # the thread of an atomic's mark in a shared shadow (never a conflict)
