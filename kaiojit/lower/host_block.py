@@ -35,7 +35,6 @@ from .. import types as T
 from ..kir import Expr
 from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
-from . import ops
 from ..target import (
     CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
 )
@@ -47,6 +46,7 @@ from .host import (
     record_error,
 )
 from . import host_sanitize
+from .codegen import for_condition
 from .host_hoist import Hoister
 from .llvmtypes import I1, I8, I32, I64, PTR, VOID, ll_type
 from .target import Target
@@ -363,7 +363,7 @@ class BlockLowering(HostFunctionLowering):
                 c = self.expr(cond)
             else:
                 i = self.load_at(counter, t, lt)
-                c = self.for_test(for_stmt, vt, i, self.load_at(stop, t, lt),
+                c = for_condition(b, for_stmt, vt, i, self.load_at(stop, t, lt),
                                   self.load_at(step, t, lt))
                 with b.if_then(c):
                     b.store(i, self.vars[for_stmt.var])
@@ -382,20 +382,6 @@ class BlockLowering(HostFunctionLowering):
         if not b.block.is_terminated:
             b.branch(head)
         b.position_at_end(end)
-
-    def for_test(self, s: kir.ForRange, t: T.ScalarType, i, stop, step):
-        b = self.builder
-        lt, gt = ops.icmp_for(t, "<"), ops.icmp_for(t, ">")
-        if s.step.op == "const":
-            if s.step.attr > 0:
-                return lt(b, i, stop)
-            if s.step.attr < 0:
-                return gt(b, i, stop)
-            return ir.Constant(I1, 0)
-        zero = ir.Constant(step.type, 0)
-        up = b.and_(gt(b, step, zero), lt(b, i, stop))
-        down = b.and_(lt(b, step, zero), gt(b, i, stop))
-        return b.or_(up, down)
 
     # --- split points -----------------------------------------------------------------------------------
 
