@@ -36,7 +36,8 @@ from ..kir import Expr
 from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
 from ..target import (
-    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
+    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, CTX_NAMED_BARRIERS, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR,
+    NAMED_BARRIERS, STATUS_RETURNED,
 )
 from .host import (
     HostFunctionLowering,
@@ -123,6 +124,7 @@ class BlockLowering(HostFunctionLowering):
         self.memset(self.status, 0)
         if kf.is_kernel:
             b.store(b.ptrtoint(self.status, I64), ctx_word_ptr(b, self.ctx, CTX_EXITED))
+            self.named_barriers()
         else:
             self.pathmask = (self.llfunc.args[1], 1)
         self.exited = b.inttoptr(ctx_word(b, self.ctx, CTX_EXITED), PTR)
@@ -176,6 +178,17 @@ class BlockLowering(HostFunctionLowering):
                         val = b.load(b.gep(ptr, [t], source_etype=ll_type(pt)), typ=ll_type(pt))
                         b.store(self.convert(val, pt, kf.locals[name]), self.vars[name])
             self.thread_loop(init)
+
+    def named_barriers(self):
+        """The block's named barriers (``kj.named_barrier``): their arrival counts, zero at the
+        block's start, where every function of the block finds them (``CTX_NAMED_BARRIERS``)."""
+        b = self.builder
+        with b.goto_block(self.alloca_bb):
+            counts = b.alloca(I64, size=NAMED_BARRIERS)
+        fn = self.mod.declare("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+        b.call(fn, [counts, ir.Constant(I8, 0), ir.Constant(I64, 8 * NAMED_BARRIERS),
+                    ir.Constant(I1, 0)])
+        b.store(b.ptrtoint(counts, I64), ctx_word_ptr(b, self.ctx, CTX_NAMED_BARRIERS))
 
     def per_thread(self, llty: ir.Type, count: int = 1):
         """``count`` values of ``llty`` per thread of the block (an alloca before the body)."""

@@ -40,6 +40,7 @@ class DeviceLimits:
     max_shared_per_block: int = 48 * 1024
     max_shared_per_block_optin: int = 227 * 1024
     max_cluster_size: int = 8
+    multiprocessor_count: int = 132  # an H100 SXM's / H200's; the cuda backend asks the device
 
 
 @dataclass(frozen=True, slots=True)

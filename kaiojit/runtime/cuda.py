@@ -143,6 +143,7 @@ class CudaBackend:
                 max_shared_per_block_optin=get(
                     a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 max_cluster_size=8 if self.compute_capability(device)[0] >= 9 else 0,
+                multiprocessor_count=get(a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
             )
             self._limits[device] = limits
         return limits
