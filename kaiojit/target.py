@@ -108,7 +108,16 @@ CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = re
 CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
 CTX_CHECK = 13        # checked variant: this worker's sanitizer state (SAN_* below)
 CTX_STACK_TOP = 14    # checked variant: the driver's frame address (local arrays lie below)
-CTX_WORDS = 16
+CTX_CLUSTER_DIM = 16  # the cluster's shape in blocks x, y, z (1, 1, 1 without a cluster)
+CTX_CLUSTER_TOKEN = 19  # this block's last cluster-barrier arrival (the counter before it)
+CTX_CLUSTER_STATE = 20  # the cluster's state, shared by its blocks (CLUSTER_* below)
+CTX_WORDS = 24
+
+# --- a cluster's state on the host: an array of i64 shared by the blocks of one cluster -------
+CLUSTER_BARRIER = 0   # the cluster barrier's counter (low half; bit 31 flips per phase)
+CLUSTER_SHARED = 1    # the shared memory of the cluster's blocks, by rank (CLUSTER_MAX words)
+CLUSTER_MAX = 8       # the most blocks a portable cluster holds
+CLUSTER_WORDS = CLUSTER_SHARED + CLUSTER_MAX
 
 # --- the launch state: the first error and the print buffer ------------------------------------
 LAUNCH_ERROR = 0      # 0, or the kind (ERR_*) of the first error, claimed with a cmpxchg
@@ -134,6 +143,7 @@ ERR_DIVERGENT_BARRIER = 2
 ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 ERR_ASSERT = 5           # a failed assert under debug=True
+ERR_CLUSTER_RANK = 6     # a block rank not in the cluster (LAUNCH_INDEX: it, EXTENT: the size)
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
