@@ -24,16 +24,27 @@ backend, see ``kaiojit/lower/cluster_host.py``; the runtime runs a cluster's blo
 
 from __future__ import annotations
 
-from .. import language as L
-from .. import types as T
 from llvmlite import ir
 
+from .. import language as L
+from .. import types as T
 from ..target import CTX_CLUSTER_DIM
-from .api import (I64, Expr, Intrinsic, Operands, call_args, ctx_word, inline_asm, ll_type,
-                  register, scalar_arg, type_words)
+from .api import (
+    I64,
+    Expr,
+    Intrinsic,
+    Operands,
+    call_args,
+    ctx_word,
+    inline_asm,
+    ll_type,
+    register,
+    scalar_arg,
+    tma_ptx,
+    type_words,
+)
 from .api import cluster_host as CH
 from .api import cluster_ptx as P
-from .api import tma_ptx
 
 ARCH = "sm_90"
 _VOID = T.void

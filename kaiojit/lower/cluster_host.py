@@ -24,8 +24,17 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..target import (
-    CLUSTER_BARRIER, CLUSTER_SHARED, CTX_BLOCK_IDX, CTX_CLUSTER_DIM, CTX_CLUSTER_STATE,
-    CTX_CLUSTER_TOKEN, CTX_GRID, CTX_LAUNCH, CTX_SHARED, ERR_CLUSTER_RANK, LAUNCH_ERROR,
+    CLUSTER_BARRIER,
+    CLUSTER_SHARED,
+    CTX_BLOCK_IDX,
+    CTX_CLUSTER_DIM,
+    CTX_CLUSTER_STATE,
+    CTX_CLUSTER_TOKEN,
+    CTX_GRID,
+    CTX_LAUNCH,
+    CTX_SHARED,
+    ERR_CLUSTER_RANK,
+    LAUNCH_ERROR,
 )
 from .host import ctx_word, ctx_word_ptr, record_error
 from .llvmtypes import I32, I64, PTR
