@@ -17,7 +17,9 @@ a word of the context points to it). A block runs on one worker, its threads one
   Atomics neither check nor record (they do not race with each other).
 * **initcheck**: a shared-memory read at an offset no thread of the block wrote (its last
   write is older than the block's first epoch). Kernels that fill shared memory by other means
-  (TMA, ``cp.async``, wgmma, mbarriers, foreign code) are not initchecked.
+  (TMA, ``cp.async``, wgmma, mbarriers, other blocks of the cluster, foreign code) are not
+  initchecked; accesses of another block's shared memory (``kj.cluster.map_shared_rank``) are
+  memchecked only.
 * **synccheck**: a warp collective's mask against the lanes that call it (lowered in
   ``host_block.py``); divergent block barriers are reported by the block lowering already.
 
@@ -82,7 +84,7 @@ QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # see quiet_params
 SHARED_WORDS = 4   # shadow words per byte offset of shared memory
 TABLE_WORDS = 8    # words per entry of the global-memory table
 # intrinsics that write memory the shadow does not see: shared memory is then not initchecked
-_UNTRACKED_WRITERS = ("tc.", "tma.", "wgmma.", "mbarrier.", "foreign.")
+_UNTRACKED_WRITERS = ("tc.", "tma.", "wgmma.", "mbarrier.", "foreign.", "cluster.")
 
 SANITIZE_SITE = "sanitize"  # the site that marks a checked image (the runtime looks for it)
 # warp collectives whose operand 0 is a lane mask (synccheck checks it)
@@ -90,6 +92,9 @@ MASKED_COLLECTIVES = frozenset(
     [f"warp.shfl_{k}" for k in ("idx", "up", "down", "xor")]
     + [f"warp.{k}" for k in ("all", "any", "ballot")] + ["sync.syncwarp"])
 GLOBAL, SHARED, LOCAL, CONST, UNKNOWN = "global", "shared", "local", "const", "unknown"
+# another block's shared memory (kj.cluster.map_shared_rank): its shadow is that block's, so
+# accesses through it are memchecked only
+CLUSTER_SHARED = "cluster shared"
 
 
 # --- where an array lives ------------------------------------------------------------------------
@@ -126,6 +131,8 @@ def space_of(e: Expr, spaces: dict[str, str]) -> str:
         return CONST
     if op in ("var", "param"):
         return spaces.get(e.attr, UNKNOWN)
+    if op == "intrinsic" and e.attr == "cluster.map_shared_rank":
+        return CLUSTER_SHARED
     if op == "intrinsic" and e.args and lookup(e.attr).view:
         return space_of(e.args[0], spaces)
     if op == "reuse":
@@ -427,7 +434,7 @@ def track(fl, ptr, mode: int) -> None:
     if access is None:
         return
     site, indices, shape, space, bad, quiet = access
-    if space in (LOCAL, CONST) or (mode == ATOMIC and space == GLOBAL):
+    if space in (LOCAL, CONST, CLUSTER_SHARED) or (mode == ATOMIC and space == GLOBAL):
         return
     b = fl.builder
     state = state_pointer(fl)
