@@ -114,8 +114,11 @@ CTX_CLUSTER_STATE = 20  # the cluster's state, shared by its blocks (CLUSTER_* b
 CTX_WORDS = 24
 
 # --- a cluster's state on the host: an array of i64 shared by the blocks of one cluster -------
-CLUSTER_BARRIER = 0   # the cluster barrier's counter (low half; bit 31 flips per phase)
-CLUSTER_SHARED = 1    # the shared memory of the cluster's blocks, by rank (CLUSTER_MAX words)
+CLUSTER_BARRIER = 0   # the cluster barrier: its phase (bit 63) and the arrivals in it
+CLUSTER_LIVE = 1      # the cluster's blocks that have not returned (deadlock detection:
+CLUSTER_EPOCH = 2     # bumped when a block starts or stops waiting, or returns
+CLUSTER_FAILS = 3     # epoch << 32 | the waiting blocks that saw no progress in that epoch)
+CLUSTER_SHARED = 4    # the shared memory of the cluster's blocks, by rank (CLUSTER_MAX words)
 CLUSTER_MAX = 8       # the most blocks a portable cluster holds
 CLUSTER_WORDS = CLUSTER_SHARED + CLUSTER_MAX
 
@@ -144,6 +147,7 @@ ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 ERR_ASSERT = 5           # a failed assert under debug=True
 ERR_CLUSTER_RANK = 6     # a block rank not in the cluster (LAUNCH_INDEX: it, EXTENT: the size)
+ERR_CLUSTER_STUCK = 7    # a cluster barrier wait no block of the cluster can complete any more
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words

@@ -139,18 +139,17 @@ def _host_map(fl, e: Expr):
 def _host_arrive(bl, target, e: Expr):
     """Every thread of the block arrives, then the block does on the cluster's counter."""
     bl.barrier(None, e)
-    CH.mark(bl, e, e.attr)
+    CH.mark(bl, e, "kj." + e.attr)
     CH.barrier_arrive(bl)
 
 
 def _host_wait(bl, target, e: Expr):
-    CH.mark(bl, e, e.attr)
-    CH.barrier_wait(bl)
+    CH.barrier_wait(bl, CH.mark(bl, e, "kj." + e.attr))
 
 
 def _host_sync(bl, target, e: Expr):
     _host_arrive(bl, target, e)
-    CH.barrier_wait(bl)
+    CH.barrier_wait(bl, CH.mark(bl, e, "kj." + e.attr))
 
 
 def _host_nothing(fl, e: Expr):

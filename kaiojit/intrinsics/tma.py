@@ -382,32 +382,21 @@ def _host_try_wait(bl, target, e: Expr):
 
 def _host_wait(bl, target, e: Expr):
     """Every thread has run up to here and every copy is done: a phase that has not completed
-    never will (a hang on the GPU too, or arrivals from threads the host runs later)."""
+    never will (a hang on the GPU too, or arrivals from threads the host runs later), unless
+    another block of the cluster, running on another thread, still completes it."""
     b = bl.builder
     bar, parity = e.args
     site = bl.mod.add_site("mbarrier", e.loc, op="kj.mbarrier.wait")
     _stop_after_a_fault(bl)
 
-    alone = b.icmp_unsigned("==", CH.size(b, bl.ctx), ir.Constant(I64, 1))
-    launch = b.inttoptr(ctx_word(b, bl.ctx, CTX_LAUNCH), PTR)
-
     def each(t):
-        check = bl.llfunc.append_basic_block("mbarrier.check")
-        later = bl.llfunc.append_basic_block("mbarrier.later")
-        done = bl.llfunc.append_basic_block("mbarrier.done")
-        b.branch(check)
-        b.position_at_end(check)
-        complete = _host_call(bl, H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32],
+        def complete():
+            done = _host_call(bl, H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32],
                               [_data(bl, bar), bl.expr(parity)])
-        b.cbranch(_nonzero(b, complete), done, later)
-        b.position_at_end(later)
-        with b.if_then(alone, likely=False):
-            record_error(bl, ERR_MBARRIER_STUCK, site, b.zext(bl.expr(parity), I64),
-                         ir.Constant(I64, 0), t)
-            b.branch(bl.exit_bb)
-        CH.yield_core(bl, launch)  # another block of the cluster may still complete it
-        b.branch(check)
-        b.position_at_end(done)
+            return _nonzero(b, done)
+        # every thread of the block has run up to here: a cluster of one is stuck at the
+        # first incomplete check, a larger one once all its blocks wait without progress
+        CH.blocked_wait(bl, complete, ERR_MBARRIER_STUCK, site, b.zext(bl.expr(parity), I64), t)
     bl.thread_loop(each)
 
 

@@ -41,6 +41,7 @@ def set_alone(ctx: np.ndarray, state: np.ndarray, cluster: tuple[int, int, int] 
     ctx[H.CTX_CLUSTER_DIM:H.CTX_CLUSTER_DIM + 3] = cluster or (1, 1, 1)
     ctx[H.CTX_CLUSTER_STATE] = state.ctypes.data
     state[H.CLUSTER_SHARED] = ctx[H.CTX_SHARED]
+    state[H.CLUSTER_LIVE] = 1
 
 
 def cluster_blocks(grid: tuple[int, int, int], cluster: tuple[int, int, int]) -> np.ndarray:
@@ -70,9 +71,10 @@ def run_clusters(crew: Any, run: Any, slots: int, ctxs: list[np.ndarray], config
         state[H.CLUSTER_SHARED + r] = ctx[H.CTX_SHARED]
     addresses = [ctx.ctypes.data for ctx in ctxs]
     for row in blocks.tolist():
-        state[H.CLUSTER_BARRIER] = 0
+        state[:H.CLUSTER_SHARED] = 0
+        state[H.CLUSTER_LIVE] = len(row)
         crew.run(run, [(slots, ctx, b, b + 1) for ctx, b in zip(addresses, row)], threads,
-                 launch)
+                 launch, state.ctypes.data)
         if launch[H.LAUNCH_ERROR]:
             return
 
@@ -83,5 +85,13 @@ def rank_message(kernel: str, op: str, rank: int, size: int, where: str) -> str:
             f"{size} block{'s' if size != 1 else ''} (ranks 0 to {size - 1}), at {where}")
 
 
+def stuck_message(kernel: str, op: str, size: int, where: str) -> str:
+    """The KernelError text of a deadlock of a cluster's blocks (the cpu backend)."""
+    return (f"kernel {kernel!r}: {op}() can never complete: every block of the cluster of "
+            f"{size} blocks that has not returned is waiting, and none has made progress since "
+            "(too few arrivals, fewer bytes loaded than expected, or a block that returned "
+            f"before it arrived), at {where}")
+
+
 __all__ = ["cluster_blocks", "cluster_size", "rank_message", "run_clusters", "runs_together",
-           "set_alone"]
+           "set_alone", "stuck_message"]

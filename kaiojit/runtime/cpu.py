@@ -530,6 +530,11 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
         msg = clusters.rank_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
                                     int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
                                     f"thread {thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_CLUSTER_STUCK or (
+            launch[H.LAUNCH_ERROR] == H.ERR_MBARRIER_STUCK
+            and clusters.cluster_size(config.cluster) > 1):
+        msg = clusters.stuck_message(kernel.name, site["op"], clusters.cluster_size(
+            config.cluster), f"{where}, block {block}, thread {thread}{source}")
     elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):
         from kaiojit.tma_host import device_fault
 

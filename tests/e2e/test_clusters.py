@@ -174,7 +174,8 @@ def test_split_cluster_barrier(backend):
     out = kj.to_device(np.full(blocks, np.nan))
     split_barrier.launch(out, kj.to_device(x), grid=blocks, block=64, cluster=2)
     partner = np.arange(blocks) ^ 1
-    np.testing.assert_allclose(out.copy_to_host(), x[partner] * 10.0 + x + 1.0, rtol=1e-15)
+    np.testing.assert_allclose(out.copy_to_host(), x[partner] * 10.0 + x + 1.0, rtol=1e-12,
+                               atol=1e-12)
 
 
 @kj.jit
@@ -209,6 +210,71 @@ def test_remote_mbarrier_arrive(backend, size):
     first = np.arange(blocks) // size * size
     expected = x[first[:, None] + np.arange(size)[None, :]]
     np.testing.assert_array_equal(out.copy_to_host(), expected)
+
+
+@kj.jit
+def some_blocks_return_early(out, x):
+    """The cluster barrier waits for the blocks that have not exited (as PTX defines it)."""
+    if kj.cluster.block_rank() % 2 == 1:
+        return
+    kj.cluster.sync()
+    out[kj.blockIdx.x * kj.blockDim.x + kj.threadIdx.x] = x[kj.blockIdx.x] + 1.0
+
+
+def test_a_block_that_returned_does_not_hold_the_cluster_barrier(backend):
+    blocks, threads = 4 * int(rng.integers(1, 4)), 32
+    x = rng.standard_normal(blocks)
+    out = kj.to_device(np.full(blocks * threads, np.nan))
+    some_blocks_return_early.launch(out, kj.to_device(x), grid=blocks, block=threads, cluster=4)
+    got = out.copy_to_host().reshape(blocks, threads)
+    even = np.arange(blocks) % 2 == 0
+    np.testing.assert_array_equal(got[even], np.repeat((x[even] + 1.0)[:, None], threads, 1))
+    assert np.isnan(got[~even]).all()
+
+
+@kj.jit
+def waits_for_each_other(out):
+    """Each block waits on its own barrier for an arrival nobody makes."""
+    bar = kj.shared.array(1, kj.uint64)
+    if kj.threadIdx.x == 0:
+        kj.mbarrier.init(bar, 1)
+    kj.cluster.sync()
+    kj.mbarrier.wait(bar, 0)
+    out[kj.blockIdx.x] = 1
+
+
+@kj.jit
+def sync_against_a_wait(out):
+    """Rank 0 waits at a second cluster barrier, rank 1 for an arrival rank 0 makes after it."""
+    bar = kj.shared.array(1, kj.uint64)
+    if kj.threadIdx.x == 0:
+        kj.mbarrier.init(bar, 1)
+    kj.cluster.sync()
+    if kj.cluster.block_rank() == 0:
+        kj.cluster.sync()
+        if kj.threadIdx.x == 0:
+            kj.mbarrier.arrive_cluster(bar, 1)
+    else:
+        kj.mbarrier.wait(bar, 0)
+        kj.cluster.sync()
+    out[kj.blockIdx.x] = 1
+
+
+@pytest.mark.parametrize("kernel, ops", [
+    (waits_for_each_other, r"kj\.mbarrier\.wait"),
+    (sync_against_a_wait, r"(kj\.mbarrier\.wait|kj\.cluster\.sync)"),
+])
+def test_a_deadlock_of_the_clusters_blocks_is_reported_on_the_cpu_backend(kernel, ops):
+    previous = set_backend(_backend("cpu"))
+    try:
+        out = kj.to_device(np.zeros(4, np.int32))
+        with pytest.raises(kj.KernelError, match=rf"{ops}\(\) can never complete: every block "
+                                                 r"of the cluster of 2 blocks") as info:
+            kernel.launch(out, grid=4, block=32, cluster=2)
+        assert "test_clusters.py:" in str(info.value)
+        assert_no_internals(info.value)
+    finally:
+        set_backend(previous)
 
 
 # --- TMA multicast -------------------------------------------------------------------------------
