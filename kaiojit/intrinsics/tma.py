@@ -110,29 +110,31 @@ def _coordinates(typer, args: list, nodes: list, tmap: T.TensorMapType, call, wh
 
 
 def _load_typing(typer, node):
-    what = "kj.tma.load"
-    args = call_args(typer, node, 4, 3 + P.MAX_RANK, what)
-    tmap = _tensormap(typer, args[1], node.args[1], what)
-    dst = _box(typer, args[0], node.args[0], tmap, what, "destination")
-    coords = _coordinates(typer, args[2:-1], node.args[2:-1], tmap, node, what)
-    bar = _barrier(typer, args[-1], node.args[-1], what)
-    return typer.intrinsic("tma.load", T.void, (dst, args[1], *coords, bar), node)
+    operands, _ = _load_operands(typer, node, "kj.tma.load", 0)
+    return typer.intrinsic("tma.load", T.void, operands, node)
 
 
 def _load_multicast_typing(typer, node):
     what = "kj.tma.load_multicast"
-    args = call_args(typer, node, 5, 4 + P.MAX_RANK, what)
-    tmap = _tensormap(typer, args[1], node.args[1], what)
-    dst = _box(typer, args[0], node.args[0], tmap, what, "destination")
-    coords = _coordinates(typer, args[2:-2], node.args[2:-2], tmap, node, what)
-    bar = _barrier(typer, args[-2], node.args[-2], what)
-    mask = scalar_arg(typer, args[-1], node.args[-1], f"{what}()")
-    if not mask.is_int:
+    operands, args = _load_operands(typer, node, what, 1)
+    mask = args[-1]
+    t = scalar_arg(typer, mask, node.args[-1], f"{what}()")
+    if not t.is_int:
         typer.error(f"{what}() needs an integer mask of the cluster's block ranks, got "
-                    f"{type_words(mask)}", node.args[-1])
-    mask = typer.coerce(args[-1], T.uint16, node.args[-1])
-    return typer.intrinsic("tma.load_multicast", T.void, (dst, args[1], *coords, bar, mask),
-                           node)
+                    f"{type_words(t)}", node.args[-1])
+    mask = typer.coerce(mask, T.uint16, node.args[-1])
+    return typer.intrinsic("tma.load_multicast", T.void, (*operands, mask), node)
+
+
+def _load_operands(typer, node, what: str, after: int) -> tuple[tuple, list]:
+    """A load's checked operands ``(dst, tmap, coordinates..., bar)`` and all its typed
+    arguments, of which ``after`` (the multicast mask) follow the barrier."""
+    typed = call_args(typer, node, 4 + after, 3 + after + P.MAX_RANK, what)
+    args, nodes = typed[:len(typed) - after], node.args[:len(typed) - after]
+    tmap = _tensormap(typer, args[1], nodes[1], what)
+    dst = _box(typer, args[0], nodes[0], tmap, what, "destination")
+    coords = _coordinates(typer, args[2:-1], nodes[2:-1], tmap, node, what)
+    return (dst, args[1], *coords, _barrier(typer, args[-1], nodes[-1], what)), typed
 
 
 def _arrive_cluster_typing(typer, node):

@@ -136,6 +136,7 @@ class CpuKernel:
         self._configs = ConfigCache()
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        self.together = clusters.runs_together(self.host)  # it needs its cluster's blocks
         self._quiet: sanitizer.QuietPlan | None = None
 
     def quiet_plan(self) -> sanitizer.QuietPlan:
@@ -340,7 +341,11 @@ class CpuBackend:
         coop = getattr(kernel, "cooperative", None)
         if coop is None:  # a HostFunction of the module API: its image says
             coop = any(site["kind"] == cooperative.GRID_SYNC_SITE for site in host.sites)
-        together = clusters.cluster_size(config.cluster) > 1 and clusters.runs_together(host)
+        together = False  # the blocks of each cluster at once (kaiojit/runtime/clusters.py)
+        if clusters.cluster_size(config.cluster) > 1:
+            together = getattr(kernel, "together", None)
+            if together is None:  # a HostFunction of the module API: its image says
+                together = clusters.runs_together(host)
         if coop:  # a grid barrier: every block on a thread of its own, all at once
             if together:
                 raise LaunchError(f"kernel {kernel.name!r} synchronizes its grid and uses its "
