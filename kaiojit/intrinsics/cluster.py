@@ -28,14 +28,12 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..target import CTX_CLUSTER_DIM
 from .api import (
     I64,
     Expr,
     Intrinsic,
     Operands,
     call_args,
-    ctx_word,
     inline_asm,
     ll_type,
     register,
@@ -52,8 +50,7 @@ _VOID = T.void
 # user register -> (PTX special register, result type, host value from (builder, ctx, axis))
 _REGISTERS = {
     "clusterIdx": ("clusterid", T.int64, CH.cluster_index),
-    "clusterDim": ("cluster.nctaid", T.int32,
-                   lambda b, ctx, a: ctx_word(b, ctx, CTX_CLUSTER_DIM + a)),
+    "clusterDim": ("cluster.nctaid", T.int32, CH.cluster_dim),
     "clusterBlockIdx": ("cluster.ctaid", T.int32, CH.block_in_cluster),
     "clusterGridDim": ("nclusterid", T.int64, CH.grid_in_clusters),
 }

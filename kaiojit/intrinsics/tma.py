@@ -12,7 +12,9 @@
   ``kj.tma.wait_group_read(n)`` (sources read), ``n`` a constant; ``kj.tma.prefetch(tmap)``.
 * ``kj.fence_proxy_async()``: orders this thread's shared memory accesses with the copies.
 * Clusters (``docs/clusters.md``): ``kj.mbarrier.arrive_cluster(bar, rank)`` arrives on the
-  barrier at ``bar``'s place in the block of that rank of the cluster;
+  barrier at ``bar``'s place in the block of that rank of the cluster (releasing at cluster
+  scope); ``kj.mbarrier.wait_cluster(bar, parity)`` is ``wait`` acquiring at cluster scope (what
+  other blocks stored before they arrived is then visible; ``wait`` acquires for the block);
   ``kj.tma.load_multicast(dst, tmap, c..., bar, mask)`` is ``kj.tma.load`` into every block of
   the cluster whose rank has its bit set in ``mask`` (``dst`` and ``bar`` at the same places in
   each), each block's barrier completing the bytes it received.
@@ -388,7 +390,7 @@ def _host_wait(bl, target, e: Expr):
     another block of the cluster, running on another thread, still completes it."""
     b = bl.builder
     bar, parity = e.args
-    site = bl.mod.add_site("mbarrier", e.loc, op="kj.mbarrier.wait")
+    site = bl.mod.add_site("mbarrier", e.loc, op="kj." + e.attr)
     _stop_after_a_fault(bl)
 
     def each(t):
@@ -443,13 +445,14 @@ register(Intrinsic(
     calls={"kj.mbarrier.try_wait_parity": _mbarrier_typing("try_wait_parity", True, T.bool_)},
     barrier=True, convergent=True, min_arch=ARCH,
     host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY,)))
-register(Intrinsic(
-    name="mbarrier.wait", operands=Operands(BARRIER, T.uint32, result=T.void),
-    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_wait_parity, convergent=True),
-              "host": _host_wait},
-    calls={"kj.mbarrier.wait": _mbarrier_typing("wait", True, T.void)},
-    barrier=True, convergent=True, min_arch=ARCH,
-    host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, *CH.HOST_SYMBOLS)))
+for _op, _template in (("wait", P.mbarrier_wait_parity),
+                      ("wait_cluster", CP.mbarrier_wait_parity_cluster)):
+    register(Intrinsic(
+        name=f"mbarrier.{_op}", operands=Operands(BARRIER, T.uint32, result=T.void),
+        lowering={"nvptx": _nvptx_mbarrier(_template, convergent=True), "host": _host_wait},
+        calls={f"kj.mbarrier.{_op}": _mbarrier_typing(_op, True, T.void)},
+        barrier=True, convergent=True, min_arch=ARCH,
+        host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, *CH.HOST_SYMBOLS)))
 register(Intrinsic(
     name="tma.load", operands=_copy_operands(True),
     lowering={"nvptx": _nvptx_load, "host": _host_load},

@@ -57,7 +57,12 @@ def _i64(v: int) -> ir.Constant:
 
 def dims(b: ir.IRBuilder, ctx) -> list:
     """The cluster's shape in blocks (i64 x, y, z)."""
-    return [ctx_word(b, ctx, CTX_CLUSTER_DIM + a) for a in range(3)]
+    return [cluster_dim(b, ctx, a) for a in range(3)]
+
+
+def cluster_dim(b: ir.IRBuilder, ctx, axis: int):
+    """The cluster's size in blocks along ``axis`` (``%cluster_nctaid``)."""
+    return ctx_word(b, ctx, CTX_CLUSTER_DIM + axis)
 
 
 def size(b: ir.IRBuilder, ctx):
@@ -68,17 +73,17 @@ def size(b: ir.IRBuilder, ctx):
 
 def block_in_cluster(b: ir.IRBuilder, ctx, axis: int):
     """The block's index in its cluster along ``axis`` (``%cluster_ctaid``)."""
-    return b.urem(ctx_word(b, ctx, CTX_BLOCK_IDX + axis), ctx_word(b, ctx, CTX_CLUSTER_DIM + axis))
+    return b.urem(ctx_word(b, ctx, CTX_BLOCK_IDX + axis), cluster_dim(b, ctx, axis))
 
 
 def cluster_index(b: ir.IRBuilder, ctx, axis: int):
     """The cluster's index in the grid along ``axis`` (``%clusterid``)."""
-    return b.udiv(ctx_word(b, ctx, CTX_BLOCK_IDX + axis), ctx_word(b, ctx, CTX_CLUSTER_DIM + axis))
+    return b.udiv(ctx_word(b, ctx, CTX_BLOCK_IDX + axis), cluster_dim(b, ctx, axis))
 
 
 def grid_in_clusters(b: ir.IRBuilder, ctx, axis: int):
     """The grid's size in clusters along ``axis`` (``%nclusterid``)."""
-    return b.udiv(ctx_word(b, ctx, CTX_GRID + axis), ctx_word(b, ctx, CTX_CLUSTER_DIM + axis))
+    return b.udiv(ctx_word(b, ctx, CTX_GRID + axis), cluster_dim(b, ctx, axis))
 
 
 def rank(b: ir.IRBuilder, ctx):
@@ -231,5 +236,5 @@ def blocked_wait(bl, complete, kind: int, site: int, detail, thread) -> None:
 
 
 __all__ = ["CLUSTER_SITE", "HOST_SYMBOLS", "barrier_arrive", "barrier_wait", "block_in_cluster",
-           "blocked_wait", "checked_rank", "cluster_index", "dims", "grid_in_clusters",
-           "map_address", "map_pointer", "mark", "rank", "size"]
+           "blocked_wait", "checked_rank", "cluster_dim", "cluster_index", "dims",
+           "grid_in_clusters", "map_address", "map_pointer", "mark", "rank", "size"]

@@ -60,6 +60,18 @@ def mbarrier_arrive_cluster() -> InlinePtx:
         "r,r,~{memory}")
 
 
+def mbarrier_wait_parity_cluster() -> InlinePtx:
+    """``(bar: i32 shared, parity: i32)``: wait until the phase of that parity has completed,
+    acquiring at cluster scope (``tma_ptx.mbarrier_wait_parity`` acquires at CTA scope): what
+    other blocks of the cluster wrote before arriving with release at cluster scope is then
+    visible to this thread."""
+    return InlinePtx(
+        "{\n.reg .pred %kj_p;\n"
+        "$$kj_wait:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %kj_p, [$0], $1;\n"
+        "@!%kj_p bra $$kj_wait;\n}", "r,r,~{memory}")
+
+
 def tma_load_multicast(rank: int) -> InlinePtx:
     """``(dst: i32 shared, tensormap: i64 generic, c0..c{rank-1}: i32, bar: i32 shared,
     mask: i16)``: copy the box at the coordinates into the shared memory of every block of the

@@ -73,8 +73,8 @@ def run_clusters(crew: Any, run: Any, slots: int, ctxs: list[np.ndarray], config
     for row in blocks.tolist():
         state[:H.CLUSTER_SHARED] = 0
         state[H.CLUSTER_LIVE] = len(row)
-        crew.run(run, [(slots, ctx, b, b + 1) for ctx, b in zip(addresses, row)], threads,
-                 launch, state.ctypes.data)
+        calls = [(slots, ctx, b, b + 1) for ctx, b in zip(addresses, row, strict=True)]
+        crew.run(run, calls, threads, launch, state.ctypes.data)
         if launch[H.LAUNCH_ERROR]:
             return
 

@@ -195,7 +195,7 @@ def gather_by_remote_arrivals(out, x):
         there = kj.cluster.map_shared_rank(inbox, t)
         there[rank] = x[kj.blockIdx.x]
         kj.mbarrier.arrive_cluster(bar, t)
-    kj.mbarrier.wait(bar, 0)
+    kj.mbarrier.wait_cluster(bar, 0)  # acquires what the other blocks stored before arriving
     if t < n:
         out[kj.blockIdx.x, t] = inbox[t]
     kj.cluster.sync()
@@ -323,7 +323,8 @@ SIGNATURES = [
     (split_barrier, "void(float64[::1], float64[::1])", ["barrier.cluster.arrive.relaxed;"]),
     (gather_by_remote_arrivals, "void(float32[:, ::1], float32[::1])",
      ["fence.mbarrier_init.release.cluster;", "mapa.shared::cluster.u32",
-      "mbarrier.arrive.release.cluster.shared::cluster.b64"]),
+      "mbarrier.arrive.release.cluster.shared::cluster.b64",
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"]),
     (multicast_tile, "void(tensormap(float32, 2), float32[:, :, ::1], int32)",
      [".multicast::cluster"]),
 ]

@@ -20,6 +20,8 @@ SINGLE = {
     "cluster_sync": (P.cluster_sync(), "void"),
     "map_shared_rank": (P.map_shared_rank(), "i64", SHARED_GENERIC, "i32 %n"),
     "mbarrier_arrive_cluster": (P.mbarrier_arrive_cluster(), "void", "i32 %bar", "i32 %n"),
+    "mbarrier_wait_parity_cluster": (P.mbarrier_wait_parity_cluster(), "void", "i32 %bar",
+                                     "i32 %n"),
     "tma_load_multicast_2d": (P.tma_load_multicast(2), "void", "i32 %buf", "ptr %tm", "i32 %n",
                               "i32 8", "i32 %bar", "i16 3"),
     "tma_load_multicast_5d": (P.tma_load_multicast(5), "void", "i32 %buf", "ptr %tm", "i32 %n",
