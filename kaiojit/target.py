@@ -110,7 +110,19 @@ CTX_CHECK = 13        # checked variant: this worker's sanitizer state (SAN_* be
 CTX_STACK_TOP = 14    # checked variant: the driver's frame address (local arrays lie below)
 CTX_NAMED_BARRIERS = 15  # block mode: the block's named barriers' arrival counts (i64 each)
 NAMED_BARRIERS = 16   # bar.sync ids 0 to 15
-CTX_WORDS = 16
+CTX_CLUSTER_DIM = 16  # the cluster's shape in blocks x, y, z (1, 1, 1 without a cluster)
+CTX_CLUSTER_TOKEN = 19  # this block's last cluster-barrier arrival (the counter before it)
+CTX_CLUSTER_STATE = 20  # the cluster's state, shared by its blocks (CLUSTER_* below)
+CTX_WORDS = 24
+
+# --- a cluster's state on the host: an array of i64 shared by the blocks of one cluster -------
+CLUSTER_BARRIER = 0   # the cluster barrier: its phase (bit 63) and the arrivals in it
+CLUSTER_LIVE = 1      # the cluster's blocks that have not returned (deadlock detection:
+CLUSTER_EPOCH = 2     # bumped when a block starts or stops waiting, or returns
+CLUSTER_FAILS = 3     # epoch << 32 | the waiting blocks that saw no progress in that epoch)
+CLUSTER_SHARED = 4    # the shared memory of the cluster's blocks, by rank (CLUSTER_MAX words)
+CLUSTER_MAX = 8       # the most blocks a portable cluster holds
+CLUSTER_WORDS = CLUSTER_SHARED + CLUSTER_MAX
 
 # --- the launch state: the first error and the print buffer ------------------------------------
 LAUNCH_ERROR = 0      # 0, or the kind (ERR_*) of the first error, claimed with a cmpxchg
@@ -137,6 +149,8 @@ ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 ERR_ASSERT = 5           # a failed assert under debug=True
 ERR_NAMED_BARRIER = 6    # a named barrier no thread can complete any more, or over its count
+ERR_CLUSTER_RANK = 7     # a block rank not in the cluster (LAUNCH_INDEX: it, EXTENT: the size)
+ERR_CLUSTER_STUCK = 8    # a cluster barrier wait no block of the cluster can complete any more
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words

@@ -20,7 +20,9 @@ a word of the context points to it). A block runs on one worker, its threads one
 * **initcheck**: a shared-memory read at an offset no thread of the block wrote (its last
   write is older than the block's first epoch), and a read of ``kj.device_array`` memory that
   nothing wrote (the runtime's ``UnwrittenMemory``). Kernels that fill shared memory by other
-  means (TMA, ``cp.async``, wgmma, mbarriers, foreign code) are not initchecked.
+  means (TMA, ``cp.async``, wgmma, mbarriers, other blocks of the cluster, foreign code) are
+  not initchecked; accesses of another block's shared memory (``kj.cluster.map_shared_rank``)
+  are memchecked only.
 * **synccheck**: a warp collective's mask against the lanes that call it (lowered in
   ``host_block.py``); divergent block barriers are reported by the block lowering already.
 

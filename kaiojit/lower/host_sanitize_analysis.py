@@ -13,8 +13,11 @@ from ..kir.intrinsics import lookup
 QUIET_READ_ONLY, QUIET_PRIVATE = 1, 2  # see quiet_params
 QUIET_INTERVAL = 4  # a shared read no write shares a barrier interval with (initcheck only)
 # intrinsics that write memory the shadow does not see: shared memory is then not initchecked
-_UNTRACKED_WRITERS = ("tc.", "tma.", "wgmma.", "mbarrier.", "foreign.")
+_UNTRACKED_WRITERS = ("tc.", "tma.", "wgmma.", "mbarrier.", "foreign.", "cluster.")
 GLOBAL, SHARED, LOCAL, CONST, UNKNOWN = "global", "shared", "local", "const", "unknown"
+# another block's shared memory (kj.cluster.map_shared_rank): its shadow is that block's, so
+# accesses through it are memchecked only
+CLUSTER_SHARED = "cluster shared"
 
 
 # --- where an array lives ------------------------------------------------------------------------
@@ -51,6 +54,8 @@ def space_of(e: Expr, spaces: dict[str, str]) -> str:
         return CONST
     if op in ("var", "param"):
         return spaces.get(e.attr, UNKNOWN)
+    if op == "intrinsic" and e.attr == "cluster.map_shared_rank":
+        return CLUSTER_SHARED
     if op == "intrinsic" and e.args and lookup(e.attr).view:
         return space_of(e.args[0], spaces)
     if op == "reuse":
@@ -159,7 +164,7 @@ def shadow_granule(kfunc: kir.KFunction) -> int:
     return granule
 
 
-__all__ = ["CONST", "GLOBAL", "LOCAL", "MAX_CHECKED_ACCESSES", "QUIET_INTERVAL", "QUIET_PRIVATE",
+__all__ = ["CLUSTER_SHARED", "CONST", "GLOBAL", "LOCAL", "MAX_CHECKED_ACCESSES", "QUIET_INTERVAL", "QUIET_PRIVATE",
            "QUIET_READ_ONLY", "SHARED", "UNKNOWN", "access_count", "access_quiet",
            "array_spaces", "quiet_params", "quiet_reads", "shadow_granule", "shared_initcheck",
            "space_of"]

@@ -24,6 +24,7 @@ from ..kir import Expr
 from ..kir.intrinsics import lookup
 
 SHARED, UNKNOWN = "shared", "unknown"  # host_sanitize's space names
+WRITTEN = (SHARED, UNKNOWN, "cluster shared")  # stores to these count as shared writes
 
 
 def quiet_shared_reads(kfunc: kir.KFunction, spaces: dict[str, str], space_of) -> set[int]:
@@ -75,7 +76,7 @@ class _Walk:
             return dirty
         exprs = kir.stmt_exprs(s)
         writes = any(self.writes(e) for e in exprs) or (
-            isinstance(s, kir.Store) and self.space_of(s.array, self.spaces) in (SHARED, UNKNOWN))
+            isinstance(s, kir.Store) and self.space_of(s.array, self.spaces) in WRITTEN)
         for e in exprs:  # reads of a statement that also writes share its interval
             self.see(e, dirty or writes)
         if any(self.barrier(e) for e in exprs):
@@ -109,7 +110,7 @@ def _escapes(body: list) -> bool:
 
 def _has_write(walk: _Walk, body: list) -> bool:
     for s in kir.walk_stmts(body):
-        if isinstance(s, kir.Store) and walk.space_of(s.array, walk.spaces) in (SHARED, UNKNOWN):
+        if isinstance(s, kir.Store) and walk.space_of(s.array, walk.spaces) in WRITTEN:
             return True
         if any(walk.writes(e) for e in kir.stmt_exprs(s)):
             return True
