@@ -34,6 +34,10 @@ from .language import (
     ballot_sync,
     blockDim,
     blockIdx,
+    clusterBlockIdx,
+    clusterDim,
+    clusterGridDim,
+    clusterIdx,
     brev,
     cg,
     clz,
@@ -107,6 +111,7 @@ __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
 __all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
+__all__ += ["clusterBlockIdx", "clusterDim", "clusterGridDim", "clusterIdx"]  # issue 32
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):

@@ -32,7 +32,7 @@ _STAGES: dict[str, int] = {  # by top-level name; a package of mixed stages, by 
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
     "tma_host": BASE, "linking": BASE, "cachefiles": BASE, "cache": BASE, "hostsyms": BASE,
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
-    "highlight": BASE, "logs": BASE, "overloads": BASE,
+    "highlight": BASE, "logs": BASE, "overloads": BASE, "sanitizer_shadow": BASE,
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "runtime": LAST,
     "launch": LAST,  # kernel[grid, block](...), forall, autotuned launches, occupancy

@@ -152,7 +152,7 @@ class HostTarget(Target):
 
     def store(self, fl, ptr, value, dtype):
         if self.sanitize:
-            host_sanitize.track(fl, ptr, host_sanitize.WRITE)
+            host_sanitize.track(fl, ptr, host_sanitize.WRITE, value)
         super().store(fl, ptr, value, dtype)
 
     def checked_indices(self, fl, indices, shape, at, loc, given):
@@ -234,11 +234,14 @@ class HostFunctionLowering(FunctionLowering):
         self.san_spaces = host_sanitize.array_spaces(kfunc) if mod.target.sanitize else {}
         self.array_space = host_sanitize.UNKNOWN
         self.san_quiet = host_sanitize.quiet_params(kfunc) if mod.target.sanitize else {}
+        self.san_quiet_reads = host_sanitize.quiet_reads(kfunc, self.san_spaces) \
+            if mod.target.sanitize else set()
         self.array_quiet = 0
         self.san_access = None  # the access checked_indices last saw
         self.san_accesses: dict = {}  # element pointer -> its access, until tracked
         self._entry_thread = None
         self.san_state = None  # the sanitizer state's pointer, loaded at the entry
+        self.san_words: dict = {}  # its words as the function keeps them (host_sanitize)
 
     def thread_linear(self):
         if self.t is not None:
@@ -282,7 +285,7 @@ class HostFunctionLowering(FunctionLowering):
         return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
 
     def lower_load(self, e: Expr):
-        with self.accessing(e.args[0]):
+        with self.accessing(e.args[0], e):
             return super().lower_load(e)
 
     def lower_intrinsic(self, e: Expr):
@@ -298,13 +301,13 @@ class HostFunctionLowering(FunctionLowering):
             super().lower_Store(s)
 
     @contextmanager
-    def accessing(self, array: Expr):
-        """While an access of ``array`` is lowered: the name a bounds check reports, and the
-        checked variant's memory space and quiet flags of the array."""
+    def accessing(self, array: Expr, load: Expr | None = None):
+        """While an access of ``array`` (by ``load``, for a load) is lowered: the name a
+        bounds check reports, and the checked variant's memory space and quiet flags."""
         saved = self.array_name, self.array_space, self.array_quiet
         self.array_name = str(array)
         self.array_space = host_sanitize.space_of(array, self.san_spaces)
-        self.array_quiet = self.san_quiet.get(array.attr, 0) if array.op == "var" else 0
+        self.array_quiet = host_sanitize.access_quiet(self, array, load)
         try:
             yield
         finally:

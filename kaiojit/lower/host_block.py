@@ -409,8 +409,8 @@ class BlockLowering(HostFunctionLowering):
         if checked and decl.name in host_sanitize.MASKED_COLLECTIVES:
             host_sanitize.check_warp_mask(self, e)
         self.intrinsic_lowering(e)(self, target, e)
-        if checked and (decl.barrier or decl.name == "sync.syncwarp"):
-            host_sanitize.bump_epoch(self)
+        if checked:
+            host_sanitize.after_sync(self, decl)
         return None
 
     def assign_each(self, target: str | None, result) -> None:
@@ -552,6 +552,8 @@ class BlockLowering(HostFunctionLowering):
             b.store(ir.Constant(I8, 1), self.at(mask, t, I8))
         self.thread_loop(publish)
         b.call(fn, [self.ctx, mask, *buffers] + ([result] if result is not None else []))
+        if self.target.sanitize:
+            host_sanitize.reload_epochs(self)  # its barriers moved the epochs on
         launch = b.inttoptr(ctx_word(b, self.ctx, CTX_LAUNCH), PTR)
         failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
         with b.if_then(failed, likely=False):

@@ -30,12 +30,15 @@ class HostModule(ModuleLowering):
         super().__init__(target, options, name)
         self.sites: list[dict] = []
         self._needs_block: dict[int, bool] = {}
+        self.unchecked_body = None  # the checked variant's plain copy of the kernel, if any
         layout = shared_layout(kfunc)
         self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
         if target.sanitize:
-            self.san_helpers = host_sanitize.SanitizerHelpers(self)
+            self.san_helpers = host_sanitize.SanitizerHelpers(
+                self, host_sanitize.shadow_granule(kfunc))
             self.san_initcheck = host_sanitize.shared_initcheck(kfunc)
-            self.add_site(host_sanitize.SANITIZE_SITE, None)  # marks the image as checked
+            # marks the image as checked, and says whether it sees every write of global memory
+            self.add_site(host_sanitize.SANITIZE_SITE, None, writes_seen=self.san_initcheck)
 
     def add_site(self, kind: str, loc, **info) -> int:
         """Record where a fault can come from: a plain dict the cpu backend names it with."""
@@ -68,6 +71,9 @@ class HostModule(ModuleLowering):
         else:
             body = self.target.define_kernel(self, kfunc, symbol, set())
             HostFunctionLowering(self, kfunc, body, None).lower()
+            if self.target.sanitize:
+                self.unchecked_body = host_sanitize.unchecked_copy(
+                    self, kfunc, symbol, HostFunctionLowering)
         while self.pending:
             callee = self.pending.pop()
             fn = self.functions[id(callee)]
@@ -110,11 +116,18 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
         if block:
             b.call(body, [ctx, *params])
         else:
-            zero = ir.Constant(I64, 0)
-            with counted_loop(b, zero, dims[2]) as tz, counted_loop(b, zero, dims[1]) as ty, \
-                    counted_loop(b, zero, dims[0]) as tx:
-                tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
-                b.call(body, [ctx, *tid, *params])
+            def threads(fn):
+                zero = ir.Constant(I64, 0)
+                with counted_loop(b, zero, dims[2]) as tz, \
+                        counted_loop(b, zero, dims[1]) as ty, \
+                        counted_loop(b, zero, dims[0]) as tx:
+                    tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
+                    b.call(fn, [ctx, *tid, *params])
+            if sanitize:  # blocks that no check can find anything in run unchecked
+                host_sanitize.versioned_threads(b, mod, kfunc, ctx, params, grid, idx, dims,
+                                                body, threads)
+            else:
+                threads(body)
         if check_errors:
             failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
             with b.if_then(failed, likely=False):

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from kaiojit.errors import CudaError, KernelError, source_position
-from kaiojit.runtime import cooperative, sanitizer
+from kaiojit.errors import CudaError, KernelError, LaunchError, source_position
+from kaiojit.runtime import clusters, cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.faults import assert_message, bounds_message
@@ -85,6 +85,10 @@ class _LaunchBuffers(threading.local):
         self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
         self.ctx = [np.zeros(H.CTX_WORDS, np.int64) for _ in range(2)]
         self.shared = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+        # each worker's cluster state when it runs its blocks alone, and the one the blocks of
+        # a cluster share when they run together (kaiojit/runtime/clusters.py)
+        self.cluster = [np.zeros(H.CLUSTER_WORDS, np.int64) for _ in range(2)]
+        self.together = np.zeros(H.CLUSTER_WORDS, np.int64)
         self.checks: list[sanitizer.WorkerState] = []  # the checked variant's, per worker
         self.launch[H.LAUNCH_PRINT_CAP] = PRINT_BUFFER_BYTES
         self.launch[H.LAUNCH_PRINT_BUF] = self.prints.ctypes.data
@@ -101,6 +105,7 @@ class _LaunchBuffers(threading.local):
             ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
             self.ctx.append(ctx)
             self.shared.append(np.zeros(0, np.uint8))
+            self.cluster.append(np.zeros(H.CLUSTER_WORDS, np.int64))
 
     def checks_for(self, parts: int) -> list[sanitizer.WorkerState]:
         """The sanitizer states of the first ``parts`` workers (made on first use)."""
@@ -132,6 +137,7 @@ class CpuKernel:
         self._configs = ConfigCache()
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        self.together = clusters.runs_together(self.host)  # it needs its cluster's blocks
         self._quiet: sanitizer.QuietPlan | None = None
 
     def quiet_plan(self) -> sanitizer.QuietPlan:
@@ -221,6 +227,7 @@ class CpuBackend:
     def __init__(self, workers: int | None = None, sanitize: bool | None = None) -> None:
         # the checked mode: kernels compile to the host's checked variant (docs/sanitizer.md)
         self.sanitize = sanitizer.sanitize_from_env() if sanitize is None else bool(sanitize)
+        self.unwritten = sanitizer.UnwrittenMemory()  # global initcheck's (checked mode only)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
         self._buffers: dict[int, np.ndarray] = {}
@@ -337,13 +344,30 @@ class CpuBackend:
         coop = getattr(kernel, "cooperative", None)
         if coop is None:  # a HostFunction of the module API: its image says
             coop = any(site["kind"] == cooperative.GRID_SYNC_SITE for site in host.sites)
+        together = False  # the blocks of each cluster at once (kaiojit/runtime/clusters.py)
+        if clusters.cluster_size(config.cluster) > 1:
+            together = getattr(kernel, "together", None)
+            if together is None:  # a HostFunction of the module API: its image says
+                together = clusters.runs_together(host)
         if coop:  # a grid barrier: every block on a thread of its own, all at once
+            if together:
+                raise LaunchError(f"kernel {kernel.name!r} synchronizes its grid and uses its "
+                                  "cluster's blocks: the cpu backend runs one or the other")
             launch[H.LAUNCH_GRID_BARRIER] = 0
             parts = nblocks
+            local.ensure_workers(parts)
+        elif together:  # a cluster's blocks at once, a thread each
+            parts = clusters.cluster_size(config.cluster)
             local.ensure_workers(parts)
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         quiet = 0
+        unwritten = None
+        if self.unwritten:
+            if isinstance(kernel, CpuKernel):
+                unwritten = self.unwritten.for_launch(kernel.quiet_plan().ranges(slots_address))
+            else:  # the module API's launch: which memory it writes is not known
+                self.unwritten.clear()
         if checks is not None and isinstance(kernel, CpuKernel):
             quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
@@ -354,14 +378,20 @@ class CpuBackend:
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
             if checks is not None:
-                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet)
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet,
+                                       None if unwritten is None else unwritten[0])
                 ctx[H.CTX_CHECK] = checks[w].address
+            if not together:
+                clusters.set_alone(ctx, local.cluster[w], config.cluster)
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run
         if parts == 1 and not block_mode:
             run(*calls[0])
         elif coop:
             self._crew.run(run, calls, bx * by * bz, launch)
+        elif together:
+            clusters.run_clusters(self._crew, run, slots_address, local.ctx[:parts], config,
+                                  local.together, launch)
         else:
             done = threading.Semaphore(0)
             for w, call in enumerate(calls):
@@ -376,6 +406,9 @@ class CpuBackend:
                 sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
                                  f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
             sys.stdout.flush()
+        if unwritten is not None:
+            self.unwritten.after_launch(
+                unwritten[1], checks is not None and host.sites[0].get("writes_seen", False))
         fatal = kernel_error(kernel, config, launch) if launch[H.LAUNCH_ERROR] else None
         if checks is not None:
             fatal = sanitizer.launch_error(kernel, config, checks, fatal)
@@ -389,11 +422,14 @@ class CpuBackend:
         ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
             self._buffers[ptr] = buf
+        if self.sanitize:
+            self.unwritten.allocated(ptr, nbytes)
         return ptr
 
     def free(self, ptr: int, device: int) -> None:
         with self._lock:
             self._buffers.pop(ptr, None)
+        self.unwritten.forget(ptr)
 
     @property
     def live_allocations(self) -> int:
@@ -402,8 +438,12 @@ class CpuBackend:
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memmove(dst, src, nbytes)
+            self.unwritten.written(dst, nbytes)
 
-    memcpy_dtoh = memcpy_htod
+    def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if nbytes:
+            ctypes.memmove(dst, src, nbytes)
+
     memcpy_dtod = memcpy_htod
 
     def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
@@ -423,6 +463,7 @@ class CpuBackend:
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memset(ptr, byte, nbytes)
+            self.unwritten.written(ptr, nbytes)
 
     def pointer_device(self, ptr: int) -> int:
         with self._lock:
@@ -520,6 +561,15 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
                              int(launch[H.LAUNCH_EXTENT]), block, thread)
+    elif launch[H.LAUNCH_ERROR] == H.ERR_CLUSTER_RANK:
+        msg = clusters.rank_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
+                                    int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
+                                    f"thread {thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_CLUSTER_STUCK or (
+            launch[H.LAUNCH_ERROR] == H.ERR_MBARRIER_STUCK
+            and clusters.cluster_size(config.cluster) > 1):
+        msg = clusters.stuck_message(kernel.name, site["op"], clusters.cluster_size(
+            config.cluster), f"{where}, block {block}, thread {thread}{source}")
     elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):
         from kaiojit.tma_host import device_fault
 
