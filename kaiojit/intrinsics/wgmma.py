@@ -187,9 +187,6 @@ def _mma_typing(typer, node):
         if imm[key] not in allowed:
             typer.error(f"{user}()'s {key} must be {' or '.join(map(str, allowed))}, got "
                         f"{imm[key]}", args[key])
-        if key.startswith("trans") and imm[key]:
-            typer.error(f"{user}(): {key}=1 (an MN-major operand) is not supported yet; store "
-                        "the operand K-major", args[key])
     scale_d = _int_operand(typer, args["scale_d"], f"{user}()'s scale_d", T.int32) \
         if "scale_d" in args else Expr("const", T.int32, attr=1, loc=typer.loc(node))
     a = typer.expr(args["desc_a"])
@@ -198,6 +195,8 @@ def _mma_typing(typer, node):
         typer.error(f"{user}(): A from registers is a 1-d uint32 array of "
                     f"{A_WORDS} words (two {dtype} each, as kj.wgmma.acc_to_a packs them), got "
                     f"{type_words(a.type)}", args["desc_a"])
+    if registers and imm["trans_a"]:
+        typer.error(f"{user}(): A from registers has no transpose (trans_a)", args["trans_a"])
     descs = [a if registers else _int_operand(typer, args["desc_a"], f"{user}()'s desc_a",
                                               T.uint64),
              _int_operand(typer, args["desc_b"], f"{user}()'s desc_b", T.uint64)]

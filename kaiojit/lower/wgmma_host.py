@@ -94,8 +94,11 @@ def _fields(b, desc):
     return field(0), field(16), field(32), mode
 
 
-def _address(b, fields, r, k, itemsize: int):
-    """The shared address of element (r, k) of a K-major operand (see the module's doc)."""
+def _address(b, fields, r, k, itemsize: int, mn_major: int = 0):
+    """The shared address of element (r, k) of a K-major operand, or of an MN-major one
+    (``trans`` 1; see the module's doc)."""
+    if mn_major:
+        return _address_mn(b, fields, r, k, itemsize)
     start, lbo, sbo, mode = fields
     c = lambda v: ir.Constant(I64, v)
     row8, group = b.and_(r, c(7)), b.lshr(r, c(3))
@@ -111,6 +114,31 @@ def _address(b, fields, r, k, itemsize: int):
                              b.mul(k, c(itemsize))))
     swz = b.xor(swz, b.shl(b.and_(b.lshr(swz, c(7)), bits), c(4)))
     return b.select(b.icmp_unsigned("==", mode, c(0)), plain, swz)
+
+
+def _address_mn(b, fields, mn, k, itemsize: int):
+    """Element (mn, k) of an MN-major operand (MN contiguous): without swizzle, 16-byte core
+    matrix rows of MN, ``off = (mn % T) * size + (mn // T) * SBO + (k % 8) * 16 + (k // 8) *
+    LBO`` (T = 16 / size); with a W-byte swizzle, rows of W bytes of MN, one a k, ``off =
+    (mn % E) * size + (mn // E) * LBO + (k % 8) * W + (k // 8) * SBO`` (E = W / size), then
+    the same XOR of the absolute address as K-major operands have."""
+    start, lbo, sbo, mode = fields
+    c = lambda v: ir.Constant(I64, v)
+    per_core = 16 // itemsize
+    k8, kgroup = b.and_(k, c(7)), b.lshr(k, c(3))
+    plain = b.add(b.add(b.mul(b.urem(mn, c(per_core)), c(itemsize)),
+                        b.mul(b.udiv(mn, c(per_core)), sbo)),
+                  b.add(b.mul(k8, c(16)), b.mul(kgroup, lbo)))
+    plain = b.add(start, plain)
+    is_plain = b.icmp_unsigned("==", mode, c(0))
+    width = b.select(is_plain, c(16), b.lshr(c(128), b.sub(mode, c(1))))  # never a 0 divisor
+    per_row = b.udiv(width, c(itemsize))
+    bits = b.sub(b.shl(c(1), b.sub(c(4), mode)), c(1))
+    swz = b.add(b.add(b.mul(b.urem(mn, per_row), c(itemsize)), b.mul(b.udiv(mn, per_row), lbo)),
+                b.add(b.mul(k8, width), b.mul(kgroup, sbo)))
+    swz = b.add(start, swz)
+    swz = b.xor(swz, b.shl(b.and_(b.lshr(swz, c(7)), bits), c(4)))
+    return b.select(is_plain, plain, swz)
 
 
 def _register_a(b, words, thread, nthreads, row, k, dtype: T.ScalarType):
@@ -163,10 +191,11 @@ def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType, a_regs: bool) ->
                 a = _register_a(b, desc_a, thread, nthreads, b.sub(row, b.mul(warp, c(16))), k,
                                 dtype)
             else:
-                pa = b.gep(base, [_address(b, fa, row, k, dtype.itemsize)],
+                pa = b.gep(base, [_address(b, fa, row, k, dtype.itemsize, v["trans_a"])],
                            source_etype=ir.IntType(8))
                 a = _load_input(b, pa, dtype)
-            pb = b.gep(base, [_address(b, fb, col, k, dtype.itemsize)], source_etype=ir.IntType(8))
+            pb = b.gep(base, [_address(b, fb, col, k, dtype.itemsize, v["trans_b"])],
+                       source_etype=ir.IntType(8))
             prod = b.fmul(a, _load_input(b, pb, dtype))
             if negate:
                 prod = b.fneg(prod)

@@ -28,9 +28,11 @@ def fragment_coords(n: int) -> tuple[np.ndarray, np.ndarray]:
     return 16 * warp + g + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * q + i % 2
 
 
-def make_pv(dtype, bn: int):
-    """D (64 x bn) = P (64 x 64) @ B.T (B: bn x 64, K-major in shared memory with the 128-byte
-    swizzle), P given in the accumulator layout and fed to wgmma from registers."""
+def make_pv(dtype, bn: int, trans_b: int):
+    """D (64 x bn) = P (64 x 64) @ B.T, P given in the accumulator layout and fed to wgmma from
+    registers. B in shared memory with the 128-byte swizzle, as TMA writes a tile: K-major
+    (``trans_b`` 0: B is bn x 64, rows of 64 k) or MN-major (1: B.T is given, 64 x bn, rows of
+    n in atoms of 64 columns, as attention's V tile)."""
     regs = tuple(range(bn // 2))
 
     @kj.jit
@@ -44,15 +46,24 @@ def make_pv(dtype, bn: int):
             acc[i] = p[t, i]
         kj.wgmma.acc_to_a(acc, words, dtype, n=K)
         for e in range(t, bn * K, 128):
-            r, kk = e // K, e % K
-            sb[r * K + ((kk // 8) ^ (r % 8)) * 8 + kk % 8] = b[r, kk]
+            if trans_b:  # b is (k, n): atom n // 64 holds 64 rows (k) of 128 bytes
+                kk, n = e // bn, e % bn
+                sb[(n // 64) * 64 * K + kk * 64 + (((n % 64) // 8) ^ (kk % 8)) * 8 + n % 8] = \
+                    b[kk, n]
+            else:
+                r, kk = e // K, e % K
+                sb[r * K + ((kk // 8) ^ (r % 8)) * 8 + kk % 8] = b[r, kk]
         kj.wgmma.fence_proxy_async()
         kj.syncthreads()
         kj.wgmma.fence()
         for s in kj.static_range(K // 16):
-            db = kj.wgmma.descriptor(sb, 16 * s, swizzle=128, stride_byte_offset=1024)
+            if trans_b:  # the next 16 rows of k; the next atom of n is 64 * 128 bytes on
+                db = kj.wgmma.descriptor(sb, 16 * 64 * s, swizzle=128,
+                                         leading_byte_offset=64 * 128, stride_byte_offset=1024)
+            else:
+                db = kj.wgmma.descriptor(sb, 16 * s, swizzle=128, stride_byte_offset=1024)
             kj.wgmma.mma_async(out, words[4 * s:], db, shape=(64, bn, 16), dtype=dtype,
-                               scale_d=s > 0)
+                               scale_d=s > 0, trans_b=trans_b)
         kj.wgmma.commit_group()
         kj.wgmma.wait_group(0, out)
         for i in regs:
@@ -63,13 +74,14 @@ def make_pv(dtype, bn: int):
 _KERNELS: dict = {}
 
 
-def pv_kernel(name: str, bn: int):
-    if (name, bn) not in _KERNELS:
-        _KERNELS[name, bn] = make_pv(DTYPES[name], bn)
-    return _KERNELS[name, bn]
+def pv_kernel(name: str, bn: int, trans_b: int = 0):
+    key = (name, bn, trans_b)
+    if key not in _KERNELS:
+        _KERNELS[key] = make_pv(DTYPES[name], bn, trans_b)
+    return _KERNELS[key]
 
 
-def _pv_case(name: str, bn: int, exact: bool):
+def _pv_case(name: str, bn: int, exact: bool, trans_b: int = 0):
     if exact:  # small integers: every sum exact, the GPU and the cpu agree bit for bit
         p = RNG.integers(-8, 9, (64, K)).astype(np.float32)
         b = RNG.integers(-8, 9, (bn, K)).astype(np.float32)
@@ -77,9 +89,12 @@ def _pv_case(name: str, bn: int, exact: bool):
         p = RNG.standard_normal((64, K)).astype(np.float32)
         b = RNG.integers(-8, 9, (bn, K)).astype(np.float32)
     rows, cols = fragment_coords(K)
-    dev_b = kj.to_device(b.astype(np.float16)) if name == "f16" else bf16data.to_device(b)
+    given = np.ascontiguousarray(b.T if trans_b else b)
+    dev_b = kj.to_device(given.astype(np.float16)) if name == "f16" else \
+        bf16data.to_device(given)
     d = kj.to_device(np.full((128, bn // 2), np.nan, np.float32))  # poisoned
-    pv_kernel(name, bn)[1, 128](d, kj.to_device(np.ascontiguousarray(p[rows, cols])), dev_b)
+    pv_kernel(name, bn, trans_b)[1, 128](d, kj.to_device(np.ascontiguousarray(p[rows, cols])),
+                                         dev_b)
     p16 = _round(p, name).astype(np.float64)
     want = p16 @ b.astype(np.float64).T
     drow, dcol = fragment_coords(bn)
@@ -97,23 +112,27 @@ def _round(x: np.ndarray, name: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["f16", "bf16"])
-@pytest.mark.parametrize("bn, exact", [(64, True), (128, False)])
-def test_register_a_mma(kj_backend, name, bn, exact):
-    _pv_case(name, bn, exact)
+@pytest.mark.parametrize("bn, exact, trans_b", [(64, True, 0), (128, False, 0), (64, True, 1),
+                                                (128, False, 1)])
+def test_register_a_mma(kj_backend, name, bn, exact, trans_b):
+    _pv_case(name, bn, exact, trans_b)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["f16", "bf16"])
 @pytest.mark.parametrize("bn", [64, 128, 256])
-def test_register_a_mma_gpu(kj_backend, name, bn):
-    _pv_case(name, bn, True)
-    _pv_case(name, bn, False)
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_register_a_mma_gpu(kj_backend, name, bn, trans_b):
+    _pv_case(name, bn, True, trans_b)
+    _pv_case(name, bn, False, trans_b)
 
 
-def test_register_a_ptx():
-    ptx = kj.compile_ptx(pv_kernel("bf16", 128), "void(float32[:, :], float32[:, :], "
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_register_a_ptx(trans_b):
+    ptx = kj.compile_ptx(pv_kernel("bf16", 128, trans_b), "void(float32[:, :], float32[:, :], "
                          "bfloat16[:, :])", arch="sm_90")  # autouse: ptxas -arch=sm_90a
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert f", p, 1, 1, {trans_b};" in ptx
     assert "cvt.rn.bf16x2.f32" in ptx
     assert ".local" not in ptx  # the words and the accumulators stay in registers
 
@@ -156,6 +175,11 @@ def test_ex2_approx_ptx():
 
 # --- located errors -------------------------------------------------------------------------------
 
+def rs_trans(acc, w):
+    sb = kj.shared.array(1024, kj.float16)
+    kj.wgmma.mma_async(acc, w, kj.wgmma.descriptor(sb), shape=(64, 64, 16), trans_a=1)
+
+
 def rs_words_type(acc, w):
     sb = kj.shared.array(1024, kj.float16)
     kj.wgmma.mma_async(acc, acc, kj.wgmma.descriptor(sb), shape=(64, 64, 16))
@@ -183,6 +207,7 @@ def exp2_complex(acc, w):
 
 @pytest.mark.parametrize("fn, snippet, words", [
     (rs_words_type, "acc, kj.wgmma.descriptor", "A from registers is a 1-d uint32 array"),
+    (rs_trans, "1)", "A from registers has no transpose"),
     (pack_out, "acc, n=64", "writes the A operand's registers into a 1-d uint32 array"),
     (pack_n, "24)", "multiple of 16 from 16 to 256"),
     (pack_unknown_n, "kj.wgmma.acc_to_a(acc, w)", "needs n"),
