@@ -1,0 +1,1 @@
+"""Library kernels written in kaiojit."""

@@ -1,0 +1,163 @@
+"""``kaiojit.lib.attention``'s functions: FlashAttention's interface over kaiojit's kernels.
+
+* ``attention(q, k, v, causal=False, scale=None, return_lse=False)``: q ``(batch, seqlen_q,
+  heads, head_dim)``, k and v ``(batch, seqlen_k, kv_heads, head_dim)``;
+* ``attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ...)``:
+  the sequences of a batch packed one after another, q ``(total_q, heads, head_dim)``, k and v
+  ``(total_k, kv_heads, head_dim)``, ``cu_seqlens_*`` int32 ``(batch + 1,)`` cumulative lengths.
+
+Arrays are PyTorch tensors, CuPy arrays or kaiojit device arrays (on the cpu backend: kaiojit
+arrays and CPU tensors), bfloat16 or float16, head_dim 64 or 128, contiguous; ``heads`` a
+multiple of ``kv_heads`` (GQA; MQA is ``kv_heads == 1``). The output has q's shape, type and
+kind; the log-sum-exp, when asked for, is float32 ``(heads, total_q)`` (``(batch, heads,
+seqlen_q)`` for ``attention``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .forward import ATOM, BM, BN, THREADS, ForwardConfig, forward_kernel
+
+DTYPES = {"bfloat16": "bf16", "float16": "f16"}
+HEAD_DIMS = (64, 128)
+
+
+def _info(x: Any, name: str):
+    from ...runtime.interop import array_info
+
+    info = array_info(x)
+    if info is None:
+        raise TypeError(f"attention: {name} must be a device array (a torch tensor, a CuPy "
+                        f"array or a kaiojit array), got {type(x).__qualname__}")
+    _, shape, _, t, _ = info
+    if t.dtype.name not in DTYPES:
+        raise TypeError(f"attention: {name} must be bfloat16 or float16, got {t.dtype.name}")
+    if t.layout != "C":
+        raise ValueError(f"attention: {name} must be contiguous (got layout {t.layout})")
+    return tuple(shape), t.dtype.name
+
+
+def _new(like: Any, shape: tuple, dtype: str) -> Any:
+    """An uninitialised array of ``like``'s kind and device."""
+    mod = type(like).__module__
+    if mod.startswith("torch"):
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if mod.startswith("cupy"):
+        import cupy
+        return cupy.empty(shape, dtype=dtype)
+    import kaiojit as kj
+    if dtype == "float32":
+        import numpy as np
+        return kj.device_array(shape, np.float32)
+    return kj.device_array(shape, like.dtype)
+
+
+def _rows(x: Any, rows: int) -> Any:
+    """``x`` (batch, seqlen, heads, dim) viewed as (batch * seqlen, heads, dim)."""
+    return x.reshape(rows, x.shape[2], x.shape[3])
+
+
+_PLACEHOLDER: dict = {}
+
+
+def _no_lengths() -> Any:
+    """An int32 array passed as ``cu_seqlens`` to fixed-length kernels (never read)."""
+    import kaiojit as kj
+    backend = kj.backend()
+    if backend not in _PLACEHOLDER:
+        import numpy as np
+        _PLACEHOLDER[backend] = kj.to_device(np.zeros(1, np.int32))
+    return _PLACEHOLDER[backend]
+
+
+def _check_qkv(q, k, v, packed: bool) -> tuple[tuple, tuple, str]:
+    qs, qt = _info(q, "q")
+    ks, kt = _info(k, "k")
+    vs, vt = _info(v, "v")
+    want = 3 if packed else 4
+    for name, s in (("q", qs), ("k", ks), ("v", vs)):
+        if len(s) != want:
+            layout = "(total, heads, head_dim)" if packed else \
+                "(batch, seqlen, heads, head_dim)"
+            raise ValueError(f"attention: {name} must be {layout}, got shape {s}")
+    if not qt == kt == vt:
+        raise TypeError(f"attention: q, k and v must have one type, got {qt}, {kt} and {vt}")
+    if ks != vs:
+        raise ValueError(f"attention: k and v must have one shape, got {ks} and {vs}")
+    d = qs[-1]
+    if d not in HEAD_DIMS or ks[-1] != d:
+        raise ValueError(f"attention: head_dim must be 64 or 128 and the same in q, k and v, "
+                         f"got {d} and {ks[-1]}")
+    if not packed and ks[0] != qs[0]:
+        raise ValueError(f"attention: q and k must have one batch size, got {qs[0]} and "
+                         f"{ks[0]}")
+    if qs[-2] % ks[-2]:
+        raise ValueError(f"attention: q's heads ({qs[-2]}) must be a multiple of k's and v's "
+                         f"({ks[-2]})")
+    return qs, ks, qt
+
+
+def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, seqlen_k: int,
+            group: int, scale: float, grid: tuple) -> None:
+    import numpy as np
+
+    import kaiojit as kj
+    box = (BM, 1, ATOM)
+    kv_box = (BN, 1, ATOM)
+    maps = (kj.TensorMap.tiled(q3, box, swizzle="128B"),
+            kj.TensorMap.tiled(k3, kv_box, swizzle="128B"),
+            kj.TensorMap.tiled(v3, kv_box, swizzle="128B"))
+    kernel = forward_kernel(cfg)
+    kernel[grid, THREADS, 0, cfg.shared_bytes()](
+        o, lse, *maps, cu_q, cu_k, seqlen_q, seqlen_k, group,
+        np.float32(scale * math.log2(math.e)))
+
+
+def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
+              return_lse: bool = False) -> Any:
+    """Softmax(q k^T * scale) v for (batch, seqlen, heads, head_dim) arrays (see the module's
+    doc); ``scale`` defaults to 1 / sqrt(head_dim). With ``return_lse``: ``(out, lse)``."""
+    qs, ks, dtype = _check_qkv(q, k, v, packed=False)
+    batch, sq, heads, d = qs
+    sk = ks[1]
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    o = _new(q, qs, dtype)
+    lse = _new(q, (batch, heads, sq), "float32")
+    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), False)
+    if batch and sq and heads:
+        _launch(cfg, _rows(o, batch * sq), lse.reshape(batch * heads, sq),
+                _rows(q, batch * sq), _rows(k, batch * sk),
+                _rows(v, batch * sk), _no_lengths(), _no_lengths(), sq, sk, heads // ks[2],
+                scale, (-(-sq // BM), heads, batch))
+    return (o, lse) if return_lse else o
+
+
+def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: Any,
+                     max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: float | None = None, return_lse: bool = False) -> Any:
+    """Attention over packed sequences (FlashAttention's varlen interface; see the module's
+    doc). With ``return_lse``: ``(out, lse)``, lse float32 (heads, total_q)."""
+    qs, ks, dtype = _check_qkv(q, k, v, packed=True)
+    total_q, heads, d = qs
+    from ...runtime.interop import array_info
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        info = array_info(cu)
+        if info is None or info[3].dtype.name != "int32" or len(info[1]) != 1:
+            raise TypeError(f"attention_varlen: {name} must be a 1-d int32 device array")
+    batch = array_info(cu_seqlens_q)[1][0] - 1
+    if array_info(cu_seqlens_k)[1][0] - 1 != batch:
+        raise ValueError("attention_varlen: cu_seqlens_q and cu_seqlens_k must have one length")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    o = _new(q, qs, dtype)
+    lse = _new(q, (heads, total_q), "float32")
+    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), True)
+    if batch > 0 and max_seqlen_q > 0 and total_q:
+        _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
+                (-(-int(max_seqlen_q) // BM), heads, batch))
+    return (o, lse) if return_lse else o
+
+
+__all__ = ["attention", "attention_varlen"]
