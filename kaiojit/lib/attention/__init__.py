@@ -3,6 +3,6 @@ forward kernel (forward.py)."""
 
 from __future__ import annotations
 
-from .interface import attention, attention_varlen
+from .interface import attention, attention_backward, attention_varlen, attention_varlen_backward
 
-__all__ = ["attention", "attention_varlen"]
+__all__ = ["attention", "attention_backward", "attention_varlen", "attention_varlen_backward"]

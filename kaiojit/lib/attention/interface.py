@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import backward as B
 from .forward import ATOM, BM, BN, THREADS, ForwardConfig, forward_kernel
 
 DTYPES = {"bfloat16": "bf16", "float16": "f16"}
@@ -142,14 +143,7 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
     doc). With ``return_lse``: ``(out, lse)``, lse float32 (heads, total_q)."""
     qs, ks, dtype = _check_qkv(q, k, v, packed=True)
     total_q, heads, d = qs
-    from ...runtime.interop import array_info
-    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        info = array_info(cu)
-        if info is None or info[3].dtype.name != "int32" or len(info[1]) != 1:
-            raise TypeError(f"attention_varlen: {name} must be a 1-d int32 device array")
-    batch = array_info(cu_seqlens_q)[1][0] - 1
-    if array_info(cu_seqlens_k)[1][0] - 1 != batch:
-        raise ValueError("attention_varlen: cu_seqlens_q and cu_seqlens_k must have one length")
+    batch = _lengths(cu_seqlens_q, cu_seqlens_k)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = _new(q, qs, dtype)
     lse = _new(q, (heads, total_q), "float32")
@@ -160,4 +154,89 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
     return (o, lse) if return_lse else o
 
 
-__all__ = ["attention", "attention_varlen"]
+def attention_backward(do: Any, q: Any, k: Any, v: Any, out: Any, lse: Any,
+                       causal: bool = False, scale: float | None = None) -> tuple:
+    """(dq, dk, dv) of ``attention(q, k, v, causal, scale)`` for the upstream gradient ``do``,
+    from its output and log-sum-exp (``return_lse=True``)."""
+    qs, ks, dtype = _check_qkv(q, k, v, packed=False)
+    batch, sq, heads, _ = qs
+    sk = ks[1]
+    rows_q, rows_k = batch * sq, batch * sk
+    return _backward(_rows(do, rows_q), _rows(q, rows_q), _rows(k, rows_k), _rows(v, rows_k),
+                     _rows(out, rows_q), lse.reshape(batch * heads, sq), qs, ks, dtype,
+                     causal, scale, None, None, sq, sk, batch, sk, reshape=(q, k))
+
+
+def attention_varlen_backward(do: Any, q: Any, k: Any, v: Any, out: Any, lse: Any,
+                              cu_seqlens_q: Any, cu_seqlens_k: Any, max_seqlen_q: int,
+                              max_seqlen_k: int, causal: bool = False,
+                              scale: float | None = None) -> tuple:
+    """(dq, dk, dv) of ``attention_varlen``; ``lse`` as it returned it (heads, total_q)."""
+    qs, ks, dtype = _check_qkv(q, k, v, packed=True)
+    batch = _lengths(cu_seqlens_q, cu_seqlens_k)
+    return _backward(do, q, k, v, out, lse, qs, ks, dtype, causal, scale, cu_seqlens_q,
+                     cu_seqlens_k, 0, 0, batch, max_seqlen_k, reshape=None)
+
+
+def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k, seqlen_q,
+              seqlen_k, batch, max_k, reshape) -> tuple:
+    import numpy as np
+
+    import kaiojit as kj
+    d = qs[-1]
+    heads, kv_heads = qs[-2], ks[-2]
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    varlen = cu_q is not None
+    cfg = B.BackwardConfig(d, DTYPES[dtype], bool(causal), varlen)
+    prepare, main, finish = B.kernels(cfg)
+    total_q, total_k = q3.shape[0], k3.shape[0]
+    dq = _new(q3, (total_q, heads, d), dtype)
+    dk = _new(q3, (total_k, kv_heads, d), dtype)
+    dv = _new(q3, (total_k, kv_heads, d), dtype)
+    dq_acc = _new(q3, (total_q, heads, d), "float32")
+    delta = _new(q3, tuple(lse.shape), "float32")
+    if total_q and total_k and batch:
+        warps = total_q * heads
+        prepare[-(-warps * 32 // 256), 256](delta, dq_acc, do, o3, max(seqlen_q, 1), varlen)
+        maps = [kj.TensorMap.tiled(x, box, swizzle="128B") for x, box in (
+            (q3, (B.BM, 1, ATOM)), (k3, (B.BN, 1, ATOM)), (v3, (B.BN, 1, ATOM)),
+            (do, (B.BM, 1, ATOM)))]
+        if cu_q is None:
+            cu_q = cu_k = _no_lengths()
+        main[(-(-int(max_k) // B.BN), kv_heads, batch), B.THREADS, 0, cfg.shared_bytes()](
+            dq_acc, dk, dv, *maps, lse, delta, cu_q, cu_k, seqlen_q, seqlen_k,
+            heads // kv_heads, np.float32(scale * math.log2(math.e)))
+        n = total_q * heads * d
+        finish[-(-n // 256), 256](dq.reshape(n), dq_acc.reshape(n), np.float32(scale))
+    else:
+        for x in (dq, dk, dv):
+            _zero(x)
+    if reshape is not None:
+        q, k = reshape
+        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(k.shape)
+    return dq, dk, dv
+
+
+def _zero(x: Any) -> None:
+    """Fill an (empty-sized or small) array of the output with zeros."""
+    if hasattr(x, "zero_"):
+        x.zero_()
+    elif hasattr(x, "fill"):
+        x.fill(0)
+
+
+def _lengths(cu_seqlens_q: Any, cu_seqlens_k: Any) -> int:
+    """The batch size of cumulative-length arrays (checked: 1-d int32, one length)."""
+    from ...runtime.interop import array_info
+    sizes = []
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        info = array_info(cu)
+        if info is None or info[3].dtype.name != "int32" or len(info[1]) != 1:
+            raise TypeError(f"attention_varlen: {name} must be a 1-d int32 device array")
+        sizes.append(info[1][0] - 1)
+    if sizes[0] != sizes[1]:
+        raise ValueError("attention_varlen: cu_seqlens_q and cu_seqlens_k must have one length")
+    return sizes[0]
+
+
+__all__ = ["attention", "attention_backward", "attention_varlen", "attention_varlen_backward"]
