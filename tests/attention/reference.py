@@ -51,3 +51,17 @@ def backward(q, k, v, do, causal: bool, scale: float):
     dk = dk.reshape(k.shape[0], heads_k, group, -1).sum(2)
     dv = dv.reshape(v.shape[0], heads_k, group, -1).sum(2)
     return dq, dk, dv
+
+
+def torch_forward(q, k, v, causal: bool, scale: float):
+    """The reference in PyTorch (float64 tensors, one sequence, (len, heads, d)), for
+    autograd: the same masks and conventions as ``forward``."""
+    import torch
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    s = torch.einsum("qhd,khd->hqk", q, k) * scale
+    seen = torch.from_numpy(mask(q.shape[0], k.shape[0], causal))
+    s = s.masked_fill(~seen, float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)  # rows that see no key: all -inf -> 0
+    return torch.einsum("hqk,khd->qhd", p, v)

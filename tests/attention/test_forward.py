@@ -62,9 +62,11 @@ def fixed_case(batch, sq, sk, heads, kv_heads, d, dtype, causal):
         check_lse(lse[b], want_lse)
 
 
+# (each configuration of head dim, type, causal and varlen is a kernel compiled once; the CI
+# cases share three of them: tests/attention/test_backward.py uses the same)
 @pytest.mark.parametrize("batch, sq, sk, heads, kv_heads, d, dtype, causal", [
-    (2, 100, 100, 2, 2, 64, "bf16", False),     # one partial tile
-    (1, 150, 201, 4, 2, 128, "f16", True),      # GQA, diagonal crossing tile edges
+    (2, 100, 100, 4, 2, 128, "f16", False),     # one partial tile, GQA
+    (1, 150, 201, 2, 2, 64, "bf16", True),      # the diagonal crossing tile edges
     (1, 131, 67, 3, 1, 64, "bf16", True),       # MQA; rows before 131 - 67 see no key
 ])
 def test_forward(kj_backend, batch, sq, sk, heads, kv_heads, d, dtype, causal):
@@ -88,9 +90,8 @@ def varlen_case(lens_q, lens_k, heads, kv_heads, d, dtype, causal):
         check_lse(lse[:, qs], want_lse)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_varlen(kj_backend, causal):
-    varlen_case([37, 130, 1], [50, 129, 3], 2, 1, 64, "bf16", causal)
+def test_varlen(kj_backend):
+    varlen_case([37, 130, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)
 
 
 @pytest.mark.gpu
@@ -105,12 +106,12 @@ def test_forward_gpu(kj_backend, d, dtype, causal):
 
 def test_kaiojit_arrays(kj_backend):
     """kaiojit arrays in, a kaiojit array out."""
-    q = RNG.standard_normal((1, 70, 1, 64)).astype(np.float16)
-    k = RNG.standard_normal((1, 90, 1, 64)).astype(np.float16)
-    v = RNG.standard_normal((1, 90, 1, 64)).astype(np.float16)
+    q = RNG.standard_normal((1, 70, 1, 128)).astype(np.float16)
+    k = RNG.standard_normal((1, 90, 1, 128)).astype(np.float16)
+    v = RNG.standard_normal((1, 90, 1, 128)).astype(np.float16)
     out = A.attention(*(kj.to_device(x) for x in (q, k, v)))
     want, _ = reference.forward(*(x[0].astype(np.float64) for x in (q, k, v)), False,
-                                1 / math.sqrt(64))
+                                1 / math.sqrt(128))
     got = out.copy_to_host()[0].astype(np.float64)
     assert np.abs(got - want).max() <= 4 * EPS["f16"] * np.abs(v).max()
 

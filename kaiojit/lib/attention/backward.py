@@ -31,7 +31,6 @@ BM, BN = 64, 128      # queries a tile, keys a block
 ATOM = 64
 THREADS = 256
 LOG2E = 1.0 / math.log(2.0)
-INF = math.inf
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def make_main(cfg: BackwardConfig):
     TILE_BYTES = 2 * BM * D * 2         # Q and dO of one tile
     KV_BYTES = 2 * BN * D * 2
     T_IDX = tuple(range(BM // 2))       # a thread's elements of S^T (64 keys x 64 queries)
-    C_IDX = tuple(range(BM // 4))       # its 16 query columns
+    C_IDX = tuple(range(BM // 4))       # its 16 words of P^T or dS^T
     D_IDX = tuple(range(D // 2))        # of dK and dV
     Q_IDX = tuple(range(ATOM // 2))     # of its dQ part (64 x 64)
     DQ_WGS = ATOMS                      # warpgroups computing dQ: one per 64 columns
@@ -166,8 +165,6 @@ def make_main(cfg: BackwardConfig):
         dq_part = kj.local.array(ATOM // 2, kj.float32)
         p_words = kj.local.array(BM // 4, kj.uint32)
         ds_words = kj.local.array(BM // 4, kj.uint32)
-        lse_c = kj.local.array(BM // 4, kj.float32)
-        delta_c = kj.local.array(BM // 4, kj.float32)
         for i in D_IDX:
             dk_acc[i] = 0.0
             dv_acc[i] = 0.0
@@ -179,18 +176,7 @@ def make_main(cfg: BackwardConfig):
             m0 = m_start + (step % n_tiles) * BM
             qs = Q_BASE + s * STAGE
             dos = qs + BM * D
-            # lse (as log2, +inf where the row saw no key: P = 0) and Delta of my 16 columns
-            for jj in C_IDX:
-                col = m0 + 8 * (jj // 2) + 2 * qd + jj % 2
-                lv = kj.float32(INF)
-                dv_ = kj.float32(0.0)
-                if col < len_q:
-                    lrow = h if varlen else bi * heads_q + h
-                    lv = lse[lrow, lse_col + col]
-                    dv_ = delta[lrow, lse_col + col]
-                    lv = lv * LOG2E if lv != -INF else kj.float32(INF)
-                lse_c[jj] = lv
-                delta_c[jj] = dv_
+            lrow = h if varlen else bi * heads_q + h
             kj.mbarrier.wait(bars[1 + s:], (step // 2) % 2)
             # S^T = K Q^T and dP^T = V dO^T (this warpgroup's 64 keys x 64 queries)
             kj.wgmma.fence()
@@ -214,18 +200,22 @@ def make_main(cfg: BackwardConfig):
             kj.wgmma.wait_group(0, st_acc)
             kj.wgmma.wait_group(0, dp_acc)
             # P^T and dS^T, masked: keys past the end, queries past the end, causal
+            # (lse and Delta are read where used, from L1: staged in registers they would
+            # spill the head dim 128 kernel)
             for i in T_IDX:
                 key = key_a + 8 * ((i // 2) % 2)
                 col = m0 + 8 * (i // 4) + 2 * qd + i % 2
-                jj = 2 * (i // 4) + i % 2
-                p = kj.ex2_approx(kj.fma(st_acc[i], scale_log2, -lse_c[jj]))
                 seen = key < len_k and col < len_q
                 if causal:
                     seen = seen and key <= col + shift
-                if not seen:
-                    p = kj.float32(0.0)
+                p = kj.float32(0.0)
+                ds = kj.float32(0.0)
+                if seen:  # the row saw a key, so its lse is finite
+                    p = kj.ex2_approx(kj.fma(st_acc[i], scale_log2,
+                                             -lse[lrow, lse_col + col] * LOG2E))
+                    ds = p * (dp_acc[i] - delta[lrow, lse_col + col])
                 st_acc[i] = p
-                dp_acc[i] = p * (dp_acc[i] - delta_c[jj])
+                dp_acc[i] = ds
             kj.wgmma.acc_to_a(st_acc, p_words, dtype, n=BM)
             kj.wgmma.acc_to_a(dp_acc, ds_words, dtype, n=BM)
             # dS^T to shared memory: row key (128 bytes of queries), 16-byte chunks swizzled
