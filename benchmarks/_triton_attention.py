@@ -1,5 +1,6 @@
-"""A fused attention forward in Triton, for benchmarks/attention.py: the algorithm of Triton's
-fused-attention tutorial (FlashAttention-2's loop), written here from the algorithm.
+"""Fused attention in Triton, for benchmarks/attention.py: the algorithm of Triton's
+fused-attention tutorial (FlashAttention-2's loops), written here from the algorithm; forward
+and backward (a key-block kernel for dK and dV, a query-block kernel for dQ, Delta by PyTorch).
 
 A program owns BLOCK_M query rows of one (batch, head): it keeps the running row max ``m``,
 row sum ``l`` and the unnormalised output ``acc`` in registers and walks the keys BLOCK_N at a
@@ -99,4 +100,103 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     return o, lse
 
 
-__all__ = ["attention"]
+@triton.jit
+def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, qk_scale, sm_scale,
+          seqlen, heads, sb, sh, sm, D: tl.constexpr, BLOCK_M: tl.constexpr,
+          BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """dK and dV of BLOCK_N keys: the queries walked BLOCK_M at a time, P^T recomputed from
+    the log-sum-exp (as log2), dS^T = P^T (dP^T - Delta). q, k, v, do, dk, dv share strides."""
+    nb = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = (bh // heads) * sb + (bh % heads) * sh
+    offs_n = nb * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    kv_off = base + offs_n[:, None] * sm + offs_d[None, :]
+    k = tl.load(k_ptr + kv_off, mask=offs_n[:, None] < seqlen, other=0.0)
+    v = tl.load(v_ptr + kv_off, mask=offs_n[:, None] < seqlen, other=0.0)
+    dk = tl.zeros([BLOCK_N, D], tl.float32)
+    dv = tl.zeros([BLOCK_N, D], tl.float32)
+    lo = (nb * BLOCK_N) // BLOCK_M * BLOCK_M if CAUSAL else 0
+    for start in range(lo, seqlen, BLOCK_M):
+        offs_m = start + tl.arange(0, BLOCK_M)
+        q_off = base + offs_m[:, None] * sm + offs_d[None, :]
+        q = tl.load(q_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
+        do = tl.load(do_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
+        lse2 = tl.load(lse_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+        delta = tl.load(delta_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+        st = tl.dot(k, tl.trans(q)) * qk_scale               # (BLOCK_N, BLOCK_M)
+        pt = tl.math.exp2(st - lse2[None, :])
+        keep = (offs_m[None, :] < seqlen) & (offs_n[:, None] < seqlen)
+        if CAUSAL:
+            keep = keep & (offs_n[:, None] <= offs_m[None, :])
+        pt = tl.where(keep, pt, 0.0)
+        dv += tl.dot(pt.to(do.dtype), do)
+        dpt = tl.dot(v, tl.trans(do))
+        dst = pt * (dpt - delta[None, :])
+        dk += tl.dot(dst.to(q.dtype), q)
+    tl.store(dk_ptr + kv_off, (dk * sm_scale).to(dk_ptr.dtype.element_ty),
+             mask=offs_n[:, None] < seqlen)
+    tl.store(dv_ptr + kv_off, dv.to(dv_ptr.dtype.element_ty), mask=offs_n[:, None] < seqlen)
+
+
+@triton.jit
+def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, qk_scale, sm_scale, seqlen,
+        heads, sb, sh, sm, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+        CAUSAL: tl.constexpr):
+    """dQ of BLOCK_M queries: the keys walked BLOCK_N at a time, dS = P (dP - Delta)."""
+    mb = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = (bh // heads) * sb + (bh % heads) * sh
+    offs_m = mb * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q_off = base + offs_m[:, None] * sm + offs_d[None, :]
+    q = tl.load(q_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
+    do = tl.load(do_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
+    lse2 = tl.load(lse_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+    delta = tl.load(delta_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+    dq = tl.zeros([BLOCK_M, D], tl.float32)
+    hi = tl.minimum((mb + 1) * BLOCK_M, seqlen) if CAUSAL else seqlen
+    for start in range(0, hi, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        kv_off = base + offs_n[:, None] * sm + offs_d[None, :]
+        k = tl.load(k_ptr + kv_off, mask=offs_n[:, None] < seqlen, other=0.0)
+        v = tl.load(v_ptr + kv_off, mask=offs_n[:, None] < seqlen, other=0.0)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        p = tl.math.exp2(s - lse2[:, None])
+        keep = offs_n[None, :] < seqlen
+        if CAUSAL:
+            keep = keep & (offs_n[None, :] <= offs_m[:, None])
+        p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k)
+    tl.store(dq_ptr + q_off, (dq * sm_scale).to(dq_ptr.dtype.element_ty),
+             mask=offs_m[:, None] < seqlen)
+
+
+def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       o: torch.Tensor, lse: torch.Tensor, causal: bool,
+                       scale: float | None = None) -> tuple:
+    """(dq, dk, dv) for ``attention``'s (batch, heads, seqlen, head_dim) tensors, all of one
+    layout (the strides of q); lse as ``attention`` returned it."""
+    batch, heads, seqlen, d = q.shape
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    do = do.contiguous() if do.stride() != q.stride() else do
+    o = o if o.stride() == q.stride() else o.contiguous()
+    delta = (o.float() * do.float()).sum(-1).contiguous()         # (batch, heads, seqlen)
+    lse2 = (lse * 1.4426950408889634).contiguous()
+    dq, dk, dv = (torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
+                  for _ in range(3))
+    strides = q.stride()[:3]
+    assert k.stride() == v.stride() == do.stride() == q.stride(), "one layout for every tensor"
+    warps = 8 if d > 64 else 4
+    _dkdv[(triton.cdiv(seqlen, 64), batch * heads)](
+        q, k, v, do, lse2, delta, dk, dv, scale * 1.4426950408889634, scale, seqlen, heads,
+        *strides, D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, num_warps=warps, num_stages=2)
+    _dq[(triton.cdiv(seqlen, 64), batch * heads)](
+        q, k, v, do, lse2, delta, dq, scale * 1.4426950408889634, scale, seqlen, heads,
+        *strides, D=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal, num_warps=warps, num_stages=2)
+    return dq, dk, dv
+
+
+__all__ = ["attention", "attention_backward"]

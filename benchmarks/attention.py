@@ -95,6 +95,13 @@ def implementations(with_triton: bool):
             import _triton_attention as T
             fwd["triton (tutorial)"] = lambda q, k, v, causal: T.attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal)[0].transpose(1, 2)
+
+            def triton_bwd(q, k, v, causal):
+                q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+                out, lse = T.attention(q, k, v, causal)
+                do = torch.randn_like(out)
+                return lambda: T.attention_backward(do, q, k, v, out, lse, causal)
+            bwd["triton (tutorial)"] = triton_bwd
         except Exception as e:  # noqa: BLE001 - a peer that does not import is reported
             print(f"  triton: not importable ({type(e).__name__}: {e})")
     for module, label in (("flash_attn_interface", "flash_attn 3"), ("flash_attn", "flash_attn 2")):
