@@ -100,3 +100,19 @@ def test_backward_gpu(kj_backend, d, dtype, causal):
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)
     varlen_case([37, 1030, 1, 400], [50, 1029, 3, 400], 4, 1, d, dtype, causal)
+
+
+def test_autograd(kj_backend):
+    """Tensors that require grad: ``attention`` is differentiable through PyTorch's autograd,
+    its gradients those of ``attention_backward``."""
+    q, q64 = tensor((1, 150, 2, 64), "bf16")
+    k, k64 = tensor((1, 201, 2, 64), "bf16")
+    v, v64 = tensor((1, 201, 2, 64), "bf16")
+    do, do64 = tensor((1, 150, 2, 64), "bf16")
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = A.attention(*leaves, causal=True)
+    assert out.requires_grad
+    grads = torch.autograd.grad(out, leaves, do)
+    want = autograd_grads(q64[0], k64[0], v64[0], do64[0], True, 1 / math.sqrt(64))
+    for name, got, w in zip(("dq", "dk", "dv"), grads, want):
+        check_grad(name, got[0], w, "bf16")

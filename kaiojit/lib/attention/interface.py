@@ -120,7 +120,12 @@ def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, s
 def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
               return_lse: bool = False) -> Any:
     """Softmax(q k^T * scale) v for (batch, seqlen, heads, head_dim) arrays (see the module's
-    doc); ``scale`` defaults to 1 / sqrt(head_dim). With ``return_lse``: ``(out, lse)``."""
+    doc); ``scale`` defaults to 1 / sqrt(head_dim). With ``return_lse``: ``(out, lse)``.
+    PyTorch tensors that require grad go through autograd (the backward is
+    ``attention_backward``)."""
+    if _wants_grad(q, k, v):
+        out, lse = _autograd_function().apply(q, k, v, bool(causal), scale)
+        return (out, lse) if return_lse else out
     qs, ks, dtype = _check_qkv(q, k, v, packed=False)
     batch, sq, heads, d = qs
     sk = ks[1]
@@ -134,6 +139,43 @@ def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None 
                 _rows(v, batch * sk), _no_lengths(), _no_lengths(), sq, sk, heads // ks[2],
                 scale, (-(-sq // BM), heads, batch))
     return (o, lse) if return_lse else o
+
+
+def _wants_grad(*xs: Any) -> bool:
+    if not type(xs[0]).__module__.startswith("torch"):
+        return False
+    import torch
+    return torch.is_grad_enabled() and any(x.requires_grad for x in xs)
+
+
+_FUNCTION: list = []
+
+
+def _autograd_function() -> Any:
+    """``attention`` as a ``torch.autograd.Function`` (made on first use: torch is optional)."""
+    if _FUNCTION:
+        return _FUNCTION[0]
+    import torch
+
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, causal, scale):
+            out, lse = attention(q.detach(), k.detach(), v.detach(), causal, scale,
+                                 return_lse=True)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.causal, ctx.scale = causal, scale
+            ctx.mark_non_differentiable(lse)
+            return out, lse
+
+        @staticmethod
+        def backward(ctx, do, _dlse):
+            q, k, v, out, lse = ctx.saved_tensors
+            dq, dk, dv = attention_backward(do.contiguous(), q, k, v, out, lse, ctx.causal,
+                                            ctx.scale)
+            return dq, dk, dv, None, None
+
+    _FUNCTION.append(Attention)
+    return Attention
 
 
 def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: Any,
