@@ -12,6 +12,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.lib import attention as A
+from kaiojit.lib.attention import forward as F
 from tests.attention import reference
 
 torch = pytest.importorskip("torch")
@@ -73,6 +74,13 @@ def test_forward(kj_backend, batch, sq, sk, heads, kv_heads, d, dtype, causal):
     fixed_case(batch, sq, sk, heads, kv_heads, d, dtype, causal)
 
 
+def test_overlapped_schedule(kj_backend, monkeypatch):
+    """The intra-warpgroup overlap (P V of tile j - 1 issued behind S_j): the same results."""
+    monkeypatch.setitem(F.OVERLAP_BY_HEAD_DIM, 64, True)
+    fixed_case(1, 150, 201, 2, 2, 64, "bf16", True)
+    varlen_case([37, 130, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)
+
+
 def varlen_case(lens_q, lens_k, heads, kv_heads, d, dtype, causal):
     cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
@@ -98,7 +106,9 @@ def test_varlen(kj_backend):
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_forward_gpu(kj_backend, d, dtype, causal):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, overlap):
+    monkeypatch.setitem(F.OVERLAP_BY_HEAD_DIM, d, overlap)
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)
     varlen_case([37, 1030, 1, 400], [50, 1029, 3, 400], 4, 1, d, dtype, causal)

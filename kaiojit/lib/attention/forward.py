@@ -36,6 +36,9 @@ ATOM = 64             # columns of one 128-byte swizzled atom (16-bit elements)
 THREADS = 384         # a producer warpgroup and two consumer warpgroups
 NEG_INF = -math.inf
 LN2 = math.log(2.0)
+# whether kaiojit.lib.attention's forward uses the intra-warpgroup overlap, by head dim (both
+# schedules compute the same; benchmarks/attention.py times both)
+OVERLAP_BY_HEAD_DIM = {64: False, 128: False}
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class ForwardConfig:
     dtype: str           # "bf16" or "f16"
     causal: bool
     varlen: bool         # cumulative sequence lengths (else fixed lengths)
+    # FA3's intra-warpgroup overlap: P_{j-1} V_{j-1} runs under the softmax of S_j (one more
+    # S tile of registers live: spills at 168 registers for head dim 128)
+    overlap: bool = False
 
     @property
     def stages(self) -> int:
@@ -73,6 +79,7 @@ def make_forward(cfg: ForwardConfig):
     S_IDX = tuple(range(BN // 2))            # a thread's accumulator elements of S (and P)
     O_IDX = tuple(range(D // 2))             # and of O
     EMPTY_COUNT = 256                        # every consumer thread arrives
+    OVERLAP = int(cfg.overlap)
 
     @kj.jit(device=True)
     def key_limit(row, len_q, len_k):
@@ -85,7 +92,8 @@ def make_forward(cfg: ForwardConfig):
     @kj.jit(max_registers=168)
     def fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, seqlen_q, seqlen_k, group, scale_log2):
         smem = kj.shared.array(0, dtype)
-        bars = kj.shared.array(1 + 3 * STAGES, kj.uint64)  # q, k_full[s], v_full[s], empty[s]
+        # q; k_full[s], v_full[s]; k_empty[s], v_empty[s]
+        bars = kj.shared.array(1 + 4 * STAGES, kj.uint64)
         t = kj.threadIdx.x
         wg = t // 128
         h = kj.blockIdx.y
@@ -112,9 +120,8 @@ def make_forward(cfg: ForwardConfig):
         n_tiles = max((key_limit(m0 + BM - 1, len_q, len_k) + BN - 1) // BN, 0)
         if t == 0:
             kj.mbarrier.init(bars[0:], 1)
-            for s in kj.static_range(STAGES):
+            for s in kj.static_range(2 * STAGES):
                 kj.mbarrier.init(bars[1 + s:], 1)
-                kj.mbarrier.init(bars[1 + STAGES + s:], 1)
                 kj.mbarrier.init(bars[1 + 2 * STAGES + s:], EMPTY_COUNT)
             kj.fence_proxy_async()
         kj.syncthreads()
@@ -131,6 +138,7 @@ def make_forward(cfg: ForwardConfig):
             o_acc[i] = 0.0
         m_a, m_b = kj.float32(NEG_INF), kj.float32(NEG_INF)
         l_a, l_b = kj.float32(0.0), kj.float32(0.0)
+        alpha_a, alpha_b = kj.float32(1.0), kj.float32(1.0)
         lim_a = key_limit(row_a, len_q, len_k)
         lim_b = key_limit(row_a + 8, len_q, len_k)
         if wg == 0:
@@ -140,92 +148,110 @@ def make_forward(cfg: ForwardConfig):
                     kj.tma.load(smem[a * Q_ATOM:], q_map, q0 + m0, h, a * ATOM, bars[0:])
         else:
             kj.mbarrier.wait(bars[0:], 0)
-        for j in range(n_tiles):
+        # iteration j: the producer loads tile j; a consumer issues S_j = Q K_j^T, then
+        # O += P_{j-1} V_{j-1}, and computes the softmax of S_j while that GEMM runs
+        for j in range(n_tiles + 1):
             s = j % STAGES
             use = j // STAGES
+            sp = (j + STAGES - 1) % STAGES          # the stage of tile j - 1
             if wg == 0:
-                if t == 0:
+                if t == 0 and j < n_tiles:
                     if use > 0:
                         kj.mbarrier.wait(bars[1 + 2 * STAGES + s:], (use - 1) % 2)
                     kj.mbarrier.arrive_expect_tx(bars[1 + s:], TILE_BYTES)
                     for a in kj.static_range(ATOMS):
                         kj.tma.load(smem[K_BASE + s * KV + a * KV_ATOM:], k_map, k0 + j * BN,
                                     hk, a * ATOM, bars[1 + s:])
+                    if use > 0:
+                        kj.mbarrier.wait(bars[1 + 3 * STAGES + s:], (use - 1) % 2)
                     kj.mbarrier.arrive_expect_tx(bars[1 + STAGES + s:], TILE_BYTES)
                     for a in kj.static_range(ATOMS):
                         kj.tma.load(smem[V_BASE + s * KV + a * KV_ATOM:], v_map, k0 + j * BN,
                                     hk, a * ATOM, bars[1 + STAGES + s:])
             else:
-                # S = Q K^T for this warpgroup's 64 rows
-                kj.mbarrier.wait(bars[1 + s:], use % 2)
-                kj.wgmma.fence()
-                for kk in kj.static_range(D // 16):
-                    dq = kj.wgmma.descriptor(smem, (kk // 4) * Q_ATOM + c * 64 * ATOM
-                                             + (kk % 4) * 16, swizzle=128,
-                                             stride_byte_offset=1024)
-                    dk = kj.wgmma.descriptor(smem, K_BASE + s * KV + (kk // 4) * KV_ATOM
-                                             + (kk % 4) * 16, swizzle=128,
-                                             stride_byte_offset=1024)
-                    kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16), dtype=dtype,
-                                       scale_d=kk > 0)
-                kj.wgmma.commit_group()
-                kj.wgmma.wait_group(0, s_acc)
-                # masks: keys past the sequence's end, or past a row's causal limit
-                n0 = j * BN
-                if n0 + BN > lim_a or n0 + BN > lim_b:
-                    for i in S_IDX:
-                        col = n0 + 8 * (i // 4) + col_q + i % 2
-                        if (i // 2) % 2 == 0:
-                            if col >= lim_a:
+                # phase 0: O += P_{j-1} V_{j-1} to completion first (no overlap); phase 1:
+                # S_j = Q K_j^T, then (overlap) that P V behind it, to run under the softmax
+                for phase in kj.static_range(2):
+                    if phase == 1 and j < n_tiles:  # S_j for this warpgroup's 64 rows
+                        kj.mbarrier.wait(bars[1 + s:], use % 2)
+                        kj.wgmma.fence()
+                        for kk in kj.static_range(D // 16):
+                            dq = kj.wgmma.descriptor(smem, (kk // 4) * Q_ATOM + c * 64 * ATOM
+                                                     + (kk % 4) * 16, swizzle=128,
+                                                     stride_byte_offset=1024)
+                            dk = kj.wgmma.descriptor(smem, K_BASE + s * KV + (kk // 4)
+                                                     * KV_ATOM + (kk % 4) * 16, swizzle=128,
+                                                     stride_byte_offset=1024)
+                            kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16), dtype=dtype,
+                                               scale_d=kk > 0)
+                        kj.wgmma.commit_group()
+                    if j > 0 and phase == OVERLAP:  # P from registers, V MN-major
+                        kj.mbarrier.wait(bars[1 + STAGES + sp:], ((j - 1) // STAGES) % 2)
+                        kj.wgmma.fence()
+                        for kk in kj.static_range(BN // 16):
+                            dv = kj.wgmma.descriptor(smem, V_BASE + sp * KV + kk * 16 * ATOM,
+                                                     swizzle=128, leading_byte_offset=BN * 128,
+                                                     stride_byte_offset=1024)
+                            kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv, shape=(64, D, 16),
+                                               dtype=dtype, trans_b=1)
+                        kj.wgmma.commit_group()
+                        if not OVERLAP:
+                            kj.wgmma.wait_group(0, o_acc)
+                            kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])  # V_{j-1} is read
+                if j < n_tiles:
+                    if OVERLAP and j > 0:
+                        kj.wgmma.wait_group(1, s_acc)   # S_j done, P V may still run
+                    else:
+                        kj.wgmma.wait_group(0, s_acc)
+                    kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])  # K_j is read
+                    # masks: keys past the sequence's end, or past a row's causal limit
+                    n0 = j * BN
+                    if n0 + BN > lim_a or n0 + BN > lim_b:
+                        for i in S_IDX:
+                            col = n0 + 8 * (i // 4) + col_q + i % 2
+                            if (i // 2) % 2 == 0:
+                                if col >= lim_a:
+                                    s_acc[i] = NEG_INF
+                            elif col >= lim_b:
                                 s_acc[i] = NEG_INF
-                        elif col >= lim_b:
-                            s_acc[i] = NEG_INF
-                # the online softmax: row maxima over the 4 lanes of a row
-                mx_a, mx_b = m_a, m_b
-                for i in S_IDX:
-                    if (i // 2) % 2 == 0:
-                        mx_a = max(mx_a, s_acc[i])
-                    else:
-                        mx_b = max(mx_b, s_acc[i])
-                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
-                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
-                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
-                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
-                # a row that has seen no key yet keeps max -inf: subtract 0 instead
-                use_a = mx_a * scale_log2 if mx_a != NEG_INF else kj.float32(0.0)
-                use_b = mx_b * scale_log2 if mx_b != NEG_INF else kj.float32(0.0)
-                alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
-                alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
-                m_a, m_b = mx_a, mx_b
-                sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
-                for i in S_IDX:
-                    if (i // 2) % 2 == 0:
-                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
-                        sum_a += p
-                    else:
-                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
-                        sum_b += p
-                    s_acc[i] = p
-                l_a = l_a * alpha_a + sum_a
-                l_b = l_b * alpha_b + sum_b
-                for i in O_IDX:
-                    if (i // 2) % 2 == 0:
-                        o_acc[i] *= alpha_a
-                    else:
-                        o_acc[i] *= alpha_b
-                kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
-                # O += P V, P from registers, V MN-major (keys are its rows)
-                kj.mbarrier.wait(bars[1 + STAGES + s:], use % 2)
-                kj.wgmma.fence()
-                for kk in kj.static_range(BN // 16):
-                    dv = kj.wgmma.descriptor(smem, V_BASE + s * KV + kk * 16 * ATOM,
-                                             swizzle=128, leading_byte_offset=BN * 128,
-                                             stride_byte_offset=1024)
-                    kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv, shape=(64, D, 16),
-                                       dtype=dtype, trans_b=1)
-                kj.wgmma.commit_group()
-                kj.wgmma.wait_group(0, o_acc)
-                kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])
+                    # the online softmax: row maxima over the 4 lanes of a row
+                    mx_a, mx_b = m_a, m_b
+                    for i in S_IDX:
+                        if (i // 2) % 2 == 0:
+                            mx_a = max(mx_a, s_acc[i])
+                        else:
+                            mx_b = max(mx_b, s_acc[i])
+                    mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
+                    mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
+                    mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
+                    mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
+                    # a row that has seen no key yet keeps max -inf: subtract 0 instead
+                    use_a = mx_a * scale_log2 if mx_a != NEG_INF else kj.float32(0.0)
+                    use_b = mx_b * scale_log2 if mx_b != NEG_INF else kj.float32(0.0)
+                    alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
+                    alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
+                    m_a, m_b = mx_a, mx_b
+                    sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
+                    for i in S_IDX:
+                        if (i // 2) % 2 == 0:
+                            p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
+                            sum_a += p
+                        else:
+                            p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
+                            sum_b += p
+                        s_acc[i] = p
+                    l_a = l_a * alpha_a + sum_a
+                    l_b = l_b * alpha_b + sum_b
+                if OVERLAP and j > 0:
+                    kj.wgmma.wait_group(0, o_acc)
+                    kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])  # V_{j-1} is read
+                if j < n_tiles:  # O's rows rescaled to the new maxima; P_j to registers
+                    for i in O_IDX:
+                        if (i // 2) % 2 == 0:
+                            o_acc[i] *= alpha_a
+                        else:
+                            o_acc[i] *= alpha_b
+                    kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
         if wg > 0:
             l_a += kj.shfl_xor_sync(0xFFFFFFFF, l_a, 1)
             l_a += kj.shfl_xor_sync(0xFFFFFFFF, l_a, 2)
@@ -243,10 +269,11 @@ def make_forward(cfg: ForwardConfig):
             if lane % 4 == 0:
                 if row_a < len_q:
                     lse[lse_row, lse_col + row_a] = ((m_a * scale_log2 + math.log2(l_a)) * LN2
-                                          if l_a > 0.0 else kj.float32(NEG_INF))
+                                                     if l_a > 0.0 else kj.float32(NEG_INF))
                 if row_a + 8 < len_q:
-                    lse[lse_row, lse_col + row_a + 8] = ((m_b * scale_log2 + math.log2(l_b)) * LN2
-                                              if l_b > 0.0 else kj.float32(NEG_INF))
+                    lse[lse_row, lse_col + row_a + 8] = ((m_b * scale_log2 + math.log2(l_b))
+                                                         * LN2 if l_b > 0.0
+                                                         else kj.float32(NEG_INF))
 
     return fwd
 
@@ -262,4 +289,5 @@ def forward_kernel(cfg: ForwardConfig):
     return kernel
 
 
-__all__ = ["BM", "BN", "THREADS", "ForwardConfig", "forward_kernel", "make_forward"]
+__all__ = ["BM", "BN", "OVERLAP_BY_HEAD_DIM", "THREADS", "ForwardConfig", "forward_kernel",
+           "make_forward"]

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from . import backward as B
-from .forward import ATOM, BM, BN, THREADS, ForwardConfig, forward_kernel
+from .forward import ATOM, BM, BN, OVERLAP_BY_HEAD_DIM, THREADS, ForwardConfig, forward_kernel
 
 DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 HEAD_DIMS = (64, 128)
@@ -132,7 +132,7 @@ def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None 
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = _new(q, qs, dtype)
     lse = _new(q, (batch, heads, sq), "float32")
-    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), False)
+    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), False, OVERLAP_BY_HEAD_DIM[d])
     if batch and sq and heads:
         _launch(cfg, _rows(o, batch * sq), lse.reshape(batch * heads, sq),
                 _rows(q, batch * sq), _rows(k, batch * sk),
@@ -189,7 +189,7 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = _new(q, qs, dtype)
     lse = _new(q, (heads, total_q), "float32")
-    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), True)
+    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), True, OVERLAP_BY_HEAD_DIM[d])
     if batch > 0 and max_seqlen_q > 0 and total_q:
         _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
                 (-(-int(max_seqlen_q) // BM), heads, batch))
