@@ -101,6 +101,18 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
 
 
 @triton.jit
+def _query_rows(q_ptr, do_ptr, lse_ptr, delta_ptr, base, bh, offs_m, offs_d, sm, seqlen):
+    """Rows ``offs_m`` of q and do (zeros past the end), and their lse (log2) and Delta."""
+    off = base + offs_m[:, None] * sm + offs_d[None, :]
+    rows = offs_m[:, None] < seqlen
+    q = tl.load(q_ptr + off, mask=rows, other=0.0)
+    do = tl.load(do_ptr + off, mask=rows, other=0.0)
+    lse2 = tl.load(lse_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+    delta = tl.load(delta_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+    return q, do, lse2, delta
+
+
+@triton.jit
 def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, qk_scale, sm_scale,
           seqlen, heads, sb, sh, sm, D: tl.constexpr, BLOCK_M: tl.constexpr,
           BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
@@ -119,11 +131,8 @@ def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, qk_sc
     lo = (nb * BLOCK_N) // BLOCK_M * BLOCK_M if CAUSAL else 0
     for start in range(lo, seqlen, BLOCK_M):
         offs_m = start + tl.arange(0, BLOCK_M)
-        q_off = base + offs_m[:, None] * sm + offs_d[None, :]
-        q = tl.load(q_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
-        do = tl.load(do_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
-        lse2 = tl.load(lse_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
-        delta = tl.load(delta_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+        q, do, lse2, delta = _query_rows(q_ptr, do_ptr, lse_ptr, delta_ptr, base, bh, offs_m,
+                                         offs_d, sm, seqlen)
         st = tl.dot(k, tl.trans(q)) * qk_scale               # (BLOCK_N, BLOCK_M)
         pt = tl.math.exp2(st - lse2[None, :])
         keep = (offs_m[None, :] < seqlen) & (offs_n[:, None] < seqlen)
@@ -149,11 +158,8 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, qk_scale, sm_sc
     base = (bh // heads) * sb + (bh % heads) * sh
     offs_m = mb * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, D)
-    q_off = base + offs_m[:, None] * sm + offs_d[None, :]
-    q = tl.load(q_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
-    do = tl.load(do_ptr + q_off, mask=offs_m[:, None] < seqlen, other=0.0)
-    lse2 = tl.load(lse_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
-    delta = tl.load(delta_ptr + bh * seqlen + offs_m, mask=offs_m < seqlen, other=0.0)
+    q, do, lse2, delta = _query_rows(q_ptr, do_ptr, lse_ptr, delta_ptr, base, bh, offs_m,
+                                     offs_d, sm, seqlen)
     dq = tl.zeros([BLOCK_M, D], tl.float32)
     hi = tl.minimum((mb + 1) * BLOCK_M, seqlen) if CAUSAL else seqlen
     for start in range(0, hi, BLOCK_N):
@@ -170,7 +176,7 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, qk_scale, sm_sc
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k)
-    tl.store(dq_ptr + q_off, (dq * sm_scale).to(dq_ptr.dtype.element_ty),
+    tl.store(dq_ptr + base + offs_m[:, None] * sm + offs_d[None, :], (dq * sm_scale).to(dq_ptr.dtype.element_ty),
              mask=offs_m[:, None] < seqlen)
 
 

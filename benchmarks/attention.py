@@ -52,6 +52,18 @@ def timed(fn, sets, reps: int) -> float:
     return float(np.median(times))
 
 
+def autograd_step(forward):
+    """A backward maker for a differentiable ``forward(q, k, v, causal)``: runs the forward
+    once, then gives a step that runs its backward (the graph kept for the next step)."""
+    def make(q, k, v, causal):
+        import torch
+        q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
+        out = forward(q, k, v, causal)
+        do = torch.randn_like(out)
+        return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+    return make
+
+
 def implementations(with_triton: bool):
     """name -> forward(q, k, v, causal) on (batch, seqlen, heads, dim) tensors, returning the
     output in that layout; and name -> backward maker where one exists."""
@@ -94,13 +106,7 @@ def implementations(with_triton: bool):
                     q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                     is_causal=causal).transpose(1, 2)
         fwd[name] = sdpa
-
-        def sdpa_bwd(q, k, v, causal, sdpa=sdpa):
-            q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
-            out = sdpa(q, k, v, causal)
-            do = torch.randn_like(out)
-            return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-        bwd[name] = sdpa_bwd
+        bwd[name] = autograd_step(sdpa)
     if with_triton:
         try:
             sys.path.insert(0, os.path.dirname(__file__))
@@ -127,13 +133,7 @@ def implementations(with_triton: bool):
             out = fa.flash_attn_func(q, k, v, causal=causal)
             return out[0] if isinstance(out, tuple) else out
         fwd[label] = fa_fwd
-
-        def fa_bwd(q, k, v, causal, fa_fwd=fa_fwd):
-            q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
-            out = fa_fwd(q, k, v, causal)
-            do = torch.randn_like(out)
-            return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-        bwd[label] = fa_bwd
+        bwd[label] = autograd_step(fa_fwd)
         break
     return fwd, bwd
 

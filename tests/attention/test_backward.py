@@ -13,7 +13,7 @@ import pytest
 
 from kaiojit.lib import attention as A
 from tests.attention import reference
-from tests.attention.test_forward import EPS, device, tensor
+from tests.attention.test_forward import EPS, packed, tensor
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng()
@@ -61,14 +61,8 @@ def test_backward(kj_backend, batch, sq, sk, heads, kv_heads, d, dtype, causal):
 
 
 def varlen_case(lens_q, lens_k, heads, kv_heads, d, dtype, causal):
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    q, q64 = tensor((cu_q[-1], heads, d), dtype)
-    k, k64 = tensor((cu_k[-1], kv_heads, d), dtype)
-    v, v64 = tensor((cu_k[-1], kv_heads, d), dtype)
-    do, do64 = tensor((cu_q[-1], heads, d), dtype)
-    dev_q, dev_k = (torch.from_numpy(x).to(device()) for x in (cu_q, cu_k))
-    args = (dev_q, dev_k, max(lens_q), max(lens_k))
+    (cu_q, cu_k), args, ((q, q64), (k, k64), (v, v64), (do, do64)) = packed(
+        lens_q, lens_k, heads, kv_heads, d, dtype)
     out, lse = A.attention_varlen(q, k, v, *args, causal=causal, return_lse=True)
     dq, dk, dv = A.attention_varlen_backward(do, q, k, v, out, lse, *args, causal=causal)
     for i in range(len(lens_q)):

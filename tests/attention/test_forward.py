@@ -81,16 +81,23 @@ def test_overlapped_schedule(kj_backend, monkeypatch):
     varlen_case([37, 130, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)
 
 
-def varlen_case(lens_q, lens_k, heads, kv_heads, d, dtype, causal):
+def packed(lens_q, lens_k, heads, kv_heads, d, dtype):
+    """A packed batch: (cu_q, cu_k) as NumPy, the varlen arguments after q, k, v (device
+    cu_seqlens, max lengths), and q, k, v, do as (tensor, float64) pairs."""
     cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    q, q64 = tensor((cu_q[-1], heads, d), dtype)
-    k, k64 = tensor((cu_k[-1], kv_heads, d), dtype)
-    v, v64 = tensor((cu_k[-1], kv_heads, d), dtype)
+    args = (torch.from_numpy(cu_q).to(device()), torch.from_numpy(cu_k).to(device()),
+            max(lens_q), max(lens_k))
+    tensors = [tensor((cu[-1], n, d), dtype) for cu, n in ((cu_q, heads), (cu_k, kv_heads),
+                                                           (cu_k, kv_heads), (cu_q, heads))]
+    return (cu_q, cu_k), args, tensors
+
+
+def varlen_case(lens_q, lens_k, heads, kv_heads, d, dtype, causal):
+    (cu_q, cu_k), args, ((q, q64), (k, k64), (v, v64), _) = packed(lens_q, lens_k, heads,
+                                                                   kv_heads, d, dtype)
     scale = 1 / math.sqrt(d)
-    out, lse = A.attention_varlen(q, k, v, torch.from_numpy(cu_q).to(device()),
-                                  torch.from_numpy(cu_k).to(device()), max(lens_q), max(lens_k),
-                                  causal=causal, return_lse=True)
+    out, lse = A.attention_varlen(q, k, v, *args, causal=causal, return_lse=True)
     for i in range(len(lens_q)):
         qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
         want, want_lse = reference.forward(q64[qs], k64[ks], v64[ks], causal, scale)

@@ -181,21 +181,19 @@ def make_main(cfg: BackwardConfig):
             # S^T = K Q^T and dP^T = V dO^T (this warpgroup's 64 keys x 64 queries)
             kj.wgmma.fence()
             for kk in kj.static_range(D // 16):
-                koff = (kk // 4) * KV_ATOM + c * 64 * ATOM + (kk % 4) * 16
+                koff = (kk // 4) * KV_ATOM + c * 64 * ATOM + (kk % 4) * 16  # my 64 keys
                 qoff = (kk // 4) * Q_ATOM + (kk % 4) * 16
-                kj.wgmma.mma_async(st_acc, kj.wgmma.descriptor(smem, K_BASE + koff, swizzle=128,
-                                                               stride_byte_offset=1024),
-                                   kj.wgmma.descriptor(smem, qs + qoff, swizzle=128,
-                                                       stride_byte_offset=1024),
-                                   shape=(64, BM, 16), dtype=dtype, scale_d=kk > 0)
-            for kk in kj.static_range(D // 16):
-                koff = (kk // 4) * KV_ATOM + c * 64 * ATOM + (kk % 4) * 16
-                qoff = (kk // 4) * Q_ATOM + (kk % 4) * 16
-                kj.wgmma.mma_async(dp_acc, kj.wgmma.descriptor(smem, V_BASE + koff, swizzle=128,
-                                                               stride_byte_offset=1024),
-                                   kj.wgmma.descriptor(smem, dos + qoff, swizzle=128,
-                                                       stride_byte_offset=1024),
-                                   shape=(64, BM, 16), dtype=dtype, scale_d=kk > 0)
+                for which in kj.static_range(2):  # S^T from K and Q; dP^T from V and dO
+                    da = kj.wgmma.descriptor(smem, (V_BASE if which else K_BASE) + koff,
+                                             swizzle=128, stride_byte_offset=1024)
+                    db = kj.wgmma.descriptor(smem, (dos if which else qs) + qoff,
+                                             swizzle=128, stride_byte_offset=1024)
+                    if which:
+                        kj.wgmma.mma_async(dp_acc, da, db, shape=(64, BM, 16), dtype=dtype,
+                                           scale_d=kk > 0)
+                    else:
+                        kj.wgmma.mma_async(st_acc, da, db, shape=(64, BM, 16), dtype=dtype,
+                                           scale_d=kk > 0)
             kj.wgmma.commit_group()
             kj.wgmma.wait_group(0, st_acc)
             kj.wgmma.wait_group(0, dp_acc)
