@@ -25,9 +25,10 @@ def backward_signature(t: str) -> str:
             "float32)")
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_forward_ptx(causal):
-    cfg = F.ForwardConfig(128, "bf16", causal, False)
+@pytest.mark.parametrize("causal, lockstep", [(False, True), (True, False)])
+def test_forward_ptx(causal, lockstep):
+    """The lockstep form (the cpu backend's) and the split one (the GPU's)."""
+    cfg = F.ForwardConfig(128, "bf16", causal, False, lockstep=lockstep)
     ptx = kj.compile_ptx(F.forward_kernel(cfg), forward_signature("bfloat16"), arch="sm_90")
     assert ".target sm_90a" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx

@@ -101,6 +101,14 @@ def _check_qkv(q, k, v, packed: bool) -> tuple[tuple, tuple, str]:
     return qs, ks, qt
 
 
+def _config(d: int, dtype: str, causal: bool, varlen: bool) -> ForwardConfig:
+    """The forward's configuration: the split (warp-specialized) form on a GPU, the lockstep
+    form elsewhere (the cpu backend runs a block branch by branch)."""
+    import kaiojit as kj
+    return ForwardConfig(d, DTYPES[dtype], bool(causal), varlen, OVERLAP_BY_HEAD_DIM[d],
+                         lockstep=kj.backend() != "cuda")
+
+
 def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, seqlen_k: int,
             group: int, scale: float, grid: tuple) -> None:
     import numpy as np
@@ -132,7 +140,7 @@ def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None 
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = _new(q, qs, dtype)
     lse = _new(q, (batch, heads, sq), "float32")
-    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), False, OVERLAP_BY_HEAD_DIM[d])
+    cfg = _config(d, dtype, causal, False)
     if batch and sq and heads:
         _launch(cfg, _rows(o, batch * sq), lse.reshape(batch * heads, sq),
                 _rows(q, batch * sq), _rows(k, batch * sk),
@@ -189,7 +197,7 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = _new(q, qs, dtype)
     lse = _new(q, (heads, total_q), "float32")
-    cfg = ForwardConfig(d, DTYPES[dtype], bool(causal), True, OVERLAP_BY_HEAD_DIM[d])
+    cfg = _config(d, dtype, causal, True)
     if batch > 0 and max_seqlen_q > 0 and total_q:
         _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
                 (-(-int(max_seqlen_q) // BM), heads, batch))
