@@ -114,8 +114,10 @@ def test_varlen(kj_backend):
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("overlap", [False, True])
-def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, overlap):
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, overlap, lockstep):
     monkeypatch.setitem(F.OVERLAP_BY_HEAD_DIM, d, overlap)
+    monkeypatch.setattr(F, "LOCKSTEP_ON_GPU", lockstep)
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)
     varlen_case([37, 1030, 1, 400], [50, 1029, 3, 400], 4, 1, d, dtype, causal)

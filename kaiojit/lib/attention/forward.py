@@ -39,6 +39,9 @@ LN2 = math.log(2.0)
 # whether kaiojit.lib.attention's forward uses the intra-warpgroup overlap, by head dim (both
 # schedules compute the same; benchmarks/attention.py times both)
 OVERLAP_BY_HEAD_DIM = {64: False, 128: False}
+# the lockstep form on the GPU too (the gpu tests compare both forms); the cpu backend always
+# runs it
+LOCKSTEP_ON_GPU = False
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,10 @@ def _config(d: int, dtype: str, causal: bool, varlen: bool) -> ForwardConfig:
     """The forward's configuration: the split (warp-specialized) form on a GPU, the lockstep
     form elsewhere (the cpu backend runs a block branch by branch)."""
     import kaiojit as kj
+
+    from . import forward
     return ForwardConfig(d, DTYPES[dtype], bool(causal), varlen, OVERLAP_BY_HEAD_DIM[d],
-                         lockstep=kj.backend() != "cuda")
+                         lockstep=kj.backend() != "cuda" or forward.LOCKSTEP_ON_GPU)
 
 
 def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, seqlen_k: int,
