@@ -3,8 +3,6 @@ and backward of head dim 128 (the largest register footprint), with the wgmma fo
 
 from __future__ import annotations
 
-import pytest
-
 import kaiojit as kj
 from kaiojit.lib.attention import backward as B
 from kaiojit.lib.attention import forward as F
@@ -25,10 +23,9 @@ def backward_signature(t: str) -> str:
             "float32)")
 
 
-@pytest.mark.parametrize("causal, lockstep", [(False, True), (True, False)])
-def test_forward_ptx(causal, lockstep):
-    """The lockstep form (the cpu backend's) and the split one (the GPU's)."""
-    cfg = F.ForwardConfig(128, "bf16", causal, False, lockstep=lockstep)
+def test_forward_ptx():
+    """The split form (the GPU's; the cpu backend runs the lockstep one), causal."""
+    cfg = F.ForwardConfig(128, "bf16", True, False, lockstep=False)
     ptx = kj.compile_ptx(F.forward_kernel(cfg), forward_signature("bfloat16"), arch="sm_90")
     assert ".target sm_90a" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
