@@ -134,6 +134,15 @@ def test_kaiojit_arrays(kj_backend):
     assert np.abs(got - want).max() <= 4 * EPS["f16"] * np.abs(v).max()
 
 
+def test_no_keys(kj_backend):
+    """seqlen_k == 0: every row is 0, its lse -inf (nothing launched but a fill)."""
+    q, _ = tensor((2, 5, 2, 64), "bf16")
+    kv, _ = tensor((2, 0, 1, 64), "bf16")
+    out, lse = A.attention(q, kv, kv, return_lse=True)
+    assert out.shape == q.shape and (out == 0).all()
+    assert lse.shape == (2, 2, 5) and bool(torch.isneginf(lse).all())
+
+
 @pytest.mark.parametrize("make, words", [
     (lambda t: (t((1, 8, 2, 64)), t((1, 8, 2, 32)), t((1, 8, 2, 32))), "head_dim must be 64"),
     (lambda t: (t((1, 8, 3, 64)), t((1, 8, 2, 64)), t((1, 8, 2, 64))), "multiple of k's"),

@@ -56,6 +56,24 @@ def _new(like: Any, shape: tuple, dtype: str) -> Any:
     return kj.device_array(shape, like.dtype)
 
 
+_FILL: list = []
+
+
+def _fill(x: Any, value: float) -> None:
+    """Every element of ``x`` set to ``value`` (a kernel: any array kind)."""
+    import kaiojit as kj
+    if not _FILL:
+        @kj.jit
+        def fill(a, v):
+            i = kj.grid(1)
+            if i < a.size:
+                a[i] = v
+        _FILL.append(fill)
+    n = math.prod(x.shape)
+    if n:
+        _FILL[0][-(-n // 256), 256](x.reshape(n), value)
+
+
 def _rows(x: Any, rows: int) -> Any:
     """``x`` (batch, seqlen, heads, dim) viewed as (batch * seqlen, heads, dim)."""
     return x.reshape(rows, x.shape[2], x.shape[3])
@@ -143,7 +161,10 @@ def attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None 
     o = _new(q, qs, dtype)
     lse = _new(q, (batch, heads, sq), "float32")
     cfg = _config(d, dtype, causal, False)
-    if batch and sq and heads:
+    if batch and sq and heads and not sk:  # no key: every row is 0 with lse -inf
+        _fill(o, 0.0)
+        _fill(lse, -math.inf)
+    elif batch and sq and heads:
         _launch(cfg, _rows(o, batch * sq), lse.reshape(batch * heads, sq),
                 _rows(q, batch * sq), _rows(k, batch * sk),
                 _rows(v, batch * sk), _no_lengths(), _no_lengths(), sq, sk, heads // ks[2],
@@ -200,7 +221,10 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
     o = _new(q, qs, dtype)
     lse = _new(q, (heads, total_q), "float32")
     cfg = _config(d, dtype, causal, True)
-    if batch > 0 and max_seqlen_q > 0 and total_q:
+    if batch > 0 and max_seqlen_q > 0 and total_q and not ks[0]:
+        _fill(o, 0.0)
+        _fill(lse, -math.inf)
+    elif batch > 0 and max_seqlen_q > 0 and total_q:
         _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
                 (-(-int(max_seqlen_q) // BM), heads, batch))
     return (o, lse) if return_lse else o
@@ -262,19 +286,11 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
         finish[-(-n // 256), 256](dq.reshape(n), dq_acc.reshape(n), np.float32(scale))
     else:
         for x in (dq, dk, dv):
-            _zero(x)
+            _fill(x, 0.0)
     if reshape is not None:
         q, k = reshape
         return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(k.shape)
     return dq, dk, dv
-
-
-def _zero(x: Any) -> None:
-    """Fill an (empty-sized or small) array of the output with zeros."""
-    if hasattr(x, "zero_"):
-        x.zero_()
-    elif hasattr(x, "fill"):
-        x.fill(0)
 
 
 def _lengths(cu_seqlens_q: Any, cu_seqlens_k: Any) -> int:
