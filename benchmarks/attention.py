@@ -118,7 +118,8 @@ def implementations(with_triton: bool):
                 q, k, v = (x.transpose(1, 2) for x in (q, k, v))
                 out, lse = T.attention(q, k, v, causal)
                 do = torch.randn_like(out)
-                return lambda: T.attention_backward(do, q, k, v, out, lse, causal)
+                return lambda: tuple(g.transpose(1, 2) for g in
+                                     T.attention_backward(do, q, k, v, out, lse, causal))
             bwd["triton (tutorial)"] = triton_bwd
         except Exception as e:  # noqa: BLE001 - a peer that does not import is reported
             print(f"  triton: not importable ({type(e).__name__}: {e})")
@@ -138,7 +139,8 @@ def implementations(with_triton: bool):
     return fwd, bwd
 
 
-def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int) -> None:
+def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
+          budget: float = 420.0) -> None:
     import torch
     tt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
     fwd, bwd = implementations(with_triton=True)
@@ -150,56 +152,78 @@ def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int) -> None:
         bwd.pop("kaiojit", None)
     print(f"attention, batch {BATCH}, {HEADS} heads, {dtype}; TFLOP/s (fraction of {PEAK:.0f})")
     print(f"  {torch.cuda.get_device_name()}; implementations: {', '.join(fwd)}")
-    for d in dims:
-        for causal in causals:
-            for s in seqs:
-                gen = torch.Generator(device="cuda").manual_seed(s + d)
-                sets = [tuple(torch.randn(BATCH, s, HEADS, d, device="cuda", dtype=tt,
-                                          generator=gen) for _ in range(3)) for _ in range(2)]
-                head = f"d={d:3d} {'causal' if causal else 'full  '} seq={s:5d}"
-                ref, best = _reference(fwd, sets[0], causal), {}
-                for name, f in fwd.items():
-                    row = f"{head} fwd {name:22s}"
-                    try:
-                        out = f(*sets[0], causal)
-                        torch.cuda.synchronize()
-                        if ref is not None and not name.startswith("sdpa"):
-                            err = float((out.float() - ref).abs().max())
-                            assert err < 3e-2, f"differs from SDPA by {err:.3g}"
-                        del out
-                        t = timed(lambda q, k, v, f=f, c=causal: f(q, k, v, c), sets, reps)
-                        tf = flops(s, d, causal, False) / t / 1e12
-                        best[name] = tf
-                        print(f"{row} {tf:7.1f} TFLOP/s {tf / PEAK:6.1%}  {t * 1e3:8.3f} ms",
-                              flush=True)
-                    except Exception as e:  # noqa: BLE001 - one failure does not stop the run
-                        print(f"{row} failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}",
-                              flush=True)
-                _ratio_line(head, "fwd", best)
-                if backward:
-                    bbest = {}
-                    for name, make in bwd.items():
-                        row = f"{head} bwd {name:22s}"
-                        try:
-                            step = make(*sets[0], causal)
-                            t = timed(lambda *_, step=step: step(), sets[:1], max(reps // 2, 3))
-                            tf = flops(s, d, causal, True) / t / 1e12
-                            bbest[name] = tf
-                            print(f"{row} {tf:7.1f} TFLOP/s {tf / PEAK:6.1%}  {t * 1e3:8.3f} ms",
-                                  flush=True)
-                        except Exception as e:  # noqa: BLE001
-                            print(f"{row} failed: {type(e).__name__}: "
-                                  f"{str(e).splitlines()[0][:120]}", flush=True)
-                    _ratio_line(head, "bwd", bbest)
-                del sets
+    start = time.time()
+    for s in seqs:  # the short sequences of every shape first: a cut-off run keeps them
+        for d in dims:
+            for causal in causals:
+                if time.time() - start > budget:
+                    print(f"d={d} causal={causal} seq={s}: skipped, past the {budget:.0f} s "
+                          "budget", flush=True)
+                    continue
+                run_shape(fwd, bwd if backward else {}, s, d, causal, tt, reps)
                 torch.cuda.empty_cache()
 
 
-def _reference(fwd: dict, inputs: tuple, causal: bool):
-    """The first SDPA backend's output that runs (float32), or None."""
+def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int) -> None:
+    """The rows of one shape: each forward, then each backward, checked against the first
+    SDPA backend's result, then timed."""
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(s + d)
+    sets = [tuple(torch.randn(BATCH, s, HEADS, d, device="cuda", dtype=tt, generator=gen)
+                  for _ in range(3)) for _ in range(2)]
+    head = f"d={d:3d} {'causal' if causal else 'full  '} seq={s:5d}"
+    ref = _reference(fwd, sets[0], causal)
+    best = {}
     for name, f in fwd.items():
+        def check(name=name, f=f):
+            if ref is not None and not name.startswith("sdpa"):
+                _assert_close(f(*sets[0], causal), ref, "output")
+            return lambda q, k, v: f(q, k, v, causal), sets, reps
+        best[name] = _row(f"{head} fwd {name:22s}", check, flops(s, d, causal, False))
+    _ratio_line(head, "fwd", best)
+    if not bwd:
+        return
+    ref_grads = _reference(bwd, sets[0], causal, grads=True)
+    best = {}
+    for name, make in bwd.items():
+        def check(name=name, make=make):
+            step = make(*sets[0], causal)
+            grads = step()
+            if ref_grads is not None and not name.startswith("sdpa"):
+                for what, g, r in zip(("dq", "dk", "dv"), grads, ref_grads):
+                    _assert_close(g, r, what)
+            return lambda *_: step(), sets[:1], max(reps // 2, 3)
+        best[name] = _row(f"{head} bwd {name:22s}", check, flops(s, d, causal, True))
+    _ratio_line(head, "bwd", best)
+
+
+def _assert_close(got, want, what: str) -> None:
+    err = float((got.float() - want).abs().max() / want.abs().max())
+    assert err < 3e-2, f"{what} differs from SDPA's by {err:.3g} of its largest element"
+
+
+def _row(label: str, check, work: float) -> float | None:
+    """Check, then time one row and print it; a failure prints its error (the run goes on).
+    ``check()`` gives (fn, input sets, reps) once the result is checked."""
+    try:
+        fn, sets, reps = check()
+        t = timed(fn, sets, reps)
+        tf = work / t / 1e12
+        print(f"{label} {tf:7.1f} TFLOP/s {tf / PEAK:6.1%}  {t * 1e3:8.3f} ms", flush=True)
+        return tf
+    except Exception as e:  # noqa: BLE001 - one failure does not stop the run
+        print(f"{label} failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}", flush=True)
+        return None
+
+
+def _reference(table: dict, inputs: tuple, causal: bool, grads: bool = False):
+    """The first SDPA backend's output (or, with ``grads``, gradients) that runs, in float32;
+    None if none does."""
+    for name, f in table.items():
         if name.startswith("sdpa"):
             try:
+                if grads:
+                    return [g.float() for g in f(*inputs, causal)()]
                 return f(*inputs, causal).float()
             except Exception as e:  # noqa: BLE001 - the next backend
                 print(f"  {name}: no reference ({type(e).__name__})")
@@ -243,8 +267,8 @@ def kaiojit_runs() -> set:
 
 
 def _ratio_line(head: str, kind: str, best: dict) -> None:
-    sdpa = [v for k, v in best.items() if k.startswith("sdpa")]
-    ours = [v for k, v in best.items() if k.startswith("kaiojit")]
+    sdpa = [v for k, v in best.items() if k.startswith("sdpa") and v]
+    ours = [v for k, v in best.items() if k.startswith("kaiojit") and v]
     if ours and sdpa:
         print(f"{head} {kind} kaiojit (best schedule) / fastest SDPA: "
               f"{max(ours) / max(sdpa):.2f}x", flush=True)
@@ -279,6 +303,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-backward", action="store_true")
+    ap.add_argument("--budget", type=float, default=420.0,
+                    help="seconds after which the remaining shapes are skipped")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     if args.check:
@@ -288,7 +314,7 @@ def main() -> None:
     try:
         sweep([int(x) for x in args.seqs.split(",")], [int(x) for x in args.dims.split(",")],
               [bool(int(x)) for x in args.causal.split(",")], args.dtype,
-              not args.no_backward, args.reps)
+              not args.no_backward, args.reps, args.budget)
     except Exception:  # noqa: BLE001 - the unattended run keeps its log
         traceback.print_exc()
     print(f"sweep took {time.time() - t0:.0f} s")
