@@ -55,11 +55,10 @@ def timed(fn, sets, reps: int) -> float:
 def autograd_step(forward):
     """A backward maker for a differentiable ``forward(q, k, v, causal)``: runs the forward
     once, then gives a step that runs its backward (the graph kept for the next step)."""
-    def make(q, k, v, causal):
+    def make(q, k, v, causal, do):
         import torch
         q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
         out = forward(q, k, v, causal)
-        do = torch.randn_like(out)
         return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
     return make
 
@@ -67,7 +66,6 @@ def autograd_step(forward):
 def implementations(with_triton: bool):
     """name -> forward(q, k, v, causal) on (batch, seqlen, heads, dim) tensors, returning the
     output in that layout; and name -> backward maker where one exists."""
-    import torch
     import torch.nn.functional as F
 
     from kaiojit.lib import attention as A
@@ -87,9 +85,8 @@ def implementations(with_triton: bool):
             F.OVERLAP_BY_HEAD_DIM[d] = saved
     fwd["kaiojit other schedule"] = overlapped
     if hasattr(A, "attention_backward"):
-        def kj_bwd(q, k, v, causal):
+        def kj_bwd(q, k, v, causal, do):
             out, lse = A.attention(q, k, v, causal=causal, return_lse=True)
-            do = torch.randn_like(out)
             return lambda: A.attention_backward(do, q, k, v, out, lse, causal=causal)
         bwd["kaiojit"] = kj_bwd
     try:
@@ -114,10 +111,9 @@ def implementations(with_triton: bool):
             fwd["triton (tutorial)"] = lambda q, k, v, causal: T.attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal)[0].transpose(1, 2)
 
-            def triton_bwd(q, k, v, causal):
-                q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+            def triton_bwd(q, k, v, causal, do):
+                q, k, v, do = (x.transpose(1, 2) for x in (q, k, v, do))
                 out, lse = T.attention(q, k, v, causal)
-                do = torch.randn_like(out)
                 return lambda: tuple(g.transpose(1, 2) for g in
                                      T.attention_backward(do, q, k, v, out, lse, causal))
             bwd["triton (tutorial)"] = triton_bwd
@@ -183,11 +179,12 @@ def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int)
     _ratio_line(head, "fwd", best)
     if not bwd:
         return
-    ref_grads = _reference(bwd, sets[0], causal, grads=True)
+    do = torch.randn(BATCH, s, HEADS, d, device="cuda", dtype=tt, generator=gen)
+    ref_grads = _reference(bwd, sets[0], causal, grads=do)
     best = {}
     for name, make in bwd.items():
         def check(name=name, make=make):
-            step = make(*sets[0], causal)
+            step = make(*sets[0], causal, do)
             grads = step()
             if ref_grads is not None and not name.startswith("sdpa"):
                 for what, g, r in zip(("dq", "dk", "dv"), grads, ref_grads):
@@ -216,14 +213,14 @@ def _row(label: str, check, work: float) -> float | None:
         return None
 
 
-def _reference(table: dict, inputs: tuple, causal: bool, grads: bool = False):
-    """The first SDPA backend's output (or, with ``grads``, gradients) that runs, in float32;
-    None if none does."""
+def _reference(table: dict, inputs: tuple, causal: bool, grads=None):
+    """The first SDPA backend's output (or, given the upstream gradient ``grads``, the
+    gradients) that runs, in float32; None if none does."""
     for name, f in table.items():
         if name.startswith("sdpa"):
             try:
-                if grads:
-                    return [g.float() for g in f(*inputs, causal)()]
+                if grads is not None:
+                    return [g.float() for g in f(*inputs, causal, grads)()]
                 return f(*inputs, causal).float()
             except Exception as e:  # noqa: BLE001 - the next backend
                 print(f"  {name}: no reference ({type(e).__name__})")
