@@ -110,3 +110,18 @@ def test_autograd(kj_backend):
     want = autograd_grads(q64[0], k64[0], v64[0], do64[0], True, 1 / math.sqrt(64))
     for name, got, w in zip(("dq", "dk", "dv"), grads, want):
         check_grad(name, got[0], w, "bf16")
+
+
+@pytest.mark.parametrize("which, words", [
+    ("do", "do must have q's shape and type"),
+    ("out", "out must have q's shape and type"),
+    ("lse", r"lse must be the forward's float32 log-sum-exp of shape \(1, 2, 8\)"),
+])
+def test_backward_argument_errors(kj_backend, which, words):
+    q, _ = tensor((1, 8, 2, 64), "bf16")
+    args = {"do": q, "out": q, "lse": torch.zeros((1, 2, 8), dtype=torch.float32,
+                                                  device=q.device)}
+    args[which] = torch.zeros((1, 8, 2, 32), dtype=torch.float16, device=q.device) \
+        if which != "lse" else torch.zeros((2, 8), dtype=torch.float32, device=q.device)
+    with pytest.raises(ValueError, match=words):
+        A.attention_backward(args["do"], q, q, q, args["out"], args["lse"])

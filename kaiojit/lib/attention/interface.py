@@ -236,6 +236,7 @@ def attention_backward(do: Any, q: Any, k: Any, v: Any, out: Any, lse: Any,
     from its output and log-sum-exp (``return_lse=True``)."""
     qs, ks, dtype = _check_qkv(q, k, v, packed=False)
     batch, sq, heads, _ = qs
+    _check_saved(do, out, lse, qs, dtype, (batch, heads, sq))
     sk = ks[1]
     rows_q, rows_k = batch * sq, batch * sk
     return _backward(_rows(do, rows_q), _rows(q, rows_q), _rows(k, rows_k), _rows(v, rows_k),
@@ -250,8 +251,24 @@ def attention_varlen_backward(do: Any, q: Any, k: Any, v: Any, out: Any, lse: An
     """(dq, dk, dv) of ``attention_varlen``; ``lse`` as it returned it (heads, total_q)."""
     qs, ks, dtype = _check_qkv(q, k, v, packed=True)
     batch = _lengths(cu_seqlens_q, cu_seqlens_k)
+    _check_saved(do, out, lse, qs, dtype, (qs[1], qs[0]))
     return _backward(do, q, k, v, out, lse, qs, ks, dtype, causal, scale, cu_seqlens_q,
                      cu_seqlens_k, 0, 0, batch, max_seqlen_k, reshape=None)
+
+
+def _check_saved(do: Any, out: Any, lse: Any, qs: tuple, dtype: str, lse_shape: tuple) -> None:
+    """The backward's other arguments: do and out like q, lse as the forward returned it."""
+    for name, x in (("do", do), ("out", out)):
+        shape, t = _info(x, name)
+        if shape != qs or t != dtype:
+            raise ValueError(f"attention_backward: {name} must have q's shape and type "
+                             f"({qs}, {dtype}), got {shape}, {t}")
+    from ...runtime.interop import array_info
+    info = array_info(lse)
+    if info is None or info[3].dtype.name != "float32" or tuple(info[1]) != lse_shape:
+        got = "not a device array" if info is None else f"{tuple(info[1])} {info[3].dtype}"
+        raise ValueError(f"attention_backward: lse must be the forward's float32 log-sum-exp "
+                         f"of shape {lse_shape}, got {got}")
 
 
 def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k, seqlen_q,
