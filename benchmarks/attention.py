@@ -13,6 +13,7 @@ row is guarded, so one failure prints its error and the sweep goes on.
     PYTHONPATH=. python3 benchmarks/attention.py                 # the whole sweep (~5 min)
     PYTHONPATH=. python3 benchmarks/attention.py --seqs 1024,4096 --dims 128 --no-backward
     KAIOJIT_BACKEND=cpu PYTHONPATH=. python3 benchmarks/attention.py --check   # no GPU
+    PYTHONPATH=. python3 benchmarks/attention.py --resources   # ptxas registers, no GPU
 """
 
 from __future__ import annotations
@@ -292,6 +293,35 @@ def check() -> None:
         print(f"d={d} causal={causal}: max error {err:.2e} on the {os.environ.get('KAIOJIT_BACKEND', 'default')} backend")
 
 
+def resources() -> None:
+    """No GPU needed: ptxas's registers and spills (sm_90a) of every kernel configuration."""
+    import kaiojit as kj
+    from kaiojit.lib.attention import backward as B
+    from kaiojit.lib.attention import forward as F
+    from kaiojit.resources import ptxas_resources
+    for d in (64, 128):
+        for causal in (False, True):
+            m = "tensormap(bfloat16, 3)"
+            for overlap in (False, True):
+                for lockstep in (False, True):
+                    cfg = F.ForwardConfig(d, "bf16", causal, False, overlap, lockstep)
+                    ptx = kj.compile_ptx(F.forward_kernel(cfg), (
+                        f"void(bfloat16[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], "
+                        "int32[::1], int64, int64, int64, float32)"), arch="sm_90")
+                    form = "lockstep" if lockstep else "split"
+                    print(f"forward  d={d:3d} causal={causal:d} overlap={overlap:d} {form:8s} "
+                          f"{ptxas_resources(ptx, 'sm_90a')}".replace("// kaiojit resources "
+                                                                      "(ptxas): ", ""))
+            _, main, _ = B.kernels(B.BackwardConfig(d, "bf16", causal, False))
+            ptx = kj.compile_ptx(main, (
+                f"void(float32[:, :, ::1], bfloat16[:, :, ::1], bfloat16[:, :, ::1], {m}, {m}, "
+                f"{m}, {m}, float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, "
+                "int64, int64, float32)"), arch="sm_90")
+            print(f"backward d={d:3d} causal={causal:d} "
+                  f"{ptxas_resources(ptx, 'sm_90a')}".replace("// kaiojit resources (ptxas): ",
+                                                             ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seqs", default="1024,2048,4096,8192,16384")
@@ -303,9 +333,13 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=420.0,
                     help="seconds after which the remaining shapes are skipped")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--resources", action="store_true")
     args = ap.parse_args()
     if args.check:
         check()
+        return
+    if args.resources:
+        resources()
         return
     t0 = time.time()
     try:
