@@ -298,7 +298,7 @@ def resources() -> None:
     import kaiojit as kj
     from kaiojit.lib.attention import backward as B
     from kaiojit.lib.attention import forward as F
-    from kaiojit.resources import ptxas_resources
+    from kaiojit.tools.resources import ptxas_resources
     for d in (64, 128):
         for causal in (False, True):
             m = "tensormap(bfloat16, 3)"
