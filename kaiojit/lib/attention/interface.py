@@ -25,19 +25,31 @@ DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 HEAD_DIMS = (64, 128)
 
 
-def _info(x: Any, name: str):
-    from ...runtime.interop import array_info
+def _array(x: Any) -> tuple[tuple, Any] | None:
+    """(shape, kaiojit array type) of a device array (a torch tensor, a CuPy array, a kaiojit
+    array), None for anything else (host NumPy arrays included)."""
+    import kaiojit as kj
+    from kaiojit import types
+    if type(x).__module__ == "numpy":
+        return None
+    try:
+        t = kj.typeof(x)
+    except (TypeError, ValueError):
+        return None
+    return (tuple(x.shape), t) if isinstance(t, types.ArrayType) else None
 
-    info = array_info(x)
-    if info is None:
+
+def _info(x: Any, name: str):
+    found = _array(x)
+    if found is None:
         raise TypeError(f"attention: {name} must be a device array (a torch tensor, a CuPy "
                         f"array or a kaiojit array), got {type(x).__qualname__}")
-    _, shape, _, t, _ = info
+    shape, t = found
     if t.dtype.name not in DTYPES:
         raise TypeError(f"attention: {name} must be bfloat16 or float16, got {t.dtype.name}")
     if t.layout != "C":
         raise ValueError(f"attention: {name} must be contiguous (got layout {t.layout})")
-    return tuple(shape), t.dtype.name
+    return shape, t.dtype.name
 
 
 def _new(like: Any, shape: tuple, dtype: str) -> Any:
@@ -263,10 +275,9 @@ def _check_saved(do: Any, out: Any, lse: Any, qs: tuple, dtype: str, lse_shape: 
         if shape != qs or t != dtype:
             raise ValueError(f"attention_backward: {name} must have q's shape and type "
                              f"({qs}, {dtype}), got {shape}, {t}")
-    from ...runtime.interop import array_info
-    info = array_info(lse)
-    if info is None or info[3].dtype.name != "float32" or tuple(info[1]) != lse_shape:
-        got = "not a device array" if info is None else f"{tuple(info[1])} {info[3].dtype}"
+    info = _array(lse)
+    if info is None or info[1].dtype.name != "float32" or info[0] != lse_shape:
+        got = "not a device array" if info is None else f"{info[0]} {info[1].dtype}"
         raise ValueError(f"attention_backward: lse must be the forward's float32 log-sum-exp "
                          f"of shape {lse_shape}, got {got}")
 
@@ -312,13 +323,12 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
 
 def _lengths(cu_seqlens_q: Any, cu_seqlens_k: Any) -> int:
     """The batch size of cumulative-length arrays (checked: 1-d int32, one length)."""
-    from ...runtime.interop import array_info
     sizes = []
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        info = array_info(cu)
-        if info is None or info[3].dtype.name != "int32" or len(info[1]) != 1:
+        info = _array(cu)
+        if info is None or info[1].dtype.name != "int32" or len(info[0]) != 1:
             raise TypeError(f"attention_varlen: {name} must be a 1-d int32 device array")
-        sizes.append(info[1][0] - 1)
+        sizes.append(info[0][0] - 1)
     if sizes[0] != sizes[1]:
         raise ValueError("attention_varlen: cu_seqlens_q and cu_seqlens_k must have one length")
     return sizes[0]
