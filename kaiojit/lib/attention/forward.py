@@ -139,6 +139,7 @@ def make_forward(cfg: ForwardConfig):
         warp, lane = (t % 128) // 32, t % 32
         row_a = m0 + 64 * c + 16 * warp + lane // 4   # this thread's rows: row_a, row_a + 8
         col_q = 2 * (lane % 4)
+        q_rows = c * 64 * ATOM                        # this warpgroup's rows of a Q atom
         s_acc = kj.local.array(BN // 2, kj.float32)
         o_acc = kj.local.array(D // 2, kj.float32)
         p_words = kj.local.array(BN // 4, kj.uint32)
@@ -165,113 +166,115 @@ def make_forward(cfg: ForwardConfig):
         for part in kj.static_range(PARTS):
             producing = LOCKSTEP or part == 0
             consuming = LOCKSTEP or part == 1
-            mine = LOCKSTEP or (wg == 0) == (part == 0)
-            for j in range(n_tiles + OVERLAP if mine else 0):
-                s = j % STAGES
-                use = j // STAGES
-                sp = (j + STAGES - 1) % STAGES          # the stage of tile j - 1
-                if producing and wg == 0 and t == 0 and j < n_tiles:
-                    kbar, vbar = bars[1 + s:], bars[1 + STAGES + s:]
-                    if use > 0:
-                        kj.mbarrier.wait(bars[1 + 2 * STAGES + s:], (use - 1) % 2)
-                    kj.mbarrier.arrive_expect_tx(kbar, TILE_BYTES)
-                    for a in kj.static_range(ATOMS):
-                        kj.tma.load(smem[K_BASE + s * KV + a * KV_ATOM:], k_map, k0 + j * BN,
-                                    hk, a * ATOM, kbar)
-                    if use > 0:
-                        kj.mbarrier.wait(bars[1 + 3 * STAGES + s:], (use - 1) % 2)
-                    kj.mbarrier.arrive_expect_tx(vbar, TILE_BYTES)
-                    for a in kj.static_range(ATOMS):
-                        kj.tma.load(smem[V_BASE + s * KV + a * KV_ATOM:], v_map, k0 + j * BN,
-                                    hk, a * ATOM, vbar)
-                if consuming and wg > 0:
-                    # stage 0 issues S_j = Q K_j^T; stage 2 waits for it and computes P_j by
-                    # the online softmax. O += P V is issued in stage 1 for tile j - 1
-                    # (overlap: it runs under the softmax) or in stage 3 for tile j.
-                    for stage in kj.static_range(4):
-                        pv = j - OVERLAP  # the tile whose P V this stage issues
-                        if stage == 3 - 2 * OVERLAP and pv >= 0 and pv < n_tiles:
-                            st = pv % STAGES
-                            kj.mbarrier.wait(bars[1 + STAGES + st:], (pv // STAGES) % 2)
-                            kj.wgmma.fence()
-                            for kk in kj.static_range(BN // 16):  # P from registers, V MN-major
-                                dv = kj.wgmma.descriptor(smem, V_BASE + st * KV + kk * 16 * ATOM,
-                                                         swizzle=128, leading_byte_offset=BN * 128,
-                                                         stride_byte_offset=1024)
-                                kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv, shape=(64, D, 16),
-                                                   dtype=dtype, trans_b=1)
-                            kj.wgmma.commit_group()
-                            if not OVERLAP:
-                                kj.wgmma.wait_group(0, o_acc)
-                                kj.mbarrier.arrive(bars[1 + 3 * STAGES + st:])  # V_j is read
-                        if stage == 0 and j < n_tiles:  # S_j for this warpgroup's 64 rows
-                            kj.mbarrier.wait(bars[1 + s:], use % 2)
-                            kj.wgmma.fence()
-                            for kk in kj.static_range(D // 16):
-                                dq = kj.wgmma.descriptor(smem, (kk // 4) * Q_ATOM + c * 64 * ATOM
-                                                         + (kk % 4) * 16, swizzle=128,
-                                                         stride_byte_offset=1024)
-                                dk = kj.wgmma.descriptor(smem, K_BASE + s * KV + (kk // 4)
-                                                         * KV_ATOM + (kk % 4) * 16, swizzle=128,
-                                                         stride_byte_offset=1024)
-                                kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16), dtype=dtype,
-                                                   scale_d=kk > 0)
-                            kj.wgmma.commit_group()
-                        if stage == 2 and j < n_tiles:
-                            if OVERLAP and j > 0:
-                                kj.wgmma.wait_group(1, s_acc)   # S_j done, P V may still run
-                            else:
-                                kj.wgmma.wait_group(0, s_acc)
-                            kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])  # K_j is read
-                            n0 = j * BN  # masks: keys past the end or a row's causal limit
-                            if n0 + BN > lim_a or n0 + BN > lim_b:
-                                for i in S_IDX:
-                                    col = n0 + 8 * (i // 4) + col_q + i % 2
-                                    if (i // 2) % 2 == 0:
-                                        if col >= lim_a:
+            if LOCKSTEP or (wg == 0) == (part == 0):  # this warpgroup's part
+                for j in range(n_tiles + OVERLAP):
+                    s = j % STAGES
+                    use = j // STAGES
+                    sp = (j + STAGES - 1) % STAGES          # the stage of tile j - 1
+                    if producing and wg == 0 and t == 0 and j < n_tiles:
+                        kbar, vbar = bars[1 + s:], bars[1 + STAGES + s:]
+                        if use > 0:
+                            kj.mbarrier.wait(bars[1 + 2 * STAGES + s:], (use - 1) % 2)
+                        kj.mbarrier.arrive_expect_tx(kbar, TILE_BYTES)
+                        for a in kj.static_range(ATOMS):
+                            kj.tma.load(smem[K_BASE + s * KV + a * KV_ATOM:], k_map, k0 + j * BN,
+                                        hk, a * ATOM, kbar)
+                        if use > 0:
+                            kj.mbarrier.wait(bars[1 + 3 * STAGES + s:], (use - 1) % 2)
+                        kj.mbarrier.arrive_expect_tx(vbar, TILE_BYTES)
+                        for a in kj.static_range(ATOMS):
+                            kj.tma.load(smem[V_BASE + s * KV + a * KV_ATOM:], v_map, k0 + j * BN,
+                                        hk, a * ATOM, vbar)
+                    if consuming and wg > 0:
+                        # stage 0 issues S_j = Q K_j^T; stage 2 waits for it and computes P_j by
+                        # the online softmax. O += P V is issued in stage 1 for tile j - 1
+                        # (overlap: it runs under the softmax) or in stage 3 for tile j.
+                        for stage in kj.static_range(4):
+                            pv = j - OVERLAP  # the tile whose P V this stage issues
+                            if stage == 3 - 2 * OVERLAP and pv >= 0 and pv < n_tiles:
+                                st = pv % STAGES
+                                vo = V_BASE + st * KV
+                                kj.mbarrier.wait(bars[1 + STAGES + st:], (pv // STAGES) % 2)
+                                kj.wgmma.fence()
+                                for kk in kj.static_range(BN // 16):  # P in registers, V MN-major
+                                    dv = kj.wgmma.descriptor(smem, vo + kk * 16 * ATOM, swizzle=128,
+                                                             leading_byte_offset=BN * 128,
+                                                             stride_byte_offset=1024)
+                                    kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv, dtype=dtype,
+                                                       shape=(64, D, 16), trans_b=1)
+                                kj.wgmma.commit_group()
+                                if not OVERLAP:
+                                    kj.wgmma.wait_group(0, o_acc)
+                                    kj.mbarrier.arrive(bars[1 + 3 * STAGES + st:])  # V_j is read
+                            if stage == 0 and j < n_tiles:  # S_j for this warpgroup's 64 rows
+                                kj.mbarrier.wait(bars[1 + s:], use % 2)
+                                kj.wgmma.fence()
+                                ko = K_BASE + s * KV
+                                for kk in kj.static_range(D // 16):
+                                    step = (kk % 4) * 16  # a k16 slice: 32 bytes into the atom
+                                    dq = kj.wgmma.descriptor(smem, (kk // 4) * Q_ATOM + q_rows
+                                                             + step, swizzle=128,
+                                                             stride_byte_offset=1024)
+                                    dk = kj.wgmma.descriptor(smem, ko + (kk // 4) * KV_ATOM + step,
+                                                             swizzle=128, stride_byte_offset=1024)
+                                    kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16),
+                                                       dtype=dtype, scale_d=kk > 0)
+                                kj.wgmma.commit_group()
+                            if stage == 2 and j < n_tiles:
+                                if OVERLAP and j > 0:
+                                    kj.wgmma.wait_group(1, s_acc)   # S_j done, P V may still run
+                                else:
+                                    kj.wgmma.wait_group(0, s_acc)
+                                kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])  # K_j is read
+                                n0 = j * BN  # masks: keys past the end or a row's causal limit
+                                if n0 + BN > lim_a or n0 + BN > lim_b:
+                                    for i in S_IDX:
+                                        col = n0 + 8 * (i // 4) + col_q + i % 2
+                                        if (i // 2) % 2 == 0:
+                                            if col >= lim_a:
+                                                s_acc[i] = NEG_INF
+                                        elif col >= lim_b:
                                             s_acc[i] = NEG_INF
-                                    elif col >= lim_b:
-                                        s_acc[i] = NEG_INF
-                            # the online softmax: row maxima over the 4 lanes of a row
-                            mx_a, mx_b = m_a, m_b
-                            for i in S_IDX:
-                                if (i // 2) % 2 == 0:
-                                    mx_a = max(mx_a, s_acc[i])
-                                else:
-                                    mx_b = max(mx_b, s_acc[i])
-                            mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
-                            mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
-                            mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
-                            mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
-                            # a row that has seen no key yet keeps max -inf: subtract 0
-                            use_a = mx_a * scale_log2 if mx_a != NEG_INF else kj.float32(0.0)
-                            use_b = mx_b * scale_log2 if mx_b != NEG_INF else kj.float32(0.0)
-                            alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
-                            alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
-                            m_a, m_b = mx_a, mx_b
-                            sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
-                            for i in S_IDX:
-                                if (i // 2) % 2 == 0:
-                                    p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
-                                    sum_a += p
-                                else:
-                                    p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
-                                    sum_b += p
-                                s_acc[i] = p
-                            l_a = l_a * alpha_a + sum_a
-                            l_b = l_b * alpha_b + sum_b
-                        if stage == 2 and OVERLAP and j > 0:  # P_{j-1} V_{j-1} is done
-                            kj.wgmma.wait_group(0, o_acc)
-                            kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])
-                        if stage == 2 and j < n_tiles:  # O to the new maxima; P_j to registers
-                            for i in O_IDX:
-                                if (i // 2) % 2 == 0:
-                                    o_acc[i] *= alpha_a
-                                else:
-                                    o_acc[i] *= alpha_b
-                            kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
-            if not LOCKSTEP and part == 0 and wg == 0:
-                return
+                                # the online softmax: row maxima over the 4 lanes of a row
+                                mx_a, mx_b = m_a, m_b
+                                for i in S_IDX:
+                                    if (i // 2) % 2 == 0:
+                                        mx_a = max(mx_a, s_acc[i])
+                                    else:
+                                        mx_b = max(mx_b, s_acc[i])
+                                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
+                                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
+                                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
+                                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
+                                # a row that has seen no key yet keeps max -inf: subtract 0
+                                use_a = mx_a * scale_log2 if mx_a != NEG_INF else kj.float32(0.0)
+                                use_b = mx_b * scale_log2 if mx_b != NEG_INF else kj.float32(0.0)
+                                alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
+                                alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
+                                m_a, m_b = mx_a, mx_b
+                                sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
+                                for i in S_IDX:
+                                    if (i // 2) % 2 == 0:
+                                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
+                                        sum_a += p
+                                    else:
+                                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
+                                        sum_b += p
+                                    s_acc[i] = p
+                                l_a = l_a * alpha_a + sum_a
+                                l_b = l_b * alpha_b + sum_b
+                            if stage == 2 and OVERLAP and j > 0:  # P_{j-1} V_{j-1} is done
+                                kj.wgmma.wait_group(0, o_acc)
+                                kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])
+                            if stage == 2 and j < n_tiles:  # O to the new maxima; P_j to registers
+                                for i in O_IDX:
+                                    if (i // 2) % 2 == 0:
+                                        o_acc[i] *= alpha_a
+                                    else:
+                                        o_acc[i] *= alpha_b
+                                kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
+                if not LOCKSTEP and part == 0:
+                    return
         if wg > 0:
             l_a += kj.shfl_xor_sync(0xFFFFFFFF, l_a, 1)
             l_a += kj.shfl_xor_sync(0xFFFFFFFF, l_a, 2)
