@@ -84,7 +84,7 @@ def make_forward(cfg: ForwardConfig):
     Q_BYTES = 2 * BM * D
     S_IDX = tuple(range(BN // 2))            # a thread's accumulator elements of S (and P)
     O_IDX = tuple(range(D // 2))             # and of O
-    EMPTY_COUNT = 256                        # every consumer thread arrives
+    EMPTY_COUNT = 8                          # one arrival a consumer warp (its lane 0)
     OVERLAP = int(cfg.overlap)
     LOCKSTEP = cfg.lockstep
     PARTS = 1 if LOCKSTEP else 2
@@ -205,7 +205,8 @@ def make_forward(cfg: ForwardConfig):
                                 kj.wgmma.commit_group()
                                 if not OVERLAP:
                                     kj.wgmma.wait_group(0, o_acc)
-                                    kj.mbarrier.arrive(bars[1 + 3 * STAGES + st:])  # V_j is read
+                                    if lane == 0:  # V_j is read (wait_group is warp-wide)
+                                        kj.mbarrier.arrive(bars[1 + 3 * STAGES + st:])
                             if stage == 0 and j < n_tiles:  # S_j for this warpgroup's 64 rows
                                 kj.mbarrier.wait(bars[1 + s:], use % 2)
                                 kj.wgmma.fence()
@@ -225,7 +226,8 @@ def make_forward(cfg: ForwardConfig):
                                     kj.wgmma.wait_group(1, s_acc)   # S_j done, P V may still run
                                 else:
                                     kj.wgmma.wait_group(0, s_acc)
-                                kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])  # K_j is read
+                                if lane == 0:  # K_j is read
+                                    kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])
                                 n0 = j * BN  # masks: keys past the end or a row's causal limit
                                 if n0 + BN > lim_a or n0 + BN > lim_b:
                                     for i in S_IDX:
@@ -265,7 +267,8 @@ def make_forward(cfg: ForwardConfig):
                                 l_b = l_b * alpha_b + sum_b
                             if stage == 2 and OVERLAP and j > 0:  # P_{j-1} V_{j-1} is done
                                 kj.wgmma.wait_group(0, o_acc)
-                                kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])
+                                if lane == 0:
+                                    kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])
                             if stage == 2 and j < n_tiles:  # O to the new maxima; P_j to registers
                                 for i in O_IDX:
                                     if (i // 2) % 2 == 0:
