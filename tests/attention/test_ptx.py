@@ -6,8 +6,13 @@ from __future__ import annotations
 import kaiojit as kj
 from kaiojit.lib.attention import backward as B
 from kaiojit.lib.attention import forward as F
+from kaiojit.tools.resources import ptxas_resources
 
 MAP = "tensormap({t}, 3)"
+
+
+def resources(ptx: str):
+    return ptxas_resources(ptx, "sm_90a")
 
 
 def forward_signature(t: str) -> str:
@@ -32,6 +37,9 @@ def test_forward_ptx():
     assert "cvt.rn.bf16x2.f32" in ptx and "ex2.approx.ftz.f32" in ptx
     assert "cp.async.bulk.tensor.3d" in ptx and "mbarrier.try_wait" in ptx
     assert ".maxnreg 168" in ptx  # 384 threads: 65536 registers / 384
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx  # the producer's registers ...
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx  # ... to the consumers'
+    assert resources(ptx).spill_store_bytes == 0  # head dim 128 fits in 232 registers
 
 
 def test_backward_ptx():

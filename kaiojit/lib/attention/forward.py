@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import kaiojit as kj
 
 BM, BN = 128, 128     # query rows a block, keys a tile
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # after setmaxnreg (384 threads start at 168)
 ATOM = 64             # columns of one 128-byte swizzled atom (16-bit elements)
 THREADS = 384         # a producer warpgroup and two consumer warpgroups
 NEG_INF = -math.inf
@@ -58,6 +59,8 @@ class ForwardConfig:
     # the producer's step merged into the consumers' loop: what the cpu backend runs (see
     # make_forward); the GPU runs the split form
     lockstep: bool = True
+    # register reallocation (setmaxnreg) between producer and consumers, split form only
+    reg_alloc: bool = True
 
     @property
     def stages(self) -> int:
@@ -88,6 +91,8 @@ def make_forward(cfg: ForwardConfig):
     OVERLAP = int(cfg.overlap)
     LOCKSTEP = cfg.lockstep
     PARTS = 1 if LOCKSTEP else 2
+    # setmaxnreg in the split form: 128 x 40 + 256 x 232 = 64,512 of the 65,536 registers
+    REG_ALLOC = not LOCKSTEP and cfg.reg_alloc
 
     @kj.jit(device=True)
     def key_limit(row, len_q, len_k):
@@ -167,6 +172,10 @@ def make_forward(cfg: ForwardConfig):
             producing = LOCKSTEP or part == 0
             consuming = LOCKSTEP or part == 1
             if LOCKSTEP or (wg == 0) == (part == 0):  # this warpgroup's part
+                if REG_ALLOC and part == 0:   # the producer gives registers up ...
+                    kj.warpgroup.reg_dealloc(PRODUCER_REGS)
+                if REG_ALLOC and part == 1:   # ... for the consumers' S, P and O
+                    kj.warpgroup.reg_alloc(CONSUMER_REGS)
                 for j in range(n_tiles + OVERLAP):
                     s = j % STAGES
                     use = j // STAGES
