@@ -72,7 +72,8 @@ local = Namespace("local", "array")
 const = Namespace("const", "array_like")
 cg = Namespace("cg", "this_grid")  # cooperative groups: kj.cg.this_grid().sync()
 atomic = Namespace("atomic", "add sub max min exch and_ or_ xor inc dec cas")
-wgmma = Namespace("wgmma", "fence commit_group wait_group descriptor mma_async fence_proxy_async")
+wgmma = Namespace(
+    "wgmma", "fence commit_group wait_group descriptor mma_async fence_proxy_async acc_to_a")
 
 syncthreads = KernelBuiltin("syncthreads")
 syncthreads_count = KernelBuiltin("syncthreads_count")

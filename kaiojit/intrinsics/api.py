@@ -54,6 +54,7 @@ from ..lower import cluster_host, cluster_ptx, complexops, narrowfloat, tma_ptx,
 from ..lower.arrays import array_slice, array_view
 from ..lower.gpu_faults import add_site, fail_assert
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
+from ..lower.host_warp import warp_exchange, warp_word
 from ..lower.llvmtypes import BFLOAT, I1, I8, I16, I32, I64, PTR, ll_mem_type, ll_type
 from ..lower.nvptx import SHARED, inline_asm
 from ..lower.ops import compare, convert, math_call
@@ -138,6 +139,6 @@ __all__ = [
     "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",
     "fail_assert", "family_state", "float_type", "inline_asm", "ll_mem_type", "ll_type",
-    "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg", "scalar_attribute",
-    "tma_ptx", "type_words", "wgmma_host",
+    "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg",
+    "scalar_attribute", "tma_ptx", "type_words", "warp_exchange", "warp_word", "wgmma_host",
 ]

@@ -35,7 +35,21 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import types as T
-from .api import BFLOAT, I16, I32, I64, PTR, SHARED, Expr, Intrinsic, ll_type, register, type_words
+from .api import (
+    BFLOAT,
+    I16,
+    I32,
+    I64,
+    PTR,
+    SHARED,
+    Expr,
+    Intrinsic,
+    ll_type,
+    register,
+    type_words,
+    warp_exchange,
+    warp_word,
+)
 
 
 @dataclass(frozen=True)
@@ -356,35 +370,6 @@ def _nvptx_asm_statement(text_of):
 
 
 # --- the host ----------------------------------------------------------------------------------------
-
-def warp_exchange(bl, target, count: int, publish, compute) -> None:
-    """A warp collective on the host: every active thread stores ``publish()`` (``count`` i64
-    words) into a per-thread buffer, then every active thread assigns ``compute(buffer,
-    thread)`` to ``target`` (see :func:`warp_word`)."""
-    b = bl.builder
-    buf = bl.per_thread(I64, count)
-
-    def put(t):
-        for k, v in enumerate(publish()):
-            b.store(v, b.gep(buf, [b.add(b.mul(t, _c64(count)), _c64(k))], source_etype=I64))
-    bl.thread_loop(put)
-    if target is not None:
-        bl.thread_loop(lambda t: b.store(compute(buf, t), bl.vars[target]))
-
-
-def warp_word(b: ir.IRBuilder, buf, t, n, count: int):
-    """``(lane, word)``: thread ``t``'s lane, and ``word(src_lane, k)``, which loads word ``k``
-    that lane ``src_lane`` (i64) of ``t``'s warp published (its own, past the block's end)."""
-    lane = b.and_(t, _c64(31))
-    base = b.sub(t, lane)
-
-    def word(src_lane, k: int):
-        src = b.add(base, src_lane)
-        src = b.select(b.icmp_unsigned("<", src, n), src, t)
-        return b.load(b.gep(buf, [b.add(b.mul(src, _c64(count)), _c64(k))], source_etype=I64),
-                      typ=I64)
-    return lane, word
-
 
 def _c64(v: int):
     return ir.Constant(I64, v)

@@ -24,8 +24,28 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from .api import (ARRAY, I32, I64, Expr, Intrinsic, Kind, Operands, PyObj, const_int, const_shape,
-                  dtype_arg, family_state, inline_asm, register, scalar_arg, type_words, wgmma_host)
+from .api import (
+    ARRAY,
+    I16,
+    I32,
+    I64,
+    Expr,
+    Intrinsic,
+    Kind,
+    Operands,
+    PyObj,
+    const_int,
+    const_shape,
+    convert,
+    dtype_arg,
+    family_state,
+    inline_asm,
+    register,
+    scalar_arg,
+    type_words,
+    warp_exchange,
+    wgmma_host,
+)
 
 ARCH = "sm_90a"
 F32 = ir.FloatType()
@@ -39,10 +59,14 @@ K_BYTES = 32  # a wgmma's K slice is 32 bytes of either operand: k16 of 16-bit, 
 def k_of(dtype: str) -> int:
     """The K of one wgmma of this input type (PTX's name): 16 or 32."""
     return K_BYTES // INPUT_TYPES[dtype].itemsize
+HALF_TYPES = (T.float16, T.bfloat16)  # what acc_to_a packs and the register-A form takes
 SWIZZLE_MODES = {None: 0, 128: 1, 64: 2, 32: 3}  # bytes -> the descriptor's bits 62-63
 MAX_WAIT_GROUP = 7  # wgmma.wait_group takes an immediate; 7 in flight is already more than used
 ACC = Kind("a 1-d float32 array", lambda t: isinstance(t, T.ArrayType)
            and t.dtype == T.float32 and t.ndim == 1)
+A_REGS = Kind("a 1-d uint32 array", lambda t: isinstance(t, T.ArrayType)
+              and t.dtype == T.uint32 and t.ndim == 1)
+A_WORDS = wgmma_host.A_WORDS  # words of A a thread holds for one m64k16 slice
 
 
 # --- typing --------------------------------------------------------------------------------------
@@ -170,19 +194,57 @@ def _mma_typing(typer, node):
         if imm[key] not in allowed:
             typer.error(f"{user}()'s {key} must be {' or '.join(map(str, allowed))}, got "
                         f"{imm[key]}", args[key])
-        if key.startswith("trans") and imm[key]:
-            typer.error(f"{user}(): {key}=1 (an MN-major operand) is not supported yet; store "
-                        "the operand K-major", args[key])
     scale_d = _int_operand(typer, args["scale_d"], f"{user}()'s scale_d", T.int32) \
         if "scale_d" in args else Expr("const", T.int32, attr=1, loc=typer.loc(node))
-    descs = [_int_operand(typer, args[k], f"{user}()'s {k}", T.uint64)
-             for k in ("desc_a", "desc_b")]
+    a = typer.expr(args["desc_a"])
+    registers = isinstance(a.type, T.ArrayType)
+    if registers and not A_REGS.test(a.type):
+        typer.error(f"{user}(): A from registers is a 1-d uint32 array of "
+                    f"{A_WORDS} words (two {dtype} each, as kj.wgmma.acc_to_a packs them), got "
+                    f"{type_words(a.type)}", args["desc_a"])
+    if registers and imm["trans_a"]:
+        typer.error(f"{user}(): A from registers has no transpose (trans_a)", args["trans_a"])
+    if registers and dtype not in HALF_TYPES:
+        typer.error(f"{user}(): A from registers is float16 or bfloat16 here, got {dtype}",
+                    args["dtype"])
+    descs = [a if registers else _int_operand(typer, args["desc_a"], f"{user}()'s desc_a",
+                                              T.uint64),
+             _int_operand(typer, args["desc_b"], f"{user}()'s desc_b", T.uint64)]
     if acc.op == "var":
         _acc_registers(typer)[acc.attr] = n // 2
     variant = MmaVariant(n, names[dtype], imm["scale_a"], imm["scale_b"], imm["trans_a"],
                          imm["trans_b"])
-    return typer.intrinsic("wgmma.mma_async", T.void, (acc, *descs, scale_d), node,
-                           param=variant)
+    return typer.intrinsic("wgmma.mma_async_rs" if registers else "wgmma.mma_async", T.void,
+                           (acc, *descs, scale_d), node, param=variant)
+
+
+def _acc_to_a_typing(typer, node):
+    user = "kj.wgmma.acc_to_a"
+    args = _bind(typer, node, user, ("acc", "out", "dtype", "n"), 2)
+    acc, out = typer.expr(args["acc"]), typer.expr(args["out"])
+    if not ACC.test(acc.type) or acc.type.layout != "C":
+        typer.error(f"{user}() converts a float32 accumulator (a 1-d float32 local array), got "
+                    f"{type_words(acc.type)}", args["acc"])
+    if not A_REGS.test(out.type):
+        typer.error(f"{user}() writes the A operand's registers into a 1-d uint32 array, got "
+                    f"{type_words(out.type)}", args["out"])
+    dtype = dtype_arg(typer, args["dtype"]) if "dtype" in args else T.float16
+    if dtype not in HALF_TYPES:
+        typer.error(f"{user}() packs to {' or '.join(map(str, HALF_TYPES))}, got "
+                    f"{dtype}", args["dtype"])
+    if "n" in args:
+        n = const_int(typer, args["n"], f"{user}()'s n")
+    else:
+        regs = _acc_registers(typer).get(acc.attr) if acc.op == "var" else None
+        if regs is None:
+            typer.error(f"{user}() needs n (the accumulator tile's N) unless acc is the "
+                        "accumulator of a kj.wgmma.mma_async above", node)
+        n = 2 * regs
+    if n % 16 or not 16 <= n <= 256:
+        typer.error(f"{user}()'s n must be a multiple of 16 from 16 to 256 (whole k16 slices), "
+                    f"got {n}", args.get("n", node))
+    return typer.intrinsic("wgmma.acc_to_a", T.void, (acc, out), node,
+                           param=PackA(n, {v: k for k, v in INPUT_TYPES.items()}[dtype]))
 
 
 @dataclass(frozen=True)
@@ -195,6 +257,18 @@ class WaitGroup:
 
     def __str__(self) -> str:
         return f"{self.n}" if self.regs is None else f"{self.n}:{self.regs}"
+
+
+@dataclass(frozen=True)
+class PackA:
+    """``kj.wgmma.acc_to_a``'s static parameters: the accumulator tile's N (its N/2 floats
+    become N/4 words) and the 16-bit type's PTX name."""
+
+    n: int
+    dtype: str
+
+    def __str__(self) -> str:
+        return f"n{self.n}.{self.dtype}"
 
 
 @dataclass(frozen=True)
@@ -308,6 +382,52 @@ def _nvptx_mma(fl, e: Expr):
     _tied_asm(fl, text, _acc_pointers(fl, e, regs), descs, ["l", "l", "r"])
 
 
+def _a_words(fl, arr_e: Expr, count: int) -> list:
+    """Pointers to the first ``count`` words of a 1-d uint32 array (a view such as
+    ``words[4 * s:]`` too: its stride is a constant LLVM folds once the loop is unrolled)."""
+    b = fl.builder
+    arr = fl.expr(arr_e)
+    data = b.extract_value(arr, 0)
+    if arr_e.type.layout == "C":
+        return [b.gep(data, [ir.Constant(I64, i)], source_etype=I32) for i in range(count)]
+    stride = b.extract_value(arr, [2, 0])
+    return [b.gep(data, [b.mul(stride, ir.Constant(I64, i))], source_etype=ir.IntType(8))
+            for i in range(count)]
+
+
+def _nvptx_mma_rs(fl, e: Expr):
+    v = e.param.fields()
+    regs = v["n"] // 2
+    outs = ", ".join(f"${i}" for i in range(regs))
+    a = ", ".join(f"${regs + i}" for i in range(A_WORDS))
+    bd, sd = regs + A_WORDS, regs + A_WORDS + 1
+    text = ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${sd}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m{M}n{v['n']}k{K}.f32.{v['dtype']}.{v['dtype']} "
+            f"{{{outs}}}, {{{a}}}, ${bd}, p, {v['scale_a']}, {v['scale_b']}, {v['trans_b']};\n}}")
+    b = fl.builder
+    words = [b.load(p, typ=I32) for p in _a_words(fl, e.args[1], A_WORDS)]
+    inputs = words + [fl.expr(e.args[2]), fl.expr(e.args[3])]
+    _tied_asm(fl, text, _acc_pointers(fl, e, regs), inputs, ["r"] * A_WORDS + ["l", "r"])
+
+
+def _pack_pairs(fl, e: Expr, pack) -> None:
+    """``out[j] = pack(acc[2j], acc[2j + 1])`` for the N/4 words of ``kj.wgmma.acc_to_a``."""
+    b = fl.builder
+    words = e.param.n // 4
+    floats = _acc_pointers(fl, e, 2 * words)
+    for j, p in enumerate(_a_words(fl, e.args[1], words)):
+        lo, hi = (b.load(floats[2 * j + h], typ=F32) for h in (0, 1))
+        b.store(pack(lo, hi), p)
+
+
+def _nvptx_acc_to_a(fl, e: Expr):
+    # cvt.rn.{bf16x2,f16x2}.f32 d, a, b: a's value in d's upper half, b's in the lower
+    asm = ir.InlineAsm(ir.FunctionType(I32, [F32, F32]),
+                       f"cvt.rn.{e.param.dtype}x2.f32 $0, $1, $2;", "=r,f,f", side_effect=False)
+    _pack_pairs(fl, e, lambda lo, hi: fl.builder.call(asm, [hi, lo]))
+
+
 # --- the host ------------------------------------------------------------------------------------
 
 def _host_nothing(fl, e: Expr):
@@ -324,6 +444,30 @@ def _host_mma(fl, e: Expr):
     data = b.extract_value(fl.expr(e.args[0]), 0)
     da, db, sd = (fl.expr(x) for x in e.args[1:4])
     wgmma_host.mma(fl, v, INPUT_TYPES[v["dtype"]], data, da, db, sd)
+
+
+def _host_mma_rs(bl, target, e: Expr):
+    v = e.param.fields()
+    b = bl.builder
+
+    def publish():
+        return [b.zext(b.load(p, typ=I32), I64) for p in _a_words(bl, e.args[1], A_WORDS)]
+
+    def compute(words, t):
+        data = b.extract_value(bl.expr(e.args[0]), 0)
+        db, sd = bl.expr(e.args[2]), bl.expr(e.args[3])
+        wgmma_host.mma_registers(bl, v, INPUT_TYPES[v["dtype"]], words, data, db, sd)
+    warp_exchange(bl, None, A_WORDS, publish, compute)
+
+
+def _host_acc_to_a(fl, e: Expr):
+    b = fl.builder
+    dtype = INPUT_TYPES[e.param.dtype]
+
+    def pack(lo, hi):
+        lo, hi = (b.zext(b.bitcast(convert(fl, x, T.float32, dtype), I16), I32) for x in (lo, hi))
+        return b.or_(lo, b.shl(hi, ir.Constant(I32, 16)))
+    _pack_pairs(fl, e, pack)
 
 
 # --- declarations --------------------------------------------------------------------------------
@@ -351,5 +495,14 @@ register(Intrinsic(
     lowering={"nvptx": _nvptx_mma, "host": _host_mma},
     calls={L.wgmma.mma_async: _mma_typing}, convergent=True, writes=(0,), min_arch=ARCH,
     param=MmaVariant))
+register(Intrinsic(
+    name="wgmma.mma_async_rs", operands=Operands(ACC, A_REGS, T.uint64, T.int32,
+                                                 result=T.void),
+    lowering={"nvptx": _nvptx_mma_rs, "host": _host_mma_rs}, warp=True, convergent=True,
+    writes=(0,), min_arch=ARCH, param=MmaVariant))
+register(Intrinsic(
+    name="wgmma.acc_to_a", operands=Operands(ACC, A_REGS, result=T.void),
+    lowering={"nvptx": _nvptx_acc_to_a, "host": _host_acc_to_a},
+    calls={L.wgmma.acc_to_a: _acc_to_a_typing}, writes=(1,), min_arch="sm_80", param=PackA))
 
-__all__ = ["ARCH", "INPUT_TYPES", "SWIZZLE_MODES", "MmaVariant", "WaitGroup"]
+__all__ = ["ARCH", "A_WORDS", "INPUT_TYPES", "SWIZZLE_MODES", "MmaVariant", "PackA", "WaitGroup"]

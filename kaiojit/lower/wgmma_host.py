@@ -20,6 +20,13 @@ shared address ``start + off`` where, with the descriptor's start address, leadi
   the next k16 slice). Shared addresses here are offsets from the block's shared memory,
   which the cpu backend aligns to 1024 bytes, as a wgmma kernel's shared arrays are.
 
+With A from registers (``wgmma.mma_async`` with ``{a0, a1, a2, a3}``), warp ``w``'s 32 lanes
+hold rows ``16w .. 16w + 15`` of A (m64k16) as four 32-bit words of two 16-bit elements each,
+the A fragment of ``mma.m16n8k16``: word ``j`` of lane ``4g + q`` holds
+``A[16w + g + 8 * (j % 2), 2q + 8 * (j // 2) + h]`` in its half ``h`` (the low half: h = 0).
+That is a warp collective here: every lane publishes its four words, then each computes its
+fragment of D from its warp's words and B.
+
 Each element is the products of the 16 k in order, each product exact in float32 (16-bit
 inputs), added one by one to D (or to 0 when scale-d is 0) in float32, rounded to nearest.
 The GPU's order and intermediate precision of that sum are not defined by PTX: results agree
@@ -53,9 +60,21 @@ def shared_offset(fl, ptr):
 def mma(fl, variant: dict, dtype: T.ScalarType, acc, desc_a, desc_b, scale_d) -> None:
     """Call this variant's emulation for the current thread."""
     b = fl.builder
-    fn = _emulation(fl.mod.module, variant, dtype)
+    fn = _emulation(fl.mod.module, variant, dtype, False)
     base = ctx_word(b, fl.ctx, CTX_SHARED)
-    b.call(fn, [acc, desc_a, desc_b, base, fl.thread_linear(), scale_d])
+    b.call(fn, [acc, desc_a, desc_b, base, fl.thread_linear(), scale_d, ir.Constant(I64, 0)])
+
+
+A_WORDS = 4  # a lane's words of A in the register form
+
+
+def mma_registers(bl, variant: dict, dtype: T.ScalarType, words, acc, desc_b, scale_d) -> None:
+    """The register-A form for thread ``bl.t`` (inside the collective's second phase):
+    ``words`` is the warp exchange buffer of ``A_WORDS`` i64 a thread."""
+    b = bl.builder
+    fn = _emulation(bl.mod.module, variant, dtype, True)
+    base = ctx_word(b, bl.ctx, CTX_SHARED)
+    b.call(fn, [acc, b.ptrtoint(words, I64), desc_b, base, bl.t, scale_d, bl.n])
 
 
 def _load_input(b, ptr, dtype: T.ScalarType):
@@ -78,8 +97,11 @@ def _fields(b, desc):
     return field(0), field(16), field(32), mode
 
 
-def _address(b, fields, r, k, itemsize: int):
-    """The shared address of element (r, k) of a K-major operand (see the module's doc)."""
+def _address(b, fields, r, k, itemsize: int, mn_major: int = 0):
+    """The shared address of element (r, k) of a K-major operand, or of an MN-major one
+    (``trans`` 1; see the module's doc)."""
+    if mn_major:
+        return _address_mn(b, fields, r, k, itemsize)
     start, lbo, sbo, mode = fields
     c = lambda v: ir.Constant(I64, v)
     row8, group = b.and_(r, c(7)), b.lshr(r, c(3))
@@ -97,21 +119,63 @@ def _address(b, fields, r, k, itemsize: int):
     return b.select(b.icmp_unsigned("==", mode, c(0)), plain, swz)
 
 
-def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType) -> ir.Function:
-    """``void (acc, desc_a, desc_b, shared_base, thread, scale_d)``: one thread's wgmma."""
+def _address_mn(b, fields, mn, k, itemsize: int):
+    """Element (mn, k) of an MN-major operand (MN contiguous): without swizzle, 16-byte core
+    matrix rows of MN, ``off = (mn % T) * size + (mn // T) * SBO + (k % 8) * 16 + (k // 8) *
+    LBO`` (T = 16 / size); with a W-byte swizzle, rows of W bytes of MN, one a k, ``off =
+    (mn % E) * size + (mn // E) * LBO + (k % 8) * W + (k // 8) * SBO`` (E = W / size), then
+    the same XOR of the absolute address as K-major operands have."""
+    start, lbo, sbo, mode = fields
+    c = lambda v: ir.Constant(I64, v)
+    per_core = 16 // itemsize
+    k8, kgroup = b.and_(k, c(7)), b.lshr(k, c(3))
+    plain = b.add(b.add(b.mul(b.urem(mn, c(per_core)), c(itemsize)),
+                        b.mul(b.udiv(mn, c(per_core)), sbo)),
+                  b.add(b.mul(k8, c(16)), b.mul(kgroup, lbo)))
+    plain = b.add(start, plain)
+    is_plain = b.icmp_unsigned("==", mode, c(0))
+    width = b.select(is_plain, c(16), b.lshr(c(128), b.sub(mode, c(1))))  # never a 0 divisor
+    per_row = b.udiv(width, c(itemsize))
+    bits = b.sub(b.shl(c(1), b.sub(c(4), mode)), c(1))
+    swz = b.add(b.add(b.mul(b.urem(mn, per_row), c(itemsize)), b.mul(b.udiv(mn, per_row), lbo)),
+                b.add(b.mul(k8, width), b.mul(kgroup, sbo)))
+    swz = b.add(start, swz)
+    swz = b.xor(swz, b.shl(b.and_(b.lshr(swz, c(7)), bits), c(4)))
+    return b.select(is_plain, plain, swz)
+
+
+def _register_a(b, words, thread, nthreads, row, k, dtype: T.ScalarType):
+    """Element (row, k) of A (``row`` within the warp's 16) from the words its warp published:
+    lane ``4 * (row % 8) + (k % 8) // 2``, word ``row // 8 + 2 * (k // 8)``, half ``k % 2``."""
+    c = lambda v: ir.Constant(I64, v)
+    lane = b.add(b.mul(b.and_(row, c(7)), c(4)), b.lshr(b.and_(k, c(7)), c(1)))
+    src = b.add(b.sub(thread, b.and_(thread, c(31))), lane)
+    src = b.select(b.icmp_unsigned("<", src, nthreads), src, thread)
+    word = b.add(b.lshr(row, c(3)), b.mul(b.lshr(k, c(3)), c(2)))
+    ptr = b.gep(b.inttoptr(words, PTR), [b.add(b.mul(src, c(A_WORDS)), word)], source_etype=I64)
+    bits = b.lshr(b.load(ptr, typ=I64), b.mul(b.and_(k, c(1)), c(16)))
+    half = b.trunc(bits, I16)
+    if dtype == T.float16:
+        return b.fpext(b.bitcast(half, ir.HalfType()), F32)
+    return b.bitcast(b.shl(b.zext(half, I32), ir.Constant(I32, 16)), F32)
+
+
+def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType, a_regs: bool) -> ir.Function:
+    """``void (acc, desc_a or words, desc_b, shared_base, thread, scale_d, threads)``: one
+    thread's wgmma (A from shared memory, or with ``a_regs`` from its warp's published words)."""
     name = (f"kaiojit.wgmma.m64n{v['n']}k16.{v['dtype']}.{v['scale_a']}.{v['scale_b']}."
-            f"{v['trans_a']}.{v['trans_b']}")
+            f"{v['trans_a']}.{v['trans_b']}{'.rs' if a_regs else ''}")
     if name in module.globals:
         return module.globals[name]
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, I64, I32]), name)
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, I64, I32, I64]), name)
     fn.linkage = "internal"
-    acc, desc_a, desc_b, base, thread, scale_d = fn.args
+    acc, desc_a, desc_b, base, thread, scale_d, nthreads = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     c = lambda x: ir.Constant(I64, x)
     t = b.and_(thread, c(127))
     warp, lane = b.lshr(t, c(5)), b.and_(t, c(31))
     g, q = b.lshr(lane, c(2)), b.and_(lane, c(3))
-    fa, fb = _fields(b, desc_a), _fields(b, desc_b)
+    fa, fb = (None if a_regs else _fields(b, desc_a)), _fields(b, desc_b)
     base = b.inttoptr(base, PTR)
     keep = b.icmp_unsigned("!=", scale_d, ir.Constant(I32, 0))
     negate = v["scale_a"] * v["scale_b"] < 0
@@ -126,9 +190,16 @@ def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType) -> ir.Function:
         b.branch(total)
         b.position_at_end(total)
         with counted_loop(b, c(0), c(K_BYTES // dtype.itemsize)) as k:
-            pa = b.gep(base, [_address(b, fa, row, k, dtype.itemsize)], source_etype=ir.IntType(8))
-            pb = b.gep(base, [_address(b, fb, col, k, dtype.itemsize)], source_etype=ir.IntType(8))
-            prod = b.fmul(_load_input(b, pa, dtype), _load_input(b, pb, dtype))
+            if a_regs:
+                a = _register_a(b, desc_a, thread, nthreads, b.sub(row, b.mul(warp, c(16))), k,
+                                dtype)
+            else:
+                pa = b.gep(base, [_address(b, fa, row, k, dtype.itemsize, v["trans_a"])],
+                           source_etype=ir.IntType(8))
+                a = _load_input(b, pa, dtype)
+            pb = b.gep(base, [_address(b, fb, col, k, dtype.itemsize, v["trans_b"])],
+                       source_etype=ir.IntType(8))
+            prod = b.fmul(a, _load_input(b, pb, dtype))
             if negate:
                 prod = b.fneg(prod)
             b.store(b.fadd(b.load(sum_ptr, typ=F32), prod), sum_ptr)
@@ -145,4 +216,4 @@ def _entry_alloca(fn: ir.Function, ty: ir.Type):
     return b.alloca(ty)
 
 
-__all__ = ["mma", "shared_offset"]
+__all__ = ["A_WORDS", "mma", "mma_registers", "shared_offset"]

@@ -257,10 +257,6 @@ def mma_shape(acc, da):
     kj.wgmma.mma_async(acc, da, da, shape=(64, 100, 16))
 
 
-def mma_trans(acc, da):
-    kj.wgmma.mma_async(acc, da, da, shape=(64, 64, 16), trans_b=1)
-
-
 def mma_dtype(acc, da):
     kj.wgmma.mma_async(acc, da, da, shape=(64, 64, 16), dtype=kj.float32)
 
@@ -293,7 +289,6 @@ def desc_sbo(acc, da):
 
 @pytest.mark.parametrize("fn, snippet, words", [
     (mma_shape, "(64, 100, 16)", "shape=(64, N, 16) with N a multiple of 8"),
-    (mma_trans, "1)", "trans_b=1 (an MN-major operand) is not supported"),
     (mma_dtype, "kj.float32)", "multiplies float16, bfloat16, float8_e4m3fn, float8_e5m2 inputs, got float32"),
     (mma_acc, "da, da, da", "accumulates into a 1-d float32 local array of N/2 = 32"),
     (mma_keyword, "2)", "has no argument 'scale'"),

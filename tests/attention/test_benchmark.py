@@ -1,0 +1,57 @@
+"""benchmarks/attention.py runs unattended on a GPU machine: its sweep is run here on the cpu
+backend, PyTorch's CUDA calls standing in on the CPU (events by the clock, SDPA's math backend
+for its GPU ones), so a Python error in it shows before that run. Every row must be timed, each
+kaiojit result having passed the benchmark's own check against SDPA's."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "attention.py")
+
+
+class ClockEvent:
+    """torch.cuda.Event on the CPU: ``perf_counter`` at ``record``."""
+
+    def __init__(self, enable_timing: bool = True):
+        self.at = 0.0
+
+    def record(self):
+        self.at = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end) -> float:
+        return (end.at - self.at) * 1e3
+
+
+def test_sweep_dry_run(kj_backend, monkeypatch, capsys):
+    from torch.nn import attention as nn_attention
+    spec = importlib.util.spec_from_file_location("bench_attention", PATH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(torch.cuda, "Event", ClockEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "cpu")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    randn, generator, sdpa_kernel = torch.randn, torch.Generator, nn_attention.sdpa_kernel
+    monkeypatch.setattr(torch, "randn", lambda *a, device=None, **k: randn(*a, **k))
+    monkeypatch.setattr(torch, "Generator", lambda device=None: generator())
+    monkeypatch.setattr(nn_attention, "sdpa_kernel", lambda backends: sdpa_kernel(
+        [nn_attention.SDPBackend.MATH]))
+    monkeypatch.setattr(bench, "BATCH", 1)
+    monkeypatch.setattr(bench, "HEADS", 2)
+    monkeypatch.setattr(bench, "kaiojit_runs", lambda: {"default", "other"})
+    bench.sweep([130], [64], [True], "bf16", True, reps=2)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if " fwd " in line or " bwd " in line]
+    assert "failed" not in out, out
+    for name in ("kaiojit", "kaiojit other schedule", "sdpa flash"):
+        assert any(f"fwd {name} " in r and "TFLOP/s" in r for r in rows), out
+    assert any("bwd kaiojit " in r and "TFLOP/s" in r for r in rows), out

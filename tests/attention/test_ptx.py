@@ -1,0 +1,51 @@
+"""The attention kernels' PTX for sm_90a, assembled by ptxas (the autouse check): the forward
+and backward of head dim 128 (the largest register footprint), with the wgmma forms they use."""
+
+from __future__ import annotations
+
+import kaiojit as kj
+from kaiojit.lib.attention import backward as B
+from kaiojit.lib.attention import forward as F
+from kaiojit.tools.resources import ptxas_resources
+
+MAP = "tensormap({t}, 3)"
+
+
+def resources(ptx: str):
+    return ptxas_resources(ptx, "sm_90a")
+
+
+def forward_signature(t: str) -> str:
+    m = MAP.format(t=t)
+    return (f"void({t}[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], int32[::1], "
+            "int64, int64, int64, float32)")
+
+
+def backward_signature(t: str) -> str:
+    m = MAP.format(t=t)
+    return (f"void(float32[:, :, ::1], {t}[:, :, ::1], {t}[:, :, ::1], {m}, {m}, {m}, {m}, "
+            "float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, int64, int64, "
+            "float32)")
+
+
+def test_forward_ptx():
+    """The split form (the GPU's; the cpu backend runs the lockstep one), causal."""
+    cfg = F.ForwardConfig(128, "bf16", True, False, lockstep=False)
+    ptx = kj.compile_ptx(F.forward_kernel(cfg), forward_signature("bfloat16"), arch="sm_90")
+    assert ".target sm_90a" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert "cvt.rn.bf16x2.f32" in ptx and "ex2.approx.ftz.f32" in ptx
+    assert "cp.async.bulk.tensor.3d" in ptx and "mbarrier.try_wait" in ptx
+    assert ".maxnreg 168" in ptx  # 384 threads: 65536 registers / 384
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx  # the producer's registers ...
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx  # ... to the consumers'
+    assert resources(ptx).spill_store_bytes == 0  # head dim 128 fits in 232 registers
+
+
+def test_backward_ptx():
+    cfg = B.BackwardConfig(128, "f16", False, True)
+    _, main, _ = B.kernels(cfg)
+    ptx = kj.compile_ptx(main, backward_signature("float16"), arch="sm_90")
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx  # S^T, dP^T, dQ
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx  # dV, dK
+    assert "red.global.add.f32" in ptx or "atom.global.add.f32" in ptx
