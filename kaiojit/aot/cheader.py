@@ -103,11 +103,31 @@ def header_text(manifest: Manifest) -> str:
         f'#define KAIOJIT_TARGET "{manifest.target}"', "",
     ]
     for e in manifest.entries:
-        lines.append(f"/* {e.kernel}: {e.signature} */")
+        lines.append(f"/* {e.kernel}: {e.signature}{_config_note(manifest, e)} */")
         lines.append(_prototype(e) + ";")
         lines.append("")
     lines += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]
     return "\n".join(lines)
+
+
+def _config_note(manifest: Manifest, entry: Entry) -> str:
+    """For a config of an autotuned kernel: which, how to launch it, and the keys the tuner
+    chose it for."""
+    if not entry.autotune:
+        return ""
+    record = manifest.autotuned[entry.kernel]
+    index = entry.autotune["index"]
+    config = record["configs"][index]
+    keys = [", ".join(f"{n}={v}" for n, v in zip(record["key"], c["key"]))
+            for c in record["choices"]
+            if c["index"] == index and c["signature"] == entry.autotune["call_signature"]]
+    passed = [f"{n} = {v}" for n, v in config["constants"].items() if n in entry.arg_names]
+    note = (f"\n * autotuned: config {index} of {len(record['configs'])}, {config['text']}"
+            f"\n * launch with block {config['block']} and {config['shared']} bytes of dynamic "
+            "shared memory" + (f", passing {', '.join(passed)}" if passed else ""))
+    if keys:
+        note += f"\n * the tuner chose it for {'; '.join(k or 'its key' for k in keys)}"
+    return note
 
 
 def _pack(entry: Entry) -> list[str]:

@@ -126,16 +126,23 @@ class ExportedModule:
         by_name: dict[str, list[Entry]] = {}
         for e in manifest.entries:
             by_name.setdefault(e.kernel, []).append(e)
-        self.kernels = {name: ExportedKernel(self, name, es) for name, es in by_name.items()}
+        self.kernels: dict[str, Any] = {}
+        for name, es in by_name.items():
+            if name in manifest.autotuned:
+                from kaiojit.aot.autotuned import ExportedAutotuned
 
-    def __getattr__(self, name: str) -> ExportedKernel:
+                self.kernels[name] = ExportedAutotuned(self, name, es, manifest.autotuned[name])
+            else:
+                self.kernels[name] = ExportedKernel(self, name, es)
+
+    def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
         raise AttributeError(f"{self.__dict__.get('directory')!r} exports no kernel {name!r}; "
                              f"it has {', '.join(sorted(kernels)) or 'none'}")
 
-    def __getitem__(self, name: str) -> ExportedKernel:
+    def __getitem__(self, name: str) -> Any:
         return self.__getattr__(name)
 
     def __dir__(self):

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
-FORMAT = 1
+FORMAT = 2  # 2: autotuned kernels (Entry.autotune, Manifest.autotuned)
 MANIFEST = "manifest.json"
 
 
@@ -42,6 +42,7 @@ class Entry:
     ptx: dict[str, str] = field(default_factory=dict)      # arch -> file (nvptx)
     uses_block_mode: bool = False                          # host
     sites: list[dict] = field(default_factory=list)        # host: where a fault came from
+    autotune: dict = field(default_factory=dict)  # an autotuned kernel's: index, call_signature
 
 
 @dataclass(slots=True)
@@ -52,6 +53,7 @@ class Manifest:
     archs: list[str] = field(default_factory=list)
     library: str = ""           # host: the shared library's file name
     host_triple: str = ""       # host: what the library was compiled for
+    autotuned: dict = field(default_factory=dict)  # kernel -> configs and the tuner's choices
     format: int = FORMAT
 
     def write(self, directory: str) -> str:
