@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from kaiojit import types as kt
 from kaiojit.aot.autotuned import call_signature, config_signature, is_autotuned, tuning_record
-from kaiojit.aot.cheader import write_c_launcher
+from kaiojit.aot.cheader import record_tag, write_c_launcher
 from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
 from kaiojit.options import VERSION
 from kaiojit.runtime.slots import SlotLayout
@@ -232,6 +232,7 @@ def c_function_name(py_name: str, signature: kt.Signature) -> str:
     for t in signature.args:
         if isinstance(t, kt.ArrayType):
             dtype = _short(t.dtype) if isinstance(t.dtype, kt.ScalarType) else \
+                record_tag(t.dtype) if isinstance(t.dtype, kt.RecordType) else \
                 re.sub(r"\W", "", str(t.dtype))
             parts.append(f"{dtype}_{t.ndim}d{t.layout}")
         elif isinstance(t, kt.TensorMapType):
