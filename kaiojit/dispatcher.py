@@ -145,9 +145,16 @@ class Dispatcher:
                 raise TypeError(f"{self.__qualname__}.max_cooperative_grid_blocks(): give a "
                                 f"signature (compiled so far: {len(sigs)})")
             signature = sigs[0]
+        from .runtime.launch import normalize_dim3
+
+        block = normalize_dim3(block, "block", self.__qualname__)
+        if isinstance(dynamic_shared, bool) or not hasattr(dynamic_shared, "__index__") or \
+                dynamic_shared < 0:
+            raise LaunchError(f"kernel {self.__qualname__!r}: dynamic_shared must be a number "
+                              f"of bytes (an int >= 0), got {dynamic_shared!r}")
         backend = _runtime().get_backend()
         loaded = backend.load_kernel(self.compile(signature, backend.target_spec()))
-        return loaded.max_cooperative_grid_blocks(block, dynamic_shared)
+        return loaded.max_cooperative_grid_blocks(block, int(dynamic_shared))
 
     @_user_facing
     def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
@@ -272,6 +279,9 @@ class Dispatcher:
     @outside_graphs
     def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise LaunchError(f"kernel {self.__qualname__!r}: forall(n): n is the number of "
+                              f"threads, an int; got {type(n).__name__} {n!r}")
         if n <= 0:
             raise LaunchError(f"forall({n}): the thread count must be positive")
         return ForallLauncher(self, n, stream, shared_mem)

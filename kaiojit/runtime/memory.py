@@ -37,7 +37,7 @@ def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
         shape = (int(shape),)
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
+        raise ValueError(f"shape {shape} has a negative dimension")
     if any(n > MAX_ARRAY_BYTES for n in shape):
         raise ValueError(f"shape {shape} has an extent past int64, the type kernels read "
                          "extents as")
@@ -343,7 +343,10 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     """An uninitialized array on the current device."""
     backend = get_backend()
     shape = _normalize_shape(shape)
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"device_array: dtype {dtype!r} is not a NumPy dtype ({e})") from None
     if order not in ("C", "F"):
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     strides = contiguous_strides(shape, dtype.itemsize, order)
@@ -371,7 +374,11 @@ def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray |
     if isinstance(ary, DeviceArray) and to is None:
         return ary
     host = np.asarray(ary)
-    kt.from_dtype(host.dtype)
+    try:
+        kt.from_dtype(host.dtype)
+    except TypeError as e:
+        raise TypeError(f"to_device: the array has dtype {host.dtype}: {e}; give an array of "
+                        "numbers, bools or records of them") from None
     if not (host.flags.c_contiguous or host.flags.f_contiguous):
         host = np.ascontiguousarray(host)
     target = to if to is not None else device_array_like(host, stream=stream)
