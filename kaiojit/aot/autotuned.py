@@ -11,12 +11,13 @@ first config). A C program gets one launch function per config, ``..._config<i>`
 comment says which the tuner chose.
 
 This module imports neither the tuner nor the compiler at import time: the export side is
-handed the tuner; the load side imports :mod:`kaiojit.autotuner` only for its key rule.
+handed the tuner; the load side imports :mod:`kaiojit.lib.autotuner` only for its key rule.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kaiojit import types as kt
@@ -27,7 +28,7 @@ from kaiojit.overloads import accepts as _accepts
 
 
 def is_autotuned(kernel: Any) -> bool:
-    from kaiojit.autotuner import Autotuner
+    from kaiojit.lib.autotuner import Autotuner
 
     return isinstance(kernel, Autotuner)
 
@@ -115,9 +116,10 @@ class ExportedAutotuned:
     """An exported autotuned kernel: called as the tuner is, ``kernel(*args, stream=...)``,
     it launches the config the tuner chose for the call's key (or the signature's default)."""
 
-    def __init__(self, module: Any, name: str, entries: list[Entry], record: dict):
-        from kaiojit.aot.loader import ExportedKernel
-
+    def __init__(self, name: str, entries: list[Entry], record: dict,
+                 kernel_of: Callable[[list[Entry]], Any]):
+        """``kernel_of(entries)``: the loader's kernel launching those entries (one config's
+        signatures)."""
         self.__name__ = name
         self.record = record
         self.configs: list[dict] = record["configs"]
@@ -126,8 +128,7 @@ class ExportedAutotuned:
         self.signatures = sorted({e.autotune["call_signature"] for e in entries},
                                  key=[e.autotune["call_signature"] for e in entries].index)
         self._calls = [kt.parse_signature(s) for s in self.signatures]
-        self._per_config = [ExportedKernel(module, name, [e for e in entries
-                                                          if e.autotune["index"] == i])
+        self._per_config = [kernel_of([e for e in entries if e.autotune["index"] == i])
                             for i in range(len(self.configs))]
         self._arg_names = {i: k.entries[0].arg_names for i, k in enumerate(self._per_config)}
         self._chosen: dict[tuple[str, str], int] = {}
@@ -164,7 +165,7 @@ class ExportedAutotuned:
                                         config["shared"], full, None)
 
     def _index_for(self, args: tuple) -> int:
-        from kaiojit.autotuner import _key_value
+        from kaiojit.lib.autotuner import _key_value
         from kaiojit.runtime import typeof
 
         if len(args) != len(self.call_params):

@@ -131,7 +131,9 @@ class ExportedModule:
             if name in manifest.autotuned:
                 from kaiojit.aot.autotuned import ExportedAutotuned
 
-                self.kernels[name] = ExportedAutotuned(self, name, es, manifest.autotuned[name])
+                self.kernels[name] = ExportedAutotuned(
+                    name, es, manifest.autotuned[name],
+                    lambda entries, name=name: ExportedKernel(self, name, entries))
             else:
                 self.kernels[name] = ExportedKernel(self, name, es)
 
