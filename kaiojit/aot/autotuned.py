@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.aot.manifest import Entry
+from kaiojit.aot.manifest import USER_ERRORS, Entry
+from kaiojit.errors import user_facing
 from kaiojit.overloads import accepts as _accepts
 
 # --- export -------------------------------------------------------------------------------------
@@ -141,14 +142,17 @@ class ExportedAutotuned:
         return (f"<exported autotuned kernel {self.__name__} ({len(self.configs)} configs): "
                 f"{'; '.join(self.signatures)}>")
 
+    @user_facing(errors=USER_ERRORS)
     def __getitem__(self, config: Any) -> Any:
         raise TypeError(f"{self.__name__} is autotuned: it launches the config its tuner chose; "
                         f"call it as {self.__name__}(...)")
 
+    @user_facing(errors=USER_ERRORS)
     def best_config(self, *args: Any) -> dict:
         """The config (as the manifest records it) a call with ``args`` launches."""
         return self.configs[self._index_for(args)]
 
+    @user_facing(errors=USER_ERRORS)
     def __call__(self, *args: Any, stream: Any = None, grid: Any = None) -> None:
         index = self._index_for(args)
         config = self.configs[index]

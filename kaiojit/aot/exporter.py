@@ -21,6 +21,7 @@ from kaiojit import types as kt
 from kaiojit.aot.autotuned import call_signature, config_signature, is_autotuned, tuning_record
 from kaiojit.aot.cheader import record_tag, write_c_launcher
 from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
+from kaiojit.errors import KaiojitError
 from kaiojit.options import VERSION
 from kaiojit.runtime.slots import SlotLayout
 from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
@@ -28,7 +29,7 @@ from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
 LIBRARY = "libkaiojit_kernels.so"
 
 
-class ExportError(Exception):
+class ExportError(KaiojitError):
     """A kernel that cannot be exported as asked (named, with why)."""
 
 

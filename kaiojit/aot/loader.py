@@ -9,13 +9,15 @@ module is imported.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
+from kaiojit.aot.manifest import USER_ERRORS, ArtifactError, Entry, Manifest
+from kaiojit.errors import user_facing
 from kaiojit.options import VERSION, CompileOptions
 from kaiojit.overloads import accepts as _accepts
 from kaiojit.target import HostImage
@@ -76,12 +78,20 @@ class ExportedKernel:
     def __repr__(self) -> str:
         return f"<exported kernel {self.__name__}: {', '.join(map(str, self.signatures))}>"
 
+    @user_facing(errors=USER_ERRORS)
     def __getitem__(self, config):
         from kaiojit.launch.launcher import parse_launch_config
 
         grid, block, stream, shared = parse_launch_config(config)
-        return lambda *args: self._launch(grid, block, stream, shared, args, None)
+        return functools.partial(self._configured, grid, block, stream, shared)
 
+    @user_facing(errors=USER_ERRORS)
+    def _configured(self, grid, block, stream, shared, *args) -> None:
+        """``kernel[grid, block, ...](*args)``: the partial of ``__getitem__`` calls it (a
+        partial adds no frame between the user's call and this entry point)."""
+        self._launch(grid, block, stream, shared, args, None)
+
+    @user_facing(errors=USER_ERRORS)
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
@@ -198,6 +208,7 @@ class ExportedModule:
             raise ArtifactError(f"{path}: {e.strerror}") from None
 
 
+@user_facing(errors=USER_ERRORS)
 def load(directory: str) -> ExportedModule:
     """The kernels exported into ``directory`` (by ``python -m kaiojit aot`` or
     :func:`kaiojit.aot.export`), ready to launch on the current backend."""

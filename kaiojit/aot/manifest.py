@@ -14,13 +14,19 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
+from kaiojit.errors import KaiojitError
+
 FORMAT = 2  # 2: autotuned kernels (Entry.autotune, Manifest.autotuned)
 MANIFEST = "manifest.json"
 
 
-class ArtifactError(Exception):
+class ArtifactError(KaiojitError):
     """An exported artifact that cannot be used here: missing, stale or without a kernel or
     signature or arch asked for."""
+
+
+# what a bad call of the AOT API raises: shown at the user's line (kaiojit.errors.user_facing)
+USER_ERRORS = (KaiojitError, TypeError, ValueError)
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit import types as kt
+from kaiojit.errors import KaiojitError, user_facing
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
 from kaiojit.runtime.graph import forbid_in_capture
@@ -30,6 +31,9 @@ _U64 = 0xFFFFFFFFFFFFFFFF
 # Kernels index with int64 byte offsets: an array of more bytes than int64 holds could not be
 # addressed without wrapping, whatever the device (and no device has that much memory).
 MAX_ARRAY_BYTES = (1 << 63) - 1
+
+# a bad shape, dtype or array given to the functions users call: shown at their line
+_BAD_INPUT = (KaiojitError, TypeError, ValueError)
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -223,6 +227,7 @@ class DeviceArray:
         hi = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s > 0)
         return lo, hi + self.dtype.itemsize
 
+    @user_facing(errors=_BAD_INPUT)
     def copy_to_host(self, out: np.ndarray | None = None, stream: Any = None) -> np.ndarray:
         """Copy to a NumPy array (``out`` or a new one). With a stream the copy is
         asynchronous on it: ``out`` is valid once the stream is synchronized."""
@@ -240,6 +245,7 @@ class DeviceArray:
         out[...] = _strided_view(staging, -lo, self.shape, self.strides, self.dtype)
         return out
 
+    @user_facing(errors=_BAD_INPUT)
     def copy_to_device(self, ary: Any, stream: Any = None) -> None:
         """Copy a NumPy array (or another DeviceArray of the same shape) into this array."""
         handle = None if stream is None else stream_handle(stream)
@@ -338,6 +344,7 @@ def _strided_view(buffer: np.ndarray, origin: int, shape: tuple, strides: tuple,
 
 # --- making arrays ------------------------------------------------------------------------------
 
+@user_facing(errors=_BAD_INPUT)
 def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str = "C",
                  stream: Any = None) -> DeviceArray:
     """An uninitialized array on the current device."""
@@ -359,6 +366,7 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     return array
 
 
+@user_facing(errors=_BAD_INPUT)
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
     """An uninitialized array with the shape and dtype of ``a`` (C order unless ``a`` is F)."""
     order = "F" if getattr(a, "flags", None) is not None and not a.flags.c_contiguous \
@@ -368,6 +376,7 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
     return device_array(a.shape, a.dtype, order=order, stream=stream)
 
 
+@user_facing(errors=_BAD_INPUT)
 def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
               ) -> DeviceArray:
     """Copy a NumPy array (or anything ``np.asarray`` takes) to the current device."""

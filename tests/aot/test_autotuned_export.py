@@ -16,6 +16,7 @@ import kaiojit as kj
 from kaiojit import aot
 from kaiojit.runtime.backend import set_backend
 from kaiojit.runtime.mock import MockBackend
+from tests.test_bad_argument_frames import visible_kaiojit_frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CALL = "void(float32[::1], float32[::1], int64)"
@@ -106,11 +107,13 @@ def test_a_grid_function_must_be_given_at_the_call(tmp_path, cpu):
     mod = aot.load(str(tmp_path))
     x = kj.to_device(np.ones(8, np.float32))
     with pytest.raises(TypeError, match=r"scale\(\): its grid was a function \(_grid\) when it "
-                                        r"was exported.*pass grid=\(\.\.\.\) to the call"):
+                                        r"was exported.*pass grid=\(\.\.\.\) to the call") as info:
         mod.scale(x, x, np.int64(8))
+    assert visible_kaiojit_frames(info.value) == []  # the user's line only
     with pytest.raises(TypeError, match="scale is autotuned: it launches the config its tuner "
-                                        "chose; call it as scale"):
+                                        "chose; call it as scale") as info:
         mod.scale[1, 8]
+    assert visible_kaiojit_frames(info.value) == []
     with pytest.raises(TypeError, match=r"scale was exported for void\(float32\[::1\], "
                                         r"float32\[::1\], int64\); none accepts \(float64"):
         mod.scale(kj.to_device(np.ones(8)), x, np.int64(8), grid=(1,))
