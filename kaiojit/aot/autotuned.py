@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kaiojit import types as kt
+from kaiojit.aot.arguments import argument_types
 from kaiojit.aot.manifest import USER_ERRORS, Entry
 from kaiojit.errors import user_facing
 from kaiojit.overloads import accepts as _accepts
@@ -170,17 +171,8 @@ class ExportedAutotuned:
 
     def _index_for(self, args: tuple) -> int:
         from kaiojit.lib.autotuner import _key_value
-        from kaiojit.runtime import typeof
 
-        if len(args) != len(self.call_params):
-            raise TypeError(f"{self.__name__}() takes {len(self.call_params)} arguments "
-                            f"({', '.join(self.call_params)}), got {len(args)}")
-        types = []
-        for a, name in zip(args, self.call_params):
-            try:
-                types.append(typeof(a))
-            except TypeError as e:
-                raise TypeError(f"{self.__name__}(): parameter {name!r}: {e}") from None
+        types = argument_types(self.__name__, self.call_params, args)
         for sig, call in zip(self.signatures, self._calls):
             if all(_accepts(p, t) for p, t in zip(call.args, types)):
                 named = dict(zip(self.call_params, args))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaiojit import types as kt
+from kaiojit.aot.arguments import argument_types
 from kaiojit.aot.manifest import USER_ERRORS, ArtifactError, Entry, Manifest
 from kaiojit.errors import user_facing
 from kaiojit.options import VERSION, CompileOptions
@@ -100,18 +101,7 @@ class ExportedKernel:
         loaded.launch(grid, block, stream, shared, args, cluster)
 
     def _loaded_for(self, args: tuple) -> Any:
-        from kaiojit.runtime import typeof
-
-        first = self.entries[0]
-        if len(args) != len(first.arg_names):
-            raise TypeError(f"{self.__name__}() takes {len(first.arg_names)} arguments "
-                            f"({', '.join(first.arg_names)}), got {len(args)}")
-        types = []
-        for a, name in zip(args, first.arg_names):
-            try:
-                types.append(typeof(a))
-            except TypeError as e:
-                raise TypeError(f"{self.__name__}(): parameter {name!r}: {e}") from None
+        types = argument_types(self.__name__, self.entries[0].arg_names, args)
         for i, sig in enumerate(self.signatures):
             if all(_accepts(p, a) for p, a in zip(sig.args, types)):
                 loaded = self._loaded.get(i)
