@@ -166,8 +166,9 @@ class ExportedAutotuned:
                             f"({config['grid_function']}) when it was exported, which an export "
                             "cannot carry: pass grid=(...) to the call")
         full = tuple(named[n] for n in self._arg_names[index])
-        self._per_config[index]._launch(_tuple(launch_grid), _tuple(config["block"]), stream,
-                                        config["shared"], full, None)
+        self._per_config[index].launch(*full, grid=_tuple(launch_grid),
+                                       block=_tuple(config["block"]), stream=stream,
+                                       shared_mem=config["shared"])
 
     def _index_for(self, args: tuple) -> int:
         from kaiojit.lib.autotuner import _key_value
