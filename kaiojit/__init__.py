@@ -295,7 +295,8 @@ _RUNTIME_NAMES = frozenset({
     "default_stream", "device", "device_array", "device_array_like", "device_count",
     "device_compute_capability", "driver_version", "max_ptx_version", "ptx_version_for_driver",
     "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
-    "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
+    "select_device", "set_backend", "sm_count", "suggest_block_size", "synchronize", "to_device",
+    "typeof",
 })
 _LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
 

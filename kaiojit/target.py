@@ -108,6 +108,8 @@ CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = re
 CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
 CTX_CHECK = 13        # checked variant: this worker's sanitizer state (SAN_* below)
 CTX_STACK_TOP = 14    # checked variant: the driver's frame address (local arrays lie below)
+CTX_NAMED_BARRIERS = 15  # block mode: the block's named barriers' arrival counts (i64 each)
+NAMED_BARRIERS = 16   # bar.sync ids 0 to 15
 CTX_WORDS = 16
 
 # --- the launch state: the first error and the print buffer ------------------------------------
@@ -134,6 +136,7 @@ ERR_DIVERGENT_BARRIER = 2
 ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 ERR_ASSERT = 5           # a failed assert under debug=True
+ERR_NAMED_BARRIER = 6    # a named barrier no thread can complete any more, or over its count
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words

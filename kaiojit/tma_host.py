@@ -74,7 +74,7 @@ MAX_RANK = 5
 # CUtensorMapDataType values and element sizes; the names are the driver's without the prefix
 DATA_TYPES: dict[str, tuple[int, int]] = {
     "UINT8": (0, 1), "UINT16": (1, 2), "UINT32": (2, 4), "INT32": (3, 4), "UINT64": (4, 8),
-    "INT64": (5, 8), "FLOAT16": (6, 2), "FLOAT32": (7, 4), "FLOAT64": (8, 8),
+    "INT64": (5, 8), "FLOAT16": (6, 2), "FLOAT32": (7, 4), "FLOAT64": (8, 8), "BFLOAT16": (9, 2),
 }
 SWIZZLES = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
 INTERLEAVES = {"NONE": 0, "16B": 1, "32B": 2}

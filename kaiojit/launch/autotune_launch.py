@@ -3,7 +3,8 @@
 A call of an autotuned kernel binds its arguments by name, computes its key (the key
 parameters' values and every argument's type), looks up the chosen config, merges the config's
 constants and launches: several microseconds. Once a positional call has launched that way,
-its launch is specialized like ``kernel[grid, block](...)``'s (:mod:`kaiojit.runtime.fastlaunch`),
+its launch is specialized like ``kernel[grid, block](...)``'s
+(:mod:`kaiojit.runtime.native.fastlaunch`),
 with the config's constants written as constants and its constexpr values compiled in, and
 kept under a *fast key*: the stream, the number of arguments and the key parameters' values
 (an array's shape, a scalar's value). A later call with that fast key is one dict lookup and
@@ -132,7 +133,7 @@ def _build(tuner: Any, full: list, grid: Any, config: Any, stream: Any,
            fallback: Callable[[tuple, Any], None]) -> Any:
     """The kernel's fast form for a call of the autotuner's parameters, the config's
     constants fixed."""
-    from ..runtime.fastlaunch import FastPlan
+    from ..runtime.native.fastlaunch import FastPlan
 
     kernel = tuner.kernel
     loaded = kernel.loaded_kernel(tuple(full))

@@ -78,7 +78,7 @@ class Launcher:
 
     A call goes through the general path (:meth:`general`: type, compile, load, check, pack,
     launch). After it, the launcher builds the runtime's fast form of that launch (a plain
-    function, see :mod:`kaiojit.runtime.fastlaunch`) and takes it as its ``__call__``; the
+    function, see :mod:`kaiojit.runtime.native.fastlaunch`) and takes it as its ``__call__``; the
     dispatcher caches that function itself under the configuration, so the next
     ``kernel[grid, block]`` returns it and a launch is that one function. A call the fast form
     does not match comes back to :meth:`relaunch`. The form is rebuilt when the arguments'
@@ -133,7 +133,7 @@ class Launcher:
         arguments of these classes is for this specialization, thread and device already
         (the launch came here for a value it could not pack)."""
         from ..runtime.backend import device_token
-        from ..runtime.fastlaunch import FastPlan
+        from ..runtime.native.fastlaunch import FastPlan
 
         classes = tuple([a.__class__ for a in args])
         token = device_token(loaded.backend.current_device())

@@ -52,20 +52,13 @@ class HostModule(ModuleLowering):
             found = self._needs_block[id(kfunc)] = uses_sync(kfunc)
         return found
 
-    def function_for(self, kfunc: kir.KFunction) -> ir.Function:
-        fn = self.functions.get(id(kfunc))
-        if fn is None:
-            if self.needs_block(kfunc):
-                fnty = block_function_type(kfunc)
-            else:
-                fnty = ir.FunctionType(ll_type(kfunc.return_type), [PTR, I32, I32, I32] +
-                                       [ll_type(t) for _, t in kfunc.params])
-            name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
-            fn = ir.Function(self.module, fnty, name=name)
-            fn.linkage = "internal"
-            self.functions[id(kfunc)] = fn
-            self.pending.append(kfunc)
-        return fn
+    def function_type(self, kfunc: kir.KFunction) -> ir.FunctionType:
+        """A device function on the host: ``(ctx, tid.x, tid.y, tid.z, params...)``, or a
+        block-mode one's type (``block_function_type``)."""
+        if self.needs_block(kfunc):
+            return block_function_type(kfunc)
+        return ir.FunctionType(ll_type(kfunc.return_type),
+                               [PTR, I32, I32, I32] + [ll_type(t) for _, t in kfunc.params])
 
     def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
         block = self.needs_block(kfunc)

@@ -120,7 +120,7 @@ _runner: tuple[Any, Any] | None = None  # (the engine that owns the code, the ct
 def _compile() -> tuple[Any, Any]:
     from llvmlite import binding as llvm
 
-    from kaiojit.runtime.cbuiltins import compile_ir
+    from kaiojit.runtime.native.cbuiltins import compile_ir
     from kaiojit.target import FUTEX_WAKE_PRIVATE, SYS_FUTEX
 
     wake = "" if SYS_FUTEX is None else (

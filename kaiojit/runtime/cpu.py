@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,8 +35,8 @@ from kaiojit.errors import CudaError, KernelError, source_position
 from kaiojit.runtime import cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
-from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.faults import assert_message, bounds_message
+from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import ConfigCache, check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -192,7 +193,7 @@ class CpuKernel:
 class HostModule:
     """A host image loaded into this process: its native code and the image's entry."""
 
-    __slots__ = ("image", "code")
+    __slots__ = ("code", "image")
 
     def __init__(self, image: HostImage, code: Any):
         self.image = image
@@ -202,7 +203,7 @@ class HostModule:
 class HostFunction:
     """A host module's entry, what ``launch_typed`` runs (read as a CpuKernel is)."""
 
-    __slots__ = ("name", "host", "_run")
+    __slots__ = ("_run", "host", "name")
 
     def __init__(self, name: str, code: Any):
         self.name = name
@@ -233,6 +234,7 @@ class CpuBackend:
         self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
+        self.limits = replace(self.limits, multiprocessor_count=len(self._workers))
         if not faulthandler.is_enabled():
             try:  # a crash in generated code then prints where it happened, not nothing
                 faulthandler.enable()
@@ -491,6 +493,15 @@ def _check_device(device: int) -> None:
         raise ValueError(f"no device {device}: the cpu backend has one device, 0")
 
 
+def named_barrier_message(kernel: str, op: str, arrived: int, count: int, where: str) -> str:
+    """Why a named barrier stopped the block: its last phase cannot complete any more."""
+    return (f"kernel {kernel!r}: {op}() at {where}: only {arrived} of its {count} threads (a "
+            "warp counts 32) arrived in its last phase and every thread of the block has run "
+            "up to here: on the GPU this hangs. (The cpu backend runs the threads of an if's "
+            "branch before the other branch's: an arrive must come before the sync it "
+            "completes in program order.)")
+
+
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
     """The KernelError for the fault native code recorded in ``launch``."""
     from kaiojit import target as H
@@ -515,6 +526,10 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
         msg = device_fault(kernel.name, site["op"], int(launch[H.LAUNCH_ERROR]) == H.ERR_TMA,
                            int(launch[H.LAUNCH_INDEX]), f"{where}, block {block}, thread "
                            f"{thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_NAMED_BARRIER:
+        msg = named_barrier_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
+                                    int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
+                                    f"thread {thread}{source}")
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "
