@@ -201,12 +201,13 @@ def _aot_arguments(a: argparse.ArgumentParser) -> None:
 def _aot(args) -> int:
     import kaiojit as kj
     from kaiojit.aot.exporter import ExportError, export
+    from kaiojit.aot.autotuned import is_autotuned
     from kaiojit.dispatcher import Dispatcher
 
     kernels = {}
     for spec in args.kernels:
         obj = _load_kernel(spec)
-        disp = obj if isinstance(obj, Dispatcher) else kj.jit(obj)
+        disp = obj if isinstance(obj, Dispatcher) or is_autotuned(obj) else kj.jit(obj)
         kernels[disp] = list(args.sig)
     try:
         manifest = export(args.out, kernels, args.arch.split(","), args.target)

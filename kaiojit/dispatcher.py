@@ -152,10 +152,18 @@ class Dispatcher:
                     self._compiled[key] = ck
         return ck
 
+    @user_facing(errors=USER_ERRORS)  # a bad block or size, a CompileError
     def max_cooperative_grid_blocks(self, block, dynamic_shared: int = 0, signature=None) -> int:
         """The most blocks of ``block`` threads a launch of this kernel may have when it
         synchronizes its grid (``kj.cg.this_grid().sync()``): all must be resident at once.
         ``signature`` may be left out when one signature has been compiled."""
+        from .runtime.launch import normalize_dim3
+
+        block = normalize_dim3(block, "block", self.__qualname__)
+        if isinstance(dynamic_shared, bool) or not hasattr(dynamic_shared, "__index__") or \
+                dynamic_shared < 0:
+            raise LaunchError(f"kernel {self.__qualname__!r}: dynamic_shared must be a number "
+                              f"of bytes (an int >= 0), got {dynamic_shared!r}")
         if signature is None:
             sigs = self.signatures
             if len(sigs) != 1:
@@ -164,7 +172,7 @@ class Dispatcher:
             signature = sigs[0]
         backend = _runtime().get_backend()
         loaded = backend.load_kernel(self.compile(signature, backend.target_spec()))
-        return loaded.max_cooperative_grid_blocks(block, dynamic_shared)
+        return loaded.max_cooperative_grid_blocks(block, int(dynamic_shared))
 
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
@@ -276,7 +284,8 @@ class Dispatcher:
             try:
                 parsed = parse_launch_config(config)
             except TypeError as e:  # shown at the user's kernel[...]; not @user_facing, which
-                raise e.with_traceback(None) from None  # would add a call to every launch
+                __tracebackhide__ = True  # would add a call to every launch  # noqa: F841
+                raise e.with_traceback(None) from None
             launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
@@ -288,8 +297,12 @@ class Dispatcher:
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
     @outside_graphs
+    @user_facing(errors=USER_ERRORS)  # a bad thread count
     def forall(self, n: int, stream=None, shared_mem=0) -> ForallLauncher:
         """A 1-D launch covering ``n`` threads, block size chosen by occupancy."""
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise LaunchError(f"kernel {self.__qualname__!r}: forall(n): n is the number of "
+                              f"threads, an int; got {type(n).__name__} {n!r}")
         if n <= 0:
             raise LaunchError(f"forall({n}): the thread count must be positive")
         return ForallLauncher(self, n, stream, shared_mem)

@@ -10,51 +10,77 @@ that configures ``logging`` itself needs nothing from kaiojit.
 
 from __future__ import annotations
 
-import logging
+import functools
 import sys
-from typing import IO
+from typing import IO, Any
 
-log = logging.getLogger("kaiojit")
 _HANDLER_MARK = "_kaiojit_handler"
 
 
-def set_log_level(level: int | str = "INFO", stream: IO[str] | None = None) -> logging.Logger:
+class _KaiojitLogger:
+    """``logging.getLogger("kaiojit")``, looked up on first use: ``logging`` is imported by
+    the first message or setting, not by ``import kaiojit`` (a process that launches
+    ahead-of-time kernels and never logs never pays for it)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("kaiojit"), name)
+
+    def __repr__(self) -> str:
+        return "<the 'kaiojit' logger>"
+
+
+log: Any = _KaiojitLogger()
+
+
+def set_log_level(level: int | str = "INFO", stream: IO[str] | None = None) -> Any:
     """Show kaiojit's messages of ``level`` and above ("DEBUG", "INFO", "WARNING", or a
     ``logging`` level; "OFF" or None silences them) on ``stream`` (stderr by default), from
-    now on. Returns the ``kaiojit`` logger."""
+    now on. Returns the ``kaiojit`` logger (a ``logging.Logger``)."""
+    import logging
+
+    logger = logging.getLogger("kaiojit")
     if level is None or (isinstance(level, str) and level.upper() == "OFF"):
-        log.setLevel(logging.CRITICAL + 1)
-        return log
+        logger.setLevel(logging.CRITICAL + 1)
+        return logger
     value = logging.getLevelName(level.upper()) if isinstance(level, str) else int(level)
     if not isinstance(value, int):
         raise ValueError(f"log level must be DEBUG, INFO, WARNING, ERROR, OFF or a logging "
                          f"level, got {level!r}")
-    log.setLevel(value)
-    ours = [h for h in log.handlers if getattr(h, _HANDLER_MARK, False)]
+    logger.setLevel(value)
+    ours = [h for h in logger.handlers if getattr(h, _HANDLER_MARK, False)]
     target = stream if stream is not None else sys.stderr
     if ours and getattr(ours[0], "stream", None) is not target:
-        log.removeHandler(ours[0])
+        logger.removeHandler(ours[0])
         ours = []
     if not ours:
-        handler = _StderrHandler(stream)
+        handler = _stderr_handler_class()(stream)
         setattr(handler, _HANDLER_MARK, True)
         handler.setFormatter(logging.Formatter("kaiojit: %(message)s"))
-        log.addHandler(handler)
-    return log
+        logger.addHandler(handler)
+    return logger
 
 
-class _StderrHandler(logging.StreamHandler):
+@functools.cache
+def _stderr_handler_class() -> type:
     """A stream handler that looks stderr up at each record when given none (a notebook's
-    kernel replaces sys.stderr per cell)."""
+    kernel replaces sys.stderr per cell); made when first needed, as ``logging`` is."""
+    import logging
 
-    def __init__(self, stream: IO[str] | None):
-        super().__init__(stream or sys.stderr)
-        self._follow = stream is None
+    class StderrHandler(logging.StreamHandler):
+        def __init__(self, stream: IO[str] | None):
+            super().__init__(stream or sys.stderr)
+            self._follow = stream is None
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if self._follow:
-            self.stream = sys.stderr
-        super().emit(record)
+        def emit(self, record: logging.LogRecord) -> None:
+            if self._follow:
+                self.stream = sys.stderr
+            super().emit(record)
+
+    return StderrHandler
 
 
 __all__ = ["log", "set_log_level"]

@@ -10,7 +10,6 @@ without following links: a fresh temporary file renamed into place.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 
 from kaiojit import env
@@ -74,6 +73,8 @@ def write_dump(directory: str, filename: str, data: str | bytes) -> str:
         raise ValueError(f"KAIOJIT_DUMP_DIR={directory!r}: names a file, not a directory; "
                          f"takes {env.KNOBS['KAIOJIT_DUMP_DIR'].takes}")
     path = os.path.join(directory, filename)
+    import tempfile  # only when dumping: not on every import of kaiojit
+
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kaiojit-dump-")
     try:
         with os.fdopen(fd, "wb") as f:

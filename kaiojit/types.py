@@ -295,6 +295,8 @@ def parse_type(text: str) -> Type:
         return void
     if s == "tensormap":
         return tensormap
+    if s.startswith("Record("):
+        return _parse_record(s, text)
     m = _CONSTEXPR_RE.match(s)
     if m:
         return ConstexprType(_constexpr_literal(m.group(1), text))
@@ -309,29 +311,62 @@ def parse_type(text: str) -> Type:
             raise ValueError(f"{e} in {text!r}") from None
     m = _ARRAY_RE.match(s)
     if m:
-        base = parse_type(m.group(1))
-        if not isinstance(base, ScalarType):
-            raise ValueError(f"array of non-scalar type in {text!r}")
-        steps = []
-        align = 0
-        for dim in m.group(2).split(","):
-            d = dim.replace(" ", "")
-            if align:
-                raise ValueError(f"'align={ALIGN_BYTES}' comes last in {text!r}")
-            if d == ":":
-                steps.append(None)
-            elif d == "::1":
-                steps.append(1)
-            elif d == f"align={ALIGN_BYTES}" and steps and not align:
-                align = ALIGN_BYTES
-            else:
-                raise ValueError(f"bad array dimension {dim.strip()!r} in {text!r}: use ':' or "
-                                 f"'::1' (and a last 'align={ALIGN_BYTES}')")
-        try:
-            return ArrayType(base, len(steps), _layout_from_steps(steps), align)
-        except TypeError as e:
-            raise ValueError(f"{e} in {text!r}") from None
+        return _parse_array(parse_type(m.group(1)), m.group(2), text)
     raise ValueError(f"unknown type {s!r}")
+
+
+_RECORD_FIELD_RE = re.compile(r"^(\w+)\s*:\s*(\w+)\s*@\s*(\d+)$")
+
+
+def _parse_record(s: str, text: str) -> Type:
+    """``Record(x: float32@0, n: int16@4; 8, aligned)`` as :class:`RecordType` prints it,
+    optionally followed by an array's dimensions (``...)[::1]``): the spelling a record
+    array's signature has (in a manifest, a disk-cache entry or a user's ``--sig``)."""
+    close = s.find(")")
+    inner, rest = s[len("Record("):close], s[close + 1:].strip()
+    fields_text, _, tail = inner.partition(";")
+    size_text, _, flag = tail.partition(",")
+    fields = []
+    for part in filter(str.strip, fields_text.split(",")):
+        m = _RECORD_FIELD_RE.match(part.strip())
+        if m is None or m.group(2) not in SCALARS:
+            raise ValueError(f"bad record field {part.strip()!r} in {text!r}: write "
+                             "'name: scalar@offset'")
+        fields.append((m.group(1), SCALARS[m.group(2)], int(m.group(3))))
+    if close < 0 or not size_text.strip().isdigit() or flag.strip() not in ("", "aligned"):
+        raise ValueError(f"bad record type {text!r}: write 'Record(name: scalar@offset, ...; "
+                         "itemsize[, aligned])'")
+    record = RecordType(tuple(fields), int(size_text), flag.strip() == "aligned")
+    if not rest:
+        return record
+    if not (rest.startswith("[") and rest.endswith("]")):
+        raise ValueError(f"bad record array {text!r}: dimensions go in [...] after the record")
+    return _parse_array(record, rest[1:-1], text)
+
+
+def _parse_array(base: Type, dims: str, text: str) -> ArrayType:
+    """An array of ``base`` with ``dims`` (``:, ::1`` and an optional last ``align=N``)."""
+    if not isinstance(base, (ScalarType, RecordType)):
+        raise ValueError(f"array of non-scalar type in {text!r}")
+    steps = []
+    align = 0
+    for dim in dims.split(","):
+        d = dim.replace(" ", "")
+        if align:
+            raise ValueError(f"'align={ALIGN_BYTES}' comes last in {text!r}")
+        if d == ":":
+            steps.append(None)
+        elif d == "::1":
+            steps.append(1)
+        elif d == f"align={ALIGN_BYTES}" and steps and not align:
+            align = ALIGN_BYTES
+        else:
+            raise ValueError(f"bad array dimension {dim.strip()!r} in {text!r}: use ':' or "
+                             f"'::1' (and a last 'align={ALIGN_BYTES}')")
+    try:
+        return ArrayType(base, len(steps), _layout_from_steps(steps), align)
+    except TypeError as e:
+        raise ValueError(f"{e} in {text!r}") from None
 
 
 def _constexpr_literal(literal: str, text: str):

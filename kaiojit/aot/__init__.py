@@ -12,9 +12,11 @@ a manifest and a C launcher, and loaded later without the JIT.
 from __future__ import annotations
 
 from kaiojit.aot.loader import ExportedKernel, ExportedModule, load
-from kaiojit.aot.manifest import ArtifactError
+from kaiojit.aot.manifest import USER_ERRORS, ArtifactError
+from kaiojit.errors import user_facing
 
 
+@user_facing(errors=USER_ERRORS)
 def export(out_dir, kernels, archs=("sm_90",), target="nvptx"):
     """Export ``kernels`` (``{kernel: [signature, ...]}``) into ``out_dir``; see
     :func:`kaiojit.aot.exporter.export`."""

@@ -3,7 +3,9 @@
 The header declares one typed launch function per exported signature and is the same for both
 targets, so a C or C++ program is written once. Arrays are a pointer plus their shape (and,
 layout 'A', their strides in bytes); scalars come by value (float16, bfloat16 and fp8 as their
-bits); a tensor map as a pointer to its 128 bytes. The function writes them into kaiojit's
+bits); a tensor map as a pointer to its 128 bytes. An array of records (a NumPy structured
+dtype) is a pointer too; the header defines a C struct of the record's exact layout, named by a
+hash of it (``kaiojit_rec<hash>``), with its size and offsets checked by the C compiler. The function writes them into kaiojit's
 8-byte parameter slots (``kaiojit.runtime.slots``: a tensor map on a 64-byte boundary) and
 launches.
 
@@ -16,6 +18,7 @@ block on a thread of its own when the kernel synchronizes its grid.
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from kaiojit import target as H
@@ -48,7 +51,9 @@ def c_parameters(entry: Entry) -> tuple[list[str], list[tuple[str, str]]]:
     writes: list[tuple[str, str]] = []
     for t, name in zip(sig.args, entry.arg_names):
         if isinstance(t, kt.ArrayType):
-            decls.append(f"void *{name}")
+            of = f" /* of {record_struct(t.dtype)} */" if isinstance(t.dtype, kt.RecordType) \
+                else ""
+            decls.append(f"void *{name}{of}")
             writes.append((f"(uint64_t)(uintptr_t){name}", "uint64_t"))
             decls.append(f"const int64_t {name}_shape[{t.ndim}]")
             writes += [(f"{name}_shape[{i}]", "int64_t") for i in range(t.ndim)]
@@ -69,6 +74,58 @@ def c_parameters(entry: Entry) -> tuple[list[str], list[tuple[str, str]]]:
         else:
             raise ValueError(f"parameter {name!r}: {t} cannot be exported")
     return decls, writes
+
+
+def record_tag(t: kt.RecordType) -> str:
+    """``rec<hash>``: a short name for a record layout, the same in every export."""
+    return "rec" + hashlib.sha1(str(t).encode()).hexdigest()[:8]
+
+
+def record_struct(t: kt.RecordType) -> str:
+    return f"kaiojit_{record_tag(t)}"
+
+
+def _record_definition(t: kt.RecordType) -> list[str]:
+    """The C struct of record ``t``: its fields at NumPy's offsets with explicit padding
+    between, packed (``#pragma pack(1)``) when the dtype is, and compile-time checks of its
+    size and every offset (a C99 array of negative size where one differs)."""
+    name = record_struct(t)
+    body, at, pads = [], 0, 0
+    for field, ft, offset in t.fields:
+        if not field.isidentifier() or not field.isascii():
+            raise ValueError(f"record field {field!r} is not a C identifier; rename it to "
+                             "export the kernel")
+        if offset > at:
+            body.append(f"    unsigned char _pad{pads}[{offset - at}];")
+            pads += 1
+        if ft.is_complex:
+            body.append(f"    {_scalar_c(ft.component)} {field}[2];  /* {ft}: real, imag */")
+        else:
+            body.append(f"    {_scalar_c(ft)} {field};  /* {ft} */")
+        at = offset + ft.itemsize
+    if t.itemsize > at:
+        body.append(f"    unsigned char _pad{pads}[{t.itemsize - at}];")
+    packed = not t.aligned
+    lines = [f"/* {t} */"]
+    lines += ["#pragma pack(push, 1)"] if packed else []
+    lines += [f"typedef struct {name} {{", *body, f"}} {name};"]
+    lines += ["#pragma pack(pop)"] if packed else []
+    lines.append(f"typedef char {name}_size_is_{t.itemsize}"
+                 f"[sizeof({name}) == {t.itemsize} ? 1 : -1];")
+    for field, _, offset in t.fields:
+        lines.append(f"typedef char {name}_{field}_at_{offset}"
+                     f"[offsetof({name}, {field}) == {offset} ? 1 : -1];")
+    return lines + [""]
+
+
+def _records(manifest: Manifest) -> list[kt.RecordType]:
+    seen: list[kt.RecordType] = []
+    for e in manifest.entries:
+        for t in kt.parse_signature(e.signature).args:
+            if isinstance(t, kt.ArrayType) and isinstance(t.dtype, kt.RecordType) \
+                    and t.dtype not in seen:
+                seen.append(t.dtype)
+    return seen
 
 
 def _prototype(entry: Entry) -> str:
@@ -102,12 +159,34 @@ def header_text(manifest: Manifest) -> str:
         "};", "",
         f'#define KAIOJIT_TARGET "{manifest.target}"', "",
     ]
+    for record in _records(manifest):
+        lines += _record_definition(record)
     for e in manifest.entries:
-        lines.append(f"/* {e.kernel}: {e.signature} */")
+        lines.append(f"/* {e.kernel}: {e.signature}{_config_note(manifest, e)} */")
         lines.append(_prototype(e) + ";")
         lines.append("")
     lines += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]
     return "\n".join(lines)
+
+
+def _config_note(manifest: Manifest, entry: Entry) -> str:
+    """For a config of an autotuned kernel: which, how to launch it, and the keys the tuner
+    chose it for."""
+    if not entry.autotune:
+        return ""
+    record = manifest.autotuned[entry.kernel]
+    index = entry.autotune["index"]
+    config = record["configs"][index]
+    keys = [", ".join(f"{n}={v}" for n, v in zip(record["key"], c["key"]))
+            for c in record["choices"]
+            if c["index"] == index and c["signature"] == entry.autotune["call_signature"]]
+    passed = [f"{n} = {v}" for n, v in config["constants"].items() if n in entry.arg_names]
+    note = (f"\n * autotuned: config {index} of {len(record['configs'])}, {config['text']}"
+            f"\n * launch with block {config['block']} and {config['shared']} bytes of dynamic "
+            "shared memory" + (f", passing {', '.join(passed)}" if passed else ""))
+    if keys:
+        note += f"\n * the tuner chose it for {'; '.join(k or 'its key' for k in keys)}"
+    return note
 
 
 def _pack(entry: Entry) -> list[str]:
@@ -262,7 +341,8 @@ def host_source(manifest: Manifest) -> str:
            _HOST_HELPERS.replace("@CTX_WORDS@", str(H.CTX_WORDS))
            .replace("@LAUNCH_WORDS@", str(H.LAUNCH_WORDS))]
     for k, e in enumerate(manifest.entries):
-        out.append(f"void {e.symbol}(void *slots, int64_t *ctx, int64_t first, int64_t end);")
+        out.append(f"KJ_EXTERN_C void {e.symbol}(void *slots, int64_t *ctx, int64_t first, "
+                   "int64_t end);")
         sites = ", ".join('"%s"' % _c_string(_site_text(s)) for s in e.sites) or '""'
         out.append(f"static const char *const kj_sites_{k}[] = {{{sites}}};")
         out.append("")
@@ -288,6 +368,11 @@ def _c_string(text: str) -> str:
 
 
 _HOST_HELPERS = f"""
+#ifdef __cplusplus
+#define KJ_EXTERN_C extern "C"  /* the library's entries have C names, built as C++ too */
+#else
+#define KJ_EXTERN_C
+#endif
 typedef void (*kj_entry)(void *slots, int64_t *ctx, int64_t first, int64_t end);
 typedef struct {{ const char *name; kj_entry run; int64_t static_shared; int block_mode;
                  int cooperative; const char *const *sites; int nsites; }} kj_kernel;

@@ -18,8 +18,10 @@ import tempfile
 from collections.abc import Iterable, Mapping
 
 from kaiojit import types as kt
-from kaiojit.aot.cheader import write_c_launcher
+from kaiojit.aot.autotuned import call_signature, config_signature, is_autotuned, tuning_record
+from kaiojit.aot.cheader import record_tag, write_c_launcher
 from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
+from kaiojit.errors import KaiojitError
 from kaiojit.options import VERSION
 from kaiojit.runtime.slots import SlotLayout
 from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
@@ -27,7 +29,7 @@ from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
 LIBRARY = "libkaiojit_kernels.so"
 
 
-class ExportError(Exception):
+class ExportError(KaiojitError):
     """A kernel that cannot be exported as asked (named, with why)."""
 
 
@@ -36,7 +38,9 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
     """Export ``kernels`` (``{dispatcher: [signature, ...]}``) into ``out_dir``.
 
     ``target`` is ``"nvptx"`` (a cubin and the PTX per arch in ``archs``) or ``"host"`` (one
-    shared library of host code, for the cpu backend and the C launcher without a GPU).
+    shared library of host code, for the cpu backend and the C launcher without a GPU). An
+    autotuned kernel's signatures are those it is called with; each is exported once per
+    config, with the tuner's choices so far (:mod:`kaiojit.aot.autotuned`).
     """
     if target not in ("nvptx", "host"):
         raise ValueError(f"target must be 'nvptx' or 'host', got {target!r}")
@@ -51,21 +55,37 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
     os.makedirs(out_dir, exist_ok=True)
     entries: list[Entry] = []
     objects: list[bytes] = []
+    tuned: dict[str, dict] = {}
+
+    def one(dispatcher, sig) -> Entry:
+        if target == "nvptx":
+            entries.append(_export_nvptx(out_dir, dispatcher, sig, archs))
+        else:
+            entry, obj = _export_host(dispatcher, sig)
+            entries.append(entry)
+            objects.append(obj)
+        return entries[-1]
+
     for dispatcher, signatures in kernels.items():
-        if isinstance(signatures, str):
+        if isinstance(signatures, (str, kt.Signature)):
             signatures = [signatures]
         if not signatures:
             raise ExportError(f"kernel {dispatcher.__name__!r}: no signature to export; give "
                               'one, e.g. "void(float32[::1], int32)"')
-        for sig in signatures:
-            if target == "nvptx":
-                entries.append(_export_nvptx(out_dir, dispatcher, sig, archs))
-            else:
-                entry, obj = _export_host(dispatcher, sig)
-                entries.append(entry)
-                objects.append(obj)
+        if not is_autotuned(dispatcher):
+            for sig in signatures:
+                one(dispatcher, sig)
+            continue
+        calls = [call_signature(dispatcher, sig) for sig in signatures]
+        for call in calls:
+            for index, config in enumerate(dispatcher.configs):
+                entry = one(dispatcher.kernel, config_signature(dispatcher, call, config))
+                entry.c_name += f"__config{index}"
+                entry.autotune = {"index": index, "call_signature": str(call)}
+        tuned[dispatcher.__name__] = tuning_record(dispatcher, calls)
     _check_unique(entries)
-    manifest = Manifest(target=target, kaiojit_version=VERSION, entries=entries, archs=archs)
+    manifest = Manifest(target=target, kaiojit_version=VERSION, entries=entries, archs=archs,
+                        autotuned=tuned)
     if target == "host":
         manifest.library = LIBRARY
         manifest.host_triple = _host_triple()
@@ -213,6 +233,7 @@ def c_function_name(py_name: str, signature: kt.Signature) -> str:
     for t in signature.args:
         if isinstance(t, kt.ArrayType):
             dtype = _short(t.dtype) if isinstance(t.dtype, kt.ScalarType) else \
+                record_tag(t.dtype) if isinstance(t.dtype, kt.RecordType) else \
                 re.sub(r"\W", "", str(t.dtype))
             parts.append(f"{dtype}_{t.ndim}d{t.layout}")
         elif isinstance(t, kt.TensorMapType):

@@ -9,13 +9,16 @@ module is imported.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
+from kaiojit.aot.arguments import argument_types
+from kaiojit.aot.manifest import USER_ERRORS, ArtifactError, Entry, Manifest
+from kaiojit.errors import user_facing
 from kaiojit.options import VERSION, CompileOptions
 from kaiojit.overloads import accepts as _accepts
 from kaiojit.target import HostImage
@@ -76,12 +79,20 @@ class ExportedKernel:
     def __repr__(self) -> str:
         return f"<exported kernel {self.__name__}: {', '.join(map(str, self.signatures))}>"
 
+    @user_facing(errors=USER_ERRORS)
     def __getitem__(self, config):
         from kaiojit.launch.launcher import parse_launch_config
 
         grid, block, stream, shared, cluster = parse_launch_config(config)
-        return lambda *args: self._launch(grid, block, stream, shared, args, cluster)
+        return functools.partial(self._configured, grid, block, stream, shared, cluster)
 
+    @user_facing(errors=USER_ERRORS)
+    def _configured(self, grid, block, stream, shared, cluster, *args) -> None:
+        """``kernel[grid, block, ...](*args)``: the partial of ``__getitem__`` calls it (a
+        partial adds no frame between the user's call and this entry point)."""
+        self._launch(grid, block, stream, shared, args, cluster)
+
+    @user_facing(errors=USER_ERRORS)
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
@@ -90,18 +101,7 @@ class ExportedKernel:
         loaded.launch(grid, block, stream, shared, args, cluster)
 
     def _loaded_for(self, args: tuple) -> Any:
-        from kaiojit.runtime import typeof
-
-        first = self.entries[0]
-        if len(args) != len(first.arg_names):
-            raise TypeError(f"{self.__name__}() takes {len(first.arg_names)} arguments "
-                            f"({', '.join(first.arg_names)}), got {len(args)}")
-        types = []
-        for a, name in zip(args, first.arg_names):
-            try:
-                types.append(typeof(a))
-            except TypeError as e:
-                raise TypeError(f"{self.__name__}(): parameter {name!r}: {e}") from None
+        types = argument_types(self.__name__, self.entries[0].arg_names, args)
         for i, sig in enumerate(self.signatures):
             if all(_accepts(p, a) for p, a in zip(sig.args, types)):
                 loaded = self._loaded.get(i)
@@ -126,16 +126,25 @@ class ExportedModule:
         by_name: dict[str, list[Entry]] = {}
         for e in manifest.entries:
             by_name.setdefault(e.kernel, []).append(e)
-        self.kernels = {name: ExportedKernel(self, name, es) for name, es in by_name.items()}
+        self.kernels: dict[str, Any] = {}
+        for name, es in by_name.items():
+            if name in manifest.autotuned:
+                from kaiojit.aot.autotuned import ExportedAutotuned
 
-    def __getattr__(self, name: str) -> ExportedKernel:
+                self.kernels[name] = ExportedAutotuned(
+                    name, es, manifest.autotuned[name],
+                    lambda entries, name=name: ExportedKernel(self, name, entries))
+            else:
+                self.kernels[name] = ExportedKernel(self, name, es)
+
+    def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
         raise AttributeError(f"{self.__dict__.get('directory')!r} exports no kernel {name!r}; "
                              f"it has {', '.join(sorted(kernels)) or 'none'}")
 
-    def __getitem__(self, name: str) -> ExportedKernel:
+    def __getitem__(self, name: str) -> Any:
         return self.__getattr__(name)
 
     def __dir__(self):
@@ -189,6 +198,7 @@ class ExportedModule:
             raise ArtifactError(f"{path}: {e.strerror}") from None
 
 
+@user_facing(errors=USER_ERRORS)
 def load(directory: str) -> ExportedModule:
     """The kernels exported into ``directory`` (by ``python -m kaiojit aot`` or
     :func:`kaiojit.aot.export`), ready to launch on the current backend."""

@@ -14,13 +14,19 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
-FORMAT = 1
+from kaiojit.errors import KaiojitError
+
+FORMAT = 2  # 2: autotuned kernels (Entry.autotune, Manifest.autotuned)
 MANIFEST = "manifest.json"
 
 
-class ArtifactError(Exception):
+class ArtifactError(KaiojitError):
     """An exported artifact that cannot be used here: missing, stale or without a kernel or
     signature or arch asked for."""
+
+
+# what a bad call of the AOT API raises: shown at the user's line (kaiojit.errors.user_facing)
+USER_ERRORS = (KaiojitError, TypeError, ValueError)
 
 
 @dataclass(slots=True)
@@ -42,6 +48,7 @@ class Entry:
     ptx: dict[str, str] = field(default_factory=dict)      # arch -> file (nvptx)
     uses_block_mode: bool = False                          # host
     sites: list[dict] = field(default_factory=list)        # host: where a fault came from
+    autotune: dict = field(default_factory=dict)  # an autotuned kernel's: index, call_signature
 
 
 @dataclass(slots=True)
@@ -52,6 +59,7 @@ class Manifest:
     archs: list[str] = field(default_factory=list)
     library: str = ""           # host: the shared library's file name
     host_triple: str = ""       # host: what the library was compiled for
+    autotuned: dict = field(default_factory=dict)  # kernel -> configs and the tuner's choices
     format: int = FORMAT
 
     def write(self, directory: str) -> str:

@@ -14,18 +14,16 @@ default is cuda when a CUDA device is usable, else cpu (said once in the ``kaioj
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kaiojit import env
+from kaiojit.logs import log
 from kaiojit.runtime import driver
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec
-
-log = logging.getLogger("kaiojit")  # kaiojit.logs.log
 
 Dim3 = tuple[int, int, int]
 

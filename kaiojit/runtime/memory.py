@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kaiojit import types as kt
+from kaiojit.errors import KaiojitError, user_facing
 from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import GpuBackend, get_backend
 from kaiojit.runtime.graph import forbid_in_capture
@@ -31,13 +32,16 @@ _U64 = 0xFFFFFFFFFFFFFFFF
 # addressed without wrapping, whatever the device (and no device has that much memory).
 MAX_ARRAY_BYTES = (1 << 63) - 1
 
+# a bad shape, dtype or array given to the functions users call: shown at their line
+_BAD_INPUT = (KaiojitError, TypeError, ValueError)
+
 
 def _normalize_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
+        raise ValueError(f"shape {shape} has a negative dimension")
     if any(n > MAX_ARRAY_BYTES for n in shape):
         raise ValueError(f"shape {shape} has an extent past int64, the type kernels read "
                          "extents as")
@@ -231,6 +235,7 @@ class DeviceArray:
         hi = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s > 0)
         return lo, hi + self.dtype.itemsize
 
+    @user_facing(errors=_BAD_INPUT)
     def copy_to_host(self, out: np.ndarray | None = None, stream: Any = None) -> np.ndarray:
         """Copy to a NumPy array (``out`` or a new one). With a stream the copy is
         asynchronous on it: ``out`` is valid once the stream is synchronized."""
@@ -248,6 +253,7 @@ class DeviceArray:
         out[...] = _strided_view(staging, -lo, self.shape, self.strides, self.dtype)
         return out
 
+    @user_facing(errors=_BAD_INPUT)
     def copy_to_device(self, ary: Any, stream: Any = None) -> None:
         """Copy a NumPy array (or another DeviceArray of the same shape) into this array."""
         handle = None if stream is None else stream_handle(stream)
@@ -346,12 +352,16 @@ def _strided_view(buffer: np.ndarray, origin: int, shape: tuple, strides: tuple,
 
 # --- making arrays ------------------------------------------------------------------------------
 
+@user_facing(errors=_BAD_INPUT)
 def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str = "C",
                  stream: Any = None) -> DeviceArray:
     """An uninitialized array on the current device."""
     backend = get_backend()
     shape = _normalize_shape(shape)
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"device_array: dtype {dtype!r} is not a NumPy dtype ({e})") from None
     if order not in ("C", "F"):
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     strides = contiguous_strides(shape, dtype.itemsize, order)
@@ -364,6 +374,7 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     return array
 
 
+@user_facing(errors=_BAD_INPUT)
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
     """An uninitialized array with the shape and dtype of ``a`` (C order unless ``a`` is F)."""
     order = "F" if getattr(a, "flags", None) is not None and not a.flags.c_contiguous \
@@ -373,13 +384,18 @@ def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
     return device_array(a.shape, a.dtype, order=order, stream=stream)
 
 
+@user_facing(errors=_BAD_INPUT)
 def to_device(ary: Any, stream: Any = None, copy: bool = True, to: DeviceArray | None = None
               ) -> DeviceArray:
     """Copy a NumPy array (or anything ``np.asarray`` takes) to the current device."""
     if isinstance(ary, DeviceArray) and to is None:
         return ary
     host = np.asarray(ary)
-    kt.from_dtype(host.dtype)
+    try:
+        kt.from_dtype(host.dtype)
+    except TypeError as e:
+        raise TypeError(f"to_device: the array has dtype {host.dtype}: {e}; give an array of "
+                        "numbers, bools or records of them") from None
     if not (host.flags.c_contiguous or host.flags.f_contiguous):
         host = np.ascontiguousarray(host)
     target = to if to is not None else device_array_like(host, stream=stream)

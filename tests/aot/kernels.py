@@ -89,3 +89,14 @@ def tile_copy(src, dst, scale, tag):
     kj.mbarrier.wait(bar, 0)
     i = kj.threadIdx.x
     dst[0, i] = kj.float64(tile[0, i]) * scale.real + kj.float64(tag)
+
+
+@kj.jit
+def record_sum(a, out):
+    """Reads every field of a record (a NumPy structured dtype) and writes two of them back."""
+    i = kj.grid(1)
+    if i < a.size:
+        r = a[i]
+        out[i] = r.x * 2 + r.y + r.n + (1.0 if r.b else 0.0) + r.z.imag + r.u
+        r.x = kj.float32(r.y)
+        r.n += 3

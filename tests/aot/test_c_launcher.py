@@ -105,7 +105,8 @@ def test_a_c_program_against_the_host_export_matches_numpy(host_export, tmp_path
 @pytest.mark.parametrize("target", ["host", "nvptx"])
 def test_the_c_launcher_compiles_as_c99_and_cxx17(target, tmp_path):
     out = str(tmp_path / target)
-    kernels = {K.saxpy: [SAXPY], K.scalars: [K_SCALARS], K.ranks: [K_RANKS]}
+    kernels = {K.saxpy: [SAXPY], K.scalars: [K_SCALARS], K.ranks: [K_RANKS],
+               K.record_sum: [K_RECORDS]}  # a packed record: its struct under pack(1)
     flags = []
     if target == "nvptx":
         include = cuda_include_dir()
@@ -125,6 +126,8 @@ def test_the_c_launcher_compiles_as_c99_and_cxx17(target, tmp_path):
     assert "kaiojit_ranks__f32_1dC__f32_1dC__f32_2dC__f32_3dA__f32_2dF(" in header
     assert "const int64_t a3_strides[3]" in header  # layout 'A' passes its strides
     assert "uint16_t bf16," in header and "float c64_re,\n    float c64_im" in header
+    assert "#pragma pack(push, 1)" in header and "    float z[2];  /* complex64: real, imag */" \
+        in header
     _compile([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", *flags, "-c", "kaiojit_kernels.c",
               "-o", "k.o"], out)
     _compile([CXX, "-std=c++17", "-Wall", "-Wextra", "-Werror", *flags, "-x", "c++", "-c",
@@ -135,6 +138,8 @@ def test_the_c_launcher_compiles_as_c99_and_cxx17(target, tmp_path):
 
 K_SCALARS = ("void(float64[::1], bool, int8, int16, int32, int64, uint8, uint16, uint32, "
              "uint64, float16, bfloat16, float32, float64, complex64, float8_e4m3fn, float8_e5m2)")
+K_RECORDS = ("void(Record(x: float32@0, n: int16@4, y: float64@6, b: bool@14, z: complex64@15, "
+             "u: uint8@23; 24)[::1], float64[::1])")
 K_RANKS = ("void(float32[::1], float32[::1], float32[:, ::1], float32[:, :, :], "
            "float32[::1, :])")
 
