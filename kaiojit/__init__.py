@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from . import types
+from .frontend import execsource as _execsource
 from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
@@ -86,6 +87,7 @@ from .types import (
 )
 
 __version__ = _VERSION
+_execsource.install()  # kernels built by exec() from a string keep their source
 
 __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and the library's
     # (vectorize, reduce) load on first use
