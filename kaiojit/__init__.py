@@ -106,7 +106,7 @@ __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
-__all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
+__all__ += ["cuda", "void", "guvectorize"]  # numba's namespace and spelling (issue 28)
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
@@ -238,7 +238,7 @@ def __getattr__(name: str):
     if name == "Dispatcher":  # the compiler: loaded by the first @kj.jit, not by the import
         value = globals()[name] = importlib.import_module("kaiojit.dispatcher").Dispatcher
         return value
-    if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
+    if name in ("reduce", "vectorize", "guvectorize"):  # library kernels: loaded on first use
         return getattr(importlib.import_module("kaiojit.ufunc"), name)
     if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
         module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
@@ -276,7 +276,8 @@ _RUNTIME_NAMES = frozenset({
     "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
     "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
 })
-_LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
+_LAZY = frozenset({"reduce", "vectorize", "guvectorize", "Config", "autotune", "occupancy",
+                   "runtime"})
 
 
 def __dir__() -> list[str]:

@@ -109,12 +109,6 @@ def Out(ary):
 InOut = Out
 
 
-def guvectorize(*args, **kwargs):
-    """numba's generalized ufuncs: not in kaiojit yet (docs/porting.md)."""
-    raise NotImplementedError("kaiojit.cuda has no guvectorize yet: write the kernel with "
-                              "@cuda.jit, or see docs/porting.md")
-
-
 HAS_NUMBA = False  # kaiojit does not need numba: tests that need numba's CPU jit skip
 implementation = "kaiojit"
 CudaSupportError = RuntimeError
@@ -131,7 +125,7 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 
 
 _FROM_KAIOJIT = frozenset({
-    "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "vectorize", "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
                          "bf16"})
