@@ -72,11 +72,40 @@ def remember_compiled(source: str, filename: str, code: CodeType) -> None:
 
 
 def exec_source(code: CodeType) -> tuple[str, str] | None:
-    """``(filename, text)`` of the exec'd string that defined the function of ``code``."""
+    """``(filename, text)`` of the exec'd string that defined the function of ``code``, or
+    of the program given on the command line (``python -c TEXT``), which runs before any
+    hook can see it."""
     try:
-        return _SOURCES.get(code)
+        found = _SOURCES.get(code)
     except TypeError:
         return None
+    if found is None and code.co_filename == "<string>":
+        found = _command_line_source(code)
+    return found
+
+
+def _command_line_source(code: CodeType) -> tuple[str, str] | None:
+    """The ``python -c`` program, if ``code`` is one of its functions (compiled again from
+    the text and compared, so a function of another string is never given this one)."""
+    argv = getattr(sys, "orig_argv", [])
+    try:
+        text = argv[argv.index("-c") + 1]
+    except (ValueError, IndexError):
+        return None
+    try:
+        program = compile(text, "<string>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+    stack = [program]
+    while stack:
+        for const in stack.pop().co_consts:
+            if isinstance(const, CodeType):
+                if (const.co_name == code.co_name and const.co_code == code.co_code
+                        and const.co_firstlineno == code.co_firstlineno):
+                    _SOURCES[code] = ("<string>", text)
+                    return "<string>", text
+                stack.append(const)
+    return None
 
 
 def install() -> None:

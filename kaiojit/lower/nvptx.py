@@ -182,6 +182,9 @@ class NVPTXTarget(Target):
     def atomic(self, fl, op, dtype, ptr, vals):
         return atomic_rmw(fl, op, dtype, ptr, vals, scope="device")
 
+    def string_pointer(self, fl, text):
+        return fl.builder.addrspacecast(string_constant(fl.mod, text, GLOBAL), PTR)
+
     def print(self, fl, fmt, values):
         b = fl.builder
         mod = fl.mod

@@ -141,6 +141,12 @@ class Target:
     def print(self, fl, fmt: str, values: list):
         raise UnsupportedError(f"print on {self.name}")
 
+    def string_pointer(self, fl, text: str):
+        """A generic pointer to the NUL-terminated constant ``text`` (a ``%s`` operand of
+        ``print``)."""
+        zero = ir.Constant(ir.IntType(32), 0)
+        return fl.builder.gep(string_constant(fl.mod, text), [zero, zero])  # the first char
+
     def check_arch(self, decl, loc) -> None:
         """Raise a located error if this target's arch is below ``decl.min_arch``."""
 

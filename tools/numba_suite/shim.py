@@ -76,6 +76,27 @@ def _missing(name: str):
     return missing
 
 
+def _internals(name: str) -> ModuleType:
+    """A stand-in for a module of numba's compiler internals (its IR, bytecode analysis,
+    calling convention, extension API) that a test file imports at its top: every name in it
+    is a ``_missing`` stand-in, so the file's kernel tests run and those that use the
+    internals fail by name."""
+    mod = ModuleType(name)
+
+    def missing_name(attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _missing(f"{name}.{attr}")
+    mod.__getattr__ = missing_name
+    return mod
+
+
+# numba's internal modules that test files of the kernel language import at their top
+INTERNAL_MODULES = ("numba.cuda.core.controlflow", "numba.cuda.core.bytecode",
+                    "numba.cuda.core.callconv", "numba.cuda.core.rewrites",
+                    "numba.core.extending", "numba.cuda.cudadrv.nvrtc")
+
+
 def _njit(*args, **kwargs):
     """numba's CPU ``njit``: the Python function itself (a reference implementation)."""
     if len(args) == 1 and callable(args[0]) and not kwargs:
@@ -149,6 +170,8 @@ def install(target_name: str, cudapy_dir: str) -> None:
             "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
             "farray": _missing("farray")}),
     }
+    prebuilt.update({name: _internals(name) for name in INTERNAL_MODULES})
+    prebuilt["numba.cuda.cudadrv"].nvrtc = prebuilt["numba.cuda.cudadrv.nvrtc"]
     prebuilt["numba.core.config"] = config
     prebuilt["numba"].errors = errors
     prebuilt["numba"].typeof = prebuilt["numba.cuda.typing.typeof"].typeof
