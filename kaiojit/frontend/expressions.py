@@ -246,7 +246,7 @@ class ExpressionTyping:
             if isinstance(idx, PyObj):
                 idx = self.pyobj_to_expr(idx, node.slice)
             if idx.op != "const" or not isinstance(idx.attr, int):
-                self.error("a tuple index must be a constant integer", node.slice)
+                return self.tuple_at(base, idx, node)
             n = len(base.type.elements)
             i = idx.attr
             if not -n <= i < n:
@@ -271,6 +271,41 @@ class ExpressionTyping:
         layout = "C" if at.layout == "C" else "A"
         vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
         return self.intrinsic("array.view", vt, (base, *indices), node)
+
+    def tuple_at(self, base: Expr, idx: Expr, node) -> Expr:
+        """``t[i]`` at a run-time index ``i`` (numba's UniTuple indexing): the items, of one
+        type once unified, picked by a chain of selects (``i`` from ``-n``, as Python; an
+        index out of range gives the last item, as numba does not check either)."""
+        if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in "iu"):
+            self.error(f"a tuple index must be an integer, got {type_words(idx.type)}",
+                       node.slice)
+        n = len(base.type.elements)
+        if n == 0:
+            self.error("index of an empty tuple", node)
+        if base.op != "tuple" and not (base.op == "var"):
+            self.error("a tuple indexed at a run-time index must be a name or a tuple "
+                       "display", node.value)
+        items = [self.tuple_item(base, i) for i in range(n)]
+        t, weak = items[0].type, items[0].weak
+        for item in items[1:]:
+            if not isinstance(item.type, T.ScalarType) or not isinstance(t, T.ScalarType):
+                if item.type != t:
+                    self.error("a tuple indexed at a run-time index must hold items of one "
+                               f"type, not {type_words(base.type)}", node.value)
+                continue
+            t, weak = self.unify(t, weak, item.type, item.weak, "the tuple's items",
+                                 self.loc(node))
+        loc = self.loc(node)
+        i = self.coerce(idx, T.int64, node) if idx.type != T.int64 else idx
+        pick = self.coerce(items[-1], t, node)
+        for k in range(n - 2, -1, -1):
+            hit = Expr("binop", T.bool_, (
+                Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=k)), attr="=="),
+                Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=k - n)), attr="==")),
+                attr="|", loc=loc)
+            pick = Expr("select", t, (hit, self.coerce(items[k], t, node), pick), loc=loc)
+        pick.weak = weak
+        return pick
 
     def array_slice(self, base: Expr, node) -> Expr:
         """``a[i, 1:n:2]``, ``a[:, j]``: a view (integers drop a dimension, slices keep one).

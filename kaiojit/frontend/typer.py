@@ -17,7 +17,7 @@ from .. import kir
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
-from . import records
+from . import iteration, records
 from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
@@ -490,7 +490,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
 
     def visit_While(self, node):
         if node.orelse:
-            self.error("'while ... else' is not supported in kernels", node, UnsupportedError)
+            return self._block(iteration.without_else(node))
         cond = self.truth(self.expr(node.test), node.test)
         self.loop_depth += 1
         body = self._block(node.body)
@@ -499,12 +499,17 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
 
     def visit_For(self, node):
         if node.orelse:
-            self.error("'for ... else' is not supported in kernels", node, UnsupportedError)
+            return self._block(iteration.without_else(node))
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
         if isinstance(fn, PyObj) and isinstance(fn.value, StaticRange):
             return static_for(self, node)  # unrolled here (kaiojit/frontend/unroll.py)
+        if isinstance(fn, PyObj) and fn.value in (enumerate, zip):
+            return self._block(iteration.indexed_loop(self, node))
         if not (isinstance(fn, PyObj) and fn.value is range):
+            seq = self.visit(it)
+            if isinstance(seq, Expr) and isinstance(seq.type, T.ArrayType):
+                return self._block(iteration.indexed_loop(self, node))
             return self._for_over_tuple(node)
         if it.keywords or not 1 <= len(it.args) <= 3:
             self.error("range() takes 1 to 3 positional arguments", it)
@@ -583,6 +588,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         bounds = [Expr("const", T.int64, attr=v) for v in (0, len(items), 1)]
         out.append(kir.ForRange(index, *bounds, body, self.loc(node)))
         return out
+
+    def visit_PyValue(self, node):
+        return PyObj(node.value)  # a Python object the loop rewrites put in (iteration.py)
 
     def visit_Break(self, node):
         if not self.loop_depth:
