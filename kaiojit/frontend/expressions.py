@@ -282,7 +282,7 @@ class ExpressionTyping:
         n = len(base.type.elements)
         if n == 0:
             self.error("index of an empty tuple", node)
-        if base.op != "tuple" and not (base.op == "var"):
+        if base.op not in ("tuple", "var"):
             self.error("a tuple indexed at a run-time index must be a name or a tuple "
                        "display", node.value)
         items = [self.tuple_item(base, i) for i in range(n)]
