@@ -50,12 +50,21 @@ class CUDADispatcher(Dispatcher):
             specs[argtypes] = found
         return found
 
+    def _compiled_for(self, signature):
+        """A kernel compiled for ``signature``; a device function compiled on its own (numba
+        inspects a device function's PTX as the ``.func`` it compiles)."""
+        if self.device:
+            if isinstance(signature, tuple):
+                signature = T.Signature(signature)
+            return self.compile_device(signature)
+        return self.compile(signature)
+
     def _stage_by_args(self, stage: str, signature):
         if signature is not None:
-            return self.compile(signature).stage(stage)
+            return self._compiled_for(signature).stage(stage)
         out = {}
         for args in self._arg_tuples():
-            out[args] = self.compile(T.Signature(args)).stage(stage)
+            out[args] = self._compiled_for(T.Signature(args)).stage(stage)
         return out
 
     def inspect_asm(self, signature=None):

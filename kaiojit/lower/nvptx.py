@@ -168,6 +168,13 @@ class NVPTXTarget(Target):
 
     def math(self, fl, name, t, args):
         base = _LIBDEVICE_NAMES.get(name, name)
+        fast = getattr(fl.options, "fastmath", False)
+        if fast and name == "tanh" and t == T.float32 and arch_has(self.arch, "sm_75"):
+            # libdevice has no fast tanhf: PTX's tanh.approx.f32 (sm_75 on), as nvcc's
+            # --use_fast_math gives (max. relative error 2**-11)
+            f32 = ll_type(t)
+            asm = ir.InlineAsm(ir.FunctionType(f32, [f32]), "tanh.approx.f32 $0, $1;", "=f,f")
+            return fl.builder.call(asm, args)
         if t == T.float32:
             fast = getattr(fl.options, "fastmath", False) and name in _FAST_F32
             sym = f"__nv_fast_{base}f" if fast else f"__nv_{base}f"
