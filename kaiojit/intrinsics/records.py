@@ -13,6 +13,7 @@ import math
 from llvmlite import ir
 
 from .. import types as T
+from ..lower.arrays import make_array
 from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, register
 
 
@@ -32,7 +33,7 @@ def _check_ref(e: Expr) -> str | None:
     return None if e.type == at.dtype else f"result is {e.type}, expected {at.dtype}"
 
 
-def _check_field(setter: bool):
+def _check_field(setter: bool, view: bool = False):
     def check(e: Expr) -> str | None:
         rt = e.args[0].type if e.args else None
         if not isinstance(rt, T.RecordType):
@@ -40,6 +41,12 @@ def _check_field(setter: bool):
         found = rt.field(e.param)
         if found is None:
             return f"the record has no field {e.param!r}"
+        if isinstance(found[0], T.SubarrayType) != view:
+            return f"field {e.param!r} is {found[0]}"
+        if view:
+            ft = found[0]
+            return None if len(e.args) == 1 and e.type == T.ArrayType(
+                ft.dtype, len(ft.shape), "C") else f"views {ft} as {e.type}"
         if setter:
             ok = len(e.args) == 2 and e.args[1].type == found[0] and e.type == T.void
             return None if ok else f"stores {e.args[-1].type} into a {found[0]} field"
@@ -76,6 +83,17 @@ def _lower_set(fl, e: Expr):
     fl.target.store_packed(fl, ptr, b.zext(v, I8) if ft.is_bool else v, align)
 
 
+def _lower_view(fl, e: Expr):
+    """``r.h`` of an array field: its address and constant shape, C-contiguous."""
+    rt = e.args[0].type
+    _, ft, offset = _field(e, rt)
+    ptr = fl.builder.gep(fl.expr(e.args[0]), [ir.Constant(I64, offset)], source_etype=I8)
+    shape = [ir.Constant(I64, n) for n in ft.shape]
+    return make_array(fl.builder, ptr, shape, ft.dtype, "C")
+
+
+register(Intrinsic(name="record.view", operands=_check_field(False, view=True),
+                   lowering={ANY_TARGET: _lower_view}, pure=True, view=True, param=str))
 register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},
                    pure=True, view=True))
 register(Intrinsic(name="record.get", operands=_check_field(False),

@@ -70,8 +70,8 @@ class Target:
             if t.align:
                 aligned_rows(b, t, shape, strides)
             return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
-        if isinstance(t, T.TensorMapType):
-            return next(args)
+        if isinstance(t, (T.TensorMapType, T.RecordType)):
+            return next(args)  # a record refers to its element in memory, as a[i] does
         raise TypeError(f"type {t} cannot be a kernel parameter")
 
     @staticmethod
