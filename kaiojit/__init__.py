@@ -13,6 +13,7 @@ from .frontend import execsource as _execsource
 from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
+from .options import launch_bounds_of as _launch_bounds_of
 from .target import TargetSpec as _TargetSpec
 from .target import check_arch as _check_arch, ptx_version_for as _ptx_version_for
 from .errors import (
@@ -140,7 +141,7 @@ intp, uintp = int64, uint64
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
-        coarsen: bool = True, **unknown):
+        coarsen: bool = True, launch_bounds=None, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
@@ -150,6 +151,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     ``prefetch=False`` leaves out the L2 prefetches a one-element-a-thread kernel gets ahead
     of its loads on sm_90 and later; ``coarsen=False`` leaves out the coarse entry that
     launches such a kernel's large grids with a quarter of the blocks (docs/semantics.md).
+    ``launch_bounds=128`` (or ``(128, 2)``, ``(128, 2, 4)``) bounds the block's threads (and
+    asks for blocks per SM, blocks per cluster), as CUDA C's ``__launch_bounds__``.
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
@@ -158,7 +161,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
                               link=_link_files(link), prefetch=bool(prefetch),
-                              coarsen=bool(coarsen))
+                              coarsen=bool(coarsen),
+                              launch_bounds=_launch_bounds_of(launch_bounds))
 
     def decorate(pyfunc, sigs=()):
         from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
