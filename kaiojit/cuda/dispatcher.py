@@ -37,10 +37,15 @@ class CUDADispatcher(Dispatcher):
         return getattr(self, "_specializations", {})
 
     def specialize(self, *args) -> CUDADispatcher:
-        """A dispatcher compiled for the types of ``args`` only (numba's ``specialize``)."""
+        """A dispatcher compiled for the types of ``args`` only (numba's ``specialize``):
+        values, or types themselves (``f.specialize(float32[::1])``). A dispatcher with
+        signatures, or one made by ``specialize``, is specialized already: RuntimeError."""
         from ..runtime import typeof
 
-        argtypes = tuple(typeof(a) for a in args)
+        if self._eager:  # a specialization has its one signature too
+            raise RuntimeError(f"Dispatcher already specialized: {self.__qualname__} has "
+                               f"its signature(s) {[str(s) for s in self._eager]}")
+        argtypes = tuple(a if isinstance(a, T.Type) else typeof(a) for a in args)
         specs = self.__dict__.setdefault("_specializations", {})
         found = specs.get(argtypes)
         if found is None:
