@@ -23,6 +23,7 @@ from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .parameters import signature_problem
 from .unbound import first_unbound_use, zero_trip_reads
+from .ufunc_calls import ufunc_statement
 from .unroll import static_for
 from .values import (
     INT_LITERAL_RANGE,
@@ -368,6 +369,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a string used as a comment
+        loop = ufunc_statement(self, node)  # np.sin(x, out): a loop over out (ufunc_calls.py)
+        if loop is not None:
+            return self._block(loop)
         e = self.expr(node.value)
         return kir.ExprStmt(e, self.loc(node))
 

@@ -197,7 +197,8 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "numba.cuda.np.numpy_support": _module("numba.cuda.np.numpy_support", {
             "from_dtype": kj.types.from_dtype,
             "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
-            "farray": _missing("farray")}),
+            "farray": _missing("farray"),
+            "numpy_version": tuple(int(v) for v in np.__version__.split(".")[:2])}),
     }
     prebuilt.update({name: _internals(name) for name in INTERNAL_MODULES})
     prebuilt.update(_extension_api())
