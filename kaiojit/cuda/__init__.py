@@ -16,6 +16,7 @@ import math
 from .. import language as _L
 from .. import types  # noqa: F401  numba.cuda.types
 from ..errors import CompileError, KernelError, TypingError  # noqa: F401
+from .args import In, InOut, Out  # noqa: F401
 from .atomics import atomic  # noqa: F401
 from .decorators import (  # noqa: F401
     compile,
@@ -96,19 +97,6 @@ cbrt = math.cbrt  # numba's cuda.cbrt: the kernel language's math.cbrt
 
 
 
-def In(ary):
-    """An array the kernel only reads: copied to the device, never back."""
-    return to_device(ary)
-
-
-def Out(ary):
-    """An array the kernel writes: a host array is copied back after the launch."""
-    return ary
-
-
-InOut = Out
-
-
 HAS_NUMBA = False  # kaiojit does not need numba: tests that need numba's CPU jit skip
 implementation = "kaiojit"
 CudaSupportError = RuntimeError
@@ -128,7 +116,7 @@ _FROM_KAIOJIT = frozenset({
     "vectorize", "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
-                         "bf16"})
+                         "bf16", "args"})
 
 
 def __getattr__(name: str):

@@ -21,7 +21,7 @@ from .linkable import link_paths
 
 # numba options kaiojit accepts and records, with no effect on the code it makes yet
 _RECORDED = ("inline", "forceinline", "lto", "cc", "abi",
-             "shared_memory_carveout", "boundscheck", "extensions", "nopython")
+             "shared_memory_carveout", "boundscheck", "nopython")
 
 
 def _signature(sig: Any) -> str | T.Signature:
@@ -65,15 +65,22 @@ def jit(func_or_sig=None, device: bool = False, inline="never", forceinline: boo
     if launch_bounds is not None:
         kws["launch_bounds"] = launch_bounds
     _check_carveout(kws.get("shared_memory_carveout"))
+    extensions = list(kws.pop("extensions", None) or ())
     options = _kj_options(debug, opt, lineinfo, cache, link, kws)
     if func_or_sig is None:
         return lambda fn: jit(fn, device=device, debug=debug, opt=opt, lineinfo=lineinfo,
-                              cache=cache, link=link, **options_back(options))
+                              cache=cache, link=link, extensions=extensions,
+                              **options_back(options))
+
+    def made(disp):
+        disp = numba_dispatcher(disp)
+        disp.extensions.extend(extensions)
+        return disp
     if callable(func_or_sig) and not isinstance(func_or_sig, T.Type):
-        return numba_dispatcher(_kj_jit(device=device, **options)(func_or_sig))
+        return made(_kj_jit(device=device, **options)(func_or_sig))
     sigs = signatures(func_or_sig)
     decorate = _kj_jit(list(sigs), device=device, **options)
-    return lambda fn: numba_dispatcher(decorate(fn))
+    return lambda fn: made(decorate(fn))
 
 
 _CARVEOUTS = ("MaxL1", "MaxShared", "default")

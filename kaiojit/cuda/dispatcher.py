@@ -15,7 +15,20 @@ from ..dispatcher import Dispatcher
 class CUDADispatcher(Dispatcher):
     """A kernel or device function with numba's inspection and specialization API."""
 
-    extensions: tuple = ()
+    @property
+    def extensions(self) -> list:
+        """numba's dispatcher extensions: objects whose ``prepare_args(ty, val, stream=,
+        retr=)`` each launch calls on every argument, in order, before packing it (it returns
+        the type and value to pass; callables it appends to ``retr`` run after the launch)."""
+        found = self.__dict__.get("_extensions")
+        if found is None:
+            found = self.__dict__["_extensions"] = []
+        return found
+
+    def __getitem__(self, config):
+        launcher = super().__getitem__(config)
+        extensions = self.__dict__.get("_extensions")
+        return _ExtendedLauncher(launcher, extensions) if extensions else launcher
 
     def _arg_tuples(self) -> list[tuple]:
         return [sig.args for sig in Dispatcher.signatures.fget(self)]
@@ -123,6 +136,34 @@ class CUDADispatcher(Dispatcher):
             print(f"{self.__name__} {args}", file=out)
             print("-" * 80, file=out)
             print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+class _ExtendedLauncher:
+    """A launch through numba's dispatcher extensions (``CUDADispatcher.extensions``)."""
+
+    __slots__ = ("extensions", "launcher")
+
+    def __init__(self, launcher, extensions: list):
+        self.launcher = launcher
+        self.extensions = tuple(extensions)
+
+    def __call__(self, *args):
+        from ..runtime import typeof
+
+        stream = getattr(self.launcher, "stream", None) or 0
+        retr: list = []
+        prepared = []
+        for value in args:
+            try:
+                ty = typeof(value)
+            except TypeError:
+                ty = None
+            for ext in self.extensions:
+                ty, value = ext.prepare_args(ty, value, stream=stream, retr=retr)
+            prepared.append(value)
+        self.launcher(*prepared)
+        for after in retr:
+            after()
 
 
 def numba_dispatcher(dispatcher: Dispatcher) -> CUDADispatcher:

@@ -191,9 +191,6 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "numba.cuda.launchconfig": _module("numba.cuda.launchconfig", {
             name: _missing(name) for name in ("current_launch_config", "capture_compile_config",
                                               "ensure_current_launch_config")}),
-        "numba.cuda.args": _module("numba.cuda.args", {
-            "In": getattr(target, "In", None), "Out": getattr(target, "Out", None),
-            "InOut": getattr(target, "InOut", None), "wrap_arg": _missing("wrap_arg")}),
         "numba.cuda.np.numpy_support": _module("numba.cuda.np.numpy_support", {
             "from_dtype": kj.types.from_dtype,
             "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
