@@ -116,7 +116,7 @@ _FROM_KAIOJIT = frozenset({
     "vectorize", "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
-                         "bf16", "args"})
+                         "bf16", "args", "devicearray"})
 
 
 def __getattr__(name: str):
