@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import enum
 
 from .. import types as T
 from ..errors import UnsupportedError
@@ -169,6 +170,9 @@ class ExpressionTyping:
         each middle operand (a ``reuse`` node when it is not pure: evaluated once, as Python
         does) is first evaluated in the comparison on its left, which dominates the rest of
         the chain; a false comparison skips the operands after it (Python's short circuit)."""
+        folded = _enum_comparison(self, node)
+        if folded is not None:
+            return folded
         left = self.expr(node.left)
         left_node = node.left
         chained = len(node.ops) > 1
@@ -240,7 +244,14 @@ class ExpressionTyping:
                     loc=self.loc(node), weak=weak)
 
     def visit_Subscript(self, node):
-        base = self.expr(node.value)
+        held = self.visit(node.value)
+        if isinstance(held, PyObj) and isinstance(held.value, enum.EnumMeta):  # Color["red"]
+            key = self.expr(node.slice)
+            if key.op != "const" or key.attr not in held.value.__members__:
+                self.error(f"{held.value.__name__}[...] takes the name of one of its members, "
+                           "a string literal", node.slice)
+            return PyObj(held.value[key.attr])
+        base = self.pyobj_to_expr(held, node.value) if isinstance(held, PyObj) else held
         if isinstance(base.type, T.TupleType):
             idx = self.visit(node.slice)
             if isinstance(idx, PyObj):
@@ -386,3 +397,19 @@ def _mixed_sign_64(a: Expr, b: Expr) -> bool:
         return False
     kinds = {a.type.kind, b.type.kind}
     return kinds == {"i", "u"} and T.uint64 in (a.type, b.type)
+
+
+_ENUM_FOLDS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+               ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+
+
+def _enum_comparison(typer, node: ast.Compare) -> Expr | None:
+    """``Color.red == Color.green``, ``a is Color.red``: members of plain Enum classes are
+    constants of the kernel (numba's enum members), compared when the kernel is typed."""
+    if len(node.ops) != 1 or type(node.ops[0]) not in _ENUM_FOLDS:
+        return None
+    sides = [typer.visit(n) for n in (node.left, node.comparators[0])]
+    if not all(isinstance(r, PyObj) and isinstance(r.value, enum.Enum) for r in sides):
+        return None
+    value = _ENUM_FOLDS[type(node.ops[0])](sides[0].value, sides[1].value)
+    return Expr("const", T.bool_, attr=bool(value), loc=typer.loc(node))

@@ -1,6 +1,8 @@
 """Spellings numba's kernels use that kaiojit takes as numba does: a dtype named by a string,
 a type class of the user's own naming itself (numba's ``types.Type(name=...)``)."""
 
+import enum
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,36 @@ def test_a_type_class_of_the_users_names_itself():
     assert Mine().name == "Mine" and isinstance(Mine(), kj.types.Type)
     with pytest.raises(TypeError):
         kj.float32(1, 2, 3)  # kaiojit's own types keep their constructors
+
+
+class Color(enum.Enum):
+    red = 1
+    green = 2
+
+
+class Status(enum.IntEnum):
+    ok = 200
+    missing = 404
+
+
+@cuda.jit
+def enums(out, code):
+    out[0] = Color.red == Color["red"]
+    out[1] = Color.red is Color.green
+    out[2] = code == Status["missing"]
+    out[3] = code + Status.ok
+
+
+def test_enum_members_in_kernels(kj_backend):
+    code = int(rng.choice([200, 404]))
+    out = np.full(4, -1, np.int64)
+    enums[1, 1](out, code)
+    assert out.tolist() == [1, 0, int(code == 404), code + 200]
+
+
+def test_enum_subscript_needs_a_member_name():
+    def bad(out):
+        out[0] = Status["gone"] == 1
+
+    err = compile_error(bad, "void(int64[:])")
+    assert_located(err, bad, '"gone"')
