@@ -27,6 +27,7 @@ from .source import (
     broadcast_view,
     compile_generated,
     is_device_array_like,
+    parse_signature,
     synchronize_stream,
     user_facing,
 )
@@ -90,18 +91,7 @@ class GUFunc:
 
     def _parse(self, sig: Any) -> kt.Signature:
         where = f"@guvectorize of {self.py_func.__qualname__}"
-        if isinstance(sig, str):
-            try:
-                parsed = kt.parse_signature(sig)
-            except ValueError as e:
-                raise TypeError(f"{where}: bad signature {sig!r}: {e}") from None
-        elif isinstance(sig, kt.Signature):
-            parsed = sig
-        elif isinstance(sig, tuple) and all(isinstance(a, kt.Type) for a in sig):
-            parsed = kt.Signature(tuple(sig))
-        else:
-            raise TypeError(f"{where}: a signature is like 'void(float32[:], float32[:])', "
-                            f"got {sig!r}")
+        parsed = parse_signature(sig, where, "void(float32[:], float32[:])", tuples=True)
         if parsed.return_type != kt.void:
             raise TypeError(f"guvectorized functions cannot return values: signature {sig!r} "
                             f"specifies {parsed.return_type} return type")
