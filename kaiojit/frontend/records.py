@@ -42,8 +42,13 @@ def get_field(typer, rec: Expr, name: str, node) -> Expr:
 def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
     ft = _field_type(typer, rec.type, name, node)
     if isinstance(ft, T.SubarrayType):
+        if (value.op == "intrinsic" and value.attr == "record.view"
+                and value.args[0].type.field(value.param)[0] == ft):  # r.h = s.h
+            e = typer.intrinsic("record.assign", T.void, (rec, value), node, param=name)
+            return kir.ExprStmt(e, typer.loc(node))
         typer.error(f"field {name!r} is an array ({ft}): assign its elements "
-                    f"(r.{name}[i] = v)", node, UnsupportedError)
+                    f"(r.{name}[i] = v), or a field of its shape (r.{name} = s.{name})",
+                    node, UnsupportedError)
     if not isinstance(value.type, T.ScalarType):
         typer.error(f"cannot store {type_words(value.type)} into field {name!r} ({ft})", node)
     value = typer.coerce(value, ft, node) if typer.final else value
@@ -72,3 +77,10 @@ def _field_type(typer, rt: T.RecordType, name: str, node) -> T.ScalarType | T.Su
         names = ", ".join(repr(n) for n, _, _ in rt.fields)
         typer.error(f"the record has no field {name!r} (its fields: {names})", node)
     return found[0]
+
+
+def assign_record(typer, arr: Expr, indices: list, value: Expr, node) -> kir.ExprStmt:
+    """``a[i] = r``: the whole record copied into the element."""
+    dest = element_ref(typer, arr, tuple(indices), node)
+    e = typer.intrinsic("record.assign", T.void, (dest, value), node, param="")
+    return kir.ExprStmt(e, typer.loc(node))

@@ -424,6 +424,8 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
                 self.error(
                     f"assignment needs {arr.type.ndim} indices for a {arr.type.ndim}-d array, "
                     f"got {len(indices)}", target)
+            if isinstance(value.type, T.RecordType) and value.type == arr.type.dtype:
+                return [records.assign_record(self, arr, indices, value, node)]
             val = self._scalar_for_store(value, arr.type.dtype, node)
             return [kir.Store(arr, indices, val, self.loc(node))]
         if isinstance(target, ast.Tuple):

@@ -92,6 +92,45 @@ def _lower_view(fl, e: Expr):
     return make_array(fl.builder, ptr, shape, ft.dtype, "C")
 
 
+def _check_assign(e: Expr) -> str | None:
+    """(destination record, source): a record of its type, or (param: a field of the
+    destination that is an array) the view of a field of the same array type."""
+    if len(e.args) != 2 or not isinstance(e.args[0].type, T.RecordType):
+        return "takes a destination record and a source"
+    if e.param == "":
+        return None if e.args[1].type == e.args[0].type else \
+            f"copies a {e.args[1].type} into a {e.args[0].type}"
+    found = e.args[0].type.field(e.param)
+    src = e.args[1]
+    if found is None or not isinstance(found[0], T.SubarrayType):
+        return f"field {e.param!r} is not an array field"
+    if not (src.op == "intrinsic" and src.attr == "record.view"
+            and src.args[0].type.field(src.param)[0] == found[0]):
+        return f"the source of field {e.param!r} is not a field of its type"
+    return None
+
+
+def _lower_assign(fl, e: Expr):
+    """A whole record, or an array field from a field of the same shape: the bytes moved
+    (memmove: ``a[i] = a[i]`` is one region)."""
+    b = fl.builder
+    dest_rec, src = e.args
+    dest = fl.expr(dest_rec)
+    if e.param:
+        _, ft, offset = _field(e, dest_rec.type)
+        dest = b.gep(dest, [ir.Constant(I64, offset)], source_etype=I8)
+        source = b.extract_value(fl.expr(src), 0)
+        nbytes = ft.itemsize
+    else:
+        source, nbytes = fl.expr(src), dest_rec.type.itemsize
+    ptr = ir.PointerType()
+    move = fl.mod.declare("llvm.memmove.p0.p0.i64", ir.VoidType(),
+                          [ptr, ptr, I64, ir.IntType(1)])
+    b.call(move, [dest, source, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+
+
+register(Intrinsic(name="record.assign", operands=_check_assign,
+                   lowering={ANY_TARGET: _lower_assign}, writes=(0,), param=str))
 register(Intrinsic(name="record.view", operands=_check_field(False, view=True),
                    lowering={ANY_TARGET: _lower_view}, pure=True, view=True, param=str))
 register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},

@@ -66,7 +66,25 @@ def test_record_scalar_argument_is_passed_by_reference(kj_backend):
         eager[1, 1](other, out, value)
 
 
-def test_assigning_a_whole_array_field_is_an_error():
+@cuda.jit
+def copy_records(recs, other):
+    recs[0] = recs[recs.size - 1]  # a whole record
+    recs[1].m = other[0].m  # an array field from a field of its shape
+
+
+def test_whole_record_and_array_field_assignment(kj_backend):
+    recs, other = np.zeros(4, NESTED), np.zeros(1, NESTED)
+    for r in (recs, other):
+        r["g"] = rng.integers(-50, 50, r.size)
+        r["m"] = rng.standard_normal((r.size, 3, 2))
+    expected = recs.copy()
+    expected[0] = expected[3]
+    expected[1]["m"] = other[0]["m"]
+    copy_records[1, 1](recs, other)
+    np.testing.assert_array_equal(recs, expected)
+
+
+def test_assigning_an_array_to_an_array_field_is_an_error():
     def bad(recs, src):
         recs[0].h = src
 
