@@ -127,6 +127,18 @@ def _timed(args: list[str], env: dict) -> dict:
     return result
 
 
+def _cuda_flags() -> list[str]:
+    """Compiler flags for the C program on the driver API: cuda.h's directory and -lcuda (the
+    toolkit's link stub when no libcuda.so is on the linker's path)."""
+    from kaiojit.aot.cheader import cuda_include_dir
+
+    include = cuda_include_dir()
+    if include is None:
+        raise SystemExit("no cuda.h: set CUDA_HOME to a CUDA toolkit for row (d)")
+    stubs = os.path.join(os.path.dirname(include), "lib64", "stubs")
+    return [f"-I{include}", *([f"-L{stubs}"] if os.path.isdir(stubs) else []), "-lcuda"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
@@ -160,7 +172,7 @@ def main() -> None:
         with open(program + ".c", "w") as f:
             f.write(C_HOST if target == "host" else C_CUDA)
         libs = (["-L" + export, "-lkaiojit_kernels", "-lpthread", f"-Wl,-rpath,{export}"]
-                if target == "host" else ["-lcuda"])
+                if target == "host" else _cuda_flags())
         subprocess.run(["cc", "-O2", "-o", program, program + ".c",
                         os.path.join(export, "kaiojit_kernels.c"), f"-I{export}", *libs, "-lm"],
                        check=True)

@@ -26,7 +26,7 @@ import sys
 import numpy as np
 
 import kaiojit as kj
-from kaiojit.resources import ptxas_resources
+from kaiojit.tools.resources import ptxas_resources
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -1,4 +1,4 @@
-"""xoroshiro128+ uniform float32 generation on the GPU: kaiojit.random against numba-cuda's
+"""xoroshiro128+ uniform float32 generation on the GPU: kaiojit.lib.random against numba-cuda's
 numba.cuda.random, the same kernels, in one run.
 
 2^20 generators each draw PER_THREAD numbers, either storing every number (coalesced, one
@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import kaiojit as kj
-from kaiojit.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+from kaiojit.lib.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _throughput import numba_peer_rows, per_call_ms  # noqa: E402

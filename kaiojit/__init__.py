@@ -7,6 +7,7 @@ so ``import kaiojit`` and ``compile_ptx`` stay fast on machines without a GPU.
 from __future__ import annotations
 
 import functools
+import sys
 
 from . import types
 from .frontend import execsource as _execsource
@@ -25,6 +26,7 @@ from .errors import (
     PerformanceWarning,
     TypingError,
     UnsupportedError,
+    user_facing as _user_facing,
 )
 from .language import (
     activemask,
@@ -138,6 +140,7 @@ bf16 = bfloat16
 intp, uintp = int64, uint64
 
 
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # a bad option, an eager compile
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
@@ -164,6 +167,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
                               coarsen=bool(coarsen),
                               launch_bounds=_launch_bounds_of(launch_bounds))
 
+    @_user_facing(errors=(CompileError,))
     def decorate(pyfunc, sigs=()):
         from .dispatcher import Dispatcher, annotations_signature as _annotations_signature
 
@@ -171,11 +175,7 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
             ann = _annotations_signature(pyfunc)
             if ann is not None:
                 sigs = (ann,)
-        try:
-            return Dispatcher(pyfunc, options, device=device, signatures=sigs,
-                              specialize=specialize)
-        except CompileError as e:
-            raise e.with_traceback(None) from None
+        return Dispatcher(pyfunc, options, device=device, signatures=sigs, specialize=specialize)
 
     if func_or_sig is None:
         return decorate
@@ -186,33 +186,26 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     ):
         return functools.partial(decorate, sigs=tuple(func_or_sig))
     if callable(func_or_sig):
-        try:
-            return decorate(func_or_sig)
-        except CompileError as e:
-            raise e.with_traceback(None) from None
+        return decorate(func_or_sig)
     raise TypeError(f"kj.jit takes a function or a signature string, got {func_or_sig!r}")
 
 
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # the user's mistake: their frames
 def compile_ptx(pyfunc, signature, arch: str = "sm_90", *, ptx_version: int | None = None,
                 device: bool = False, **options) -> str:
     """PTX for ``pyfunc`` compiled for ``signature``; no GPU needed. Returns the PTX text.
 
     With ``device=True`` the function is compiled as a device function: a ``.visible .func``
     named after it, returning what it returns (numba's ``compile_ptx(device=True)``)."""
-    try:
-        return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
-    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
-        raise e.with_traceback(None) from None
+    return _compile_standalone(pyfunc, signature, arch, ptx_version, device, options).ptx
 
 
+@_user_facing(errors=(CompileError, TypeError, ValueError))  # the user's mistake: their frames
 def compile_llvm(pyfunc, signature, arch: str = "sm_90", *, device: bool = False,
                  **options) -> str:
     """Optimized LLVM IR (NVPTX) for ``pyfunc`` compiled for ``signature``; ``device`` as for
     :func:`compile_ptx`."""
-    try:
-        return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
-    except (CompileError, TypeError, ValueError) as e:  # the user's mistake: their frames only
-        raise e.with_traceback(None) from None
+    return _compile_standalone(pyfunc, signature, arch, None, device, options).llvm
 
 
 def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
@@ -224,10 +217,40 @@ def _compile_standalone(pyfunc, signature, arch, ptx_version, device, options):
     return disp.compile_device(signature, spec) if device else disp.compile(signature, spec)
 
 
-_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "display", "language",
-                         "launcher", "options", "sass", "target", "types", "errors", "frontend", "lower",
-                         "testing", "random", "ufunc", "kir", "intrinsics", "tma_host", "aot",
-                         "cuda"})
+_SUBMODULES = frozenset({"bench", "diskcache", "compiler", "dispatcher", "language", "launch",
+                         "options", "target", "types", "errors", "frontend", "lower", "testing",
+                         "tools", "lib", "random", "kir", "intrinsics", "tma_host", "aot", "cuda"})
+# documented import paths of modules that moved into a package (``from kaiojit.random import
+# ...`` in README and docs/semantics.md): the old name finds the module under its new one
+_MOVED_MODULES = {"kaiojit.random": "kaiojit.lib.random"}
+
+
+class _MovedModuleFinder:
+    """Imports a documented old path (``kaiojit.random``) as the module it names now: one module
+    object under both names, no stub file. First on ``sys.meta_path``, so that no other finder
+    (another checkout's editable install) answers the old name with a stale file; for any other
+    name it is one dict lookup."""
+
+    @staticmethod
+    def find_spec(fullname: str, path=None, target=None):
+        if fullname not in _MOVED_MODULES:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(fullname, _MovedModuleFinder)
+
+    @staticmethod
+    def create_module(spec) -> None:
+        return None  # a placeholder that exec_module replaces in sys.modules
+
+    @staticmethod
+    def exec_module(module) -> None:
+        import importlib
+
+        sys.modules[module.__name__] = importlib.import_module(_MOVED_MODULES[module.__name__])
+
+
+sys.meta_path.insert(0, _MovedModuleFinder)
 
 
 def __getattr__(name: str):
@@ -243,9 +266,9 @@ def __getattr__(name: str):
         value = globals()[name] = importlib.import_module("kaiojit.dispatcher").Dispatcher
         return value
     if name in ("reduce", "vectorize", "guvectorize"):  # library kernels: loaded on first use
-        return getattr(importlib.import_module("kaiojit.ufunc"), name)
+        return getattr(importlib.import_module("kaiojit.lib.ufunc"), name)
     if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
-        module = "kaiojit.occupancy_api" if name == "occupancy" else "kaiojit.autotuner"
+        module = "kaiojit.launch.occupancy_api" if name == "occupancy" else "kaiojit.lib.autotuner"
         value = globals()[name] = getattr(importlib.import_module(module), name)
         return value
     if name == "runtime" or name in _RUNTIME_NAMES:  # host names: no intrinsic registry (nor

@@ -126,7 +126,7 @@ def _ptx_text(args: argparse.Namespace) -> str:
         raise CliError(EXIT_COMPILE, f"{args.kernel} --sig {args.sig!r}: {_first_line(e)}"
                        ) from None
     if args.emit == "sass":
-        from kaiojit.sass import sass_of
+        from kaiojit.tools.sass import sass_of
 
         try:
             return sass_of(ck)
@@ -135,7 +135,7 @@ def _ptx_text(args: argparse.Namespace) -> str:
         except Exception as e:  # noqa: BLE001 - ptxas or the disassembler failed
             raise CliError(EXIT_TOOL, f"{type(e).__name__}: {_first_line(e)}") from None
     if args.emit == "resources":
-        from kaiojit.resources import PtxasError, ptxas_resources
+        from kaiojit.tools.resources import PtxasError, ptxas_resources
 
         try:
             return str(ptxas_resources(ck.ptx, ck.target.arch, ck.name)).removeprefix("// ")

@@ -66,7 +66,7 @@ class CompiledKernel:
     kfunc: kir.KFunction | None = None  # None when the kernel came from the disk cache
     timings: dict = field(default_factory=dict)
     fault_sites: tuple = ()  # nvptx, debug=True: where a recorded fault comes from
-    resources: Any = None  # kaiojit.resources.Resources, once kernel.resources() asked
+    resources: Any = None  # kaiojit.tools.resources.Resources, once kernel.resources() asked
     coarse: CoarseEntry | None = None  # nvptx: the coarse entry, compiled when first launched
     # the array parameters the kernel may write (a read-only NumPy array passed for one is an
     # error before the launch); None: not known (a disk-cache entry from before it was kept)

@@ -1,13 +1,12 @@
 """``@kj.jit`` objects: one specialization per argument-type signature, compiled on demand
 through the compiler's pipeline (or the disk cache), and inspection of every stage.
 
-Launching lives in :mod:`kaiojit.launcher`, SASS in :mod:`kaiojit.sass`, notebook display in
-:mod:`kaiojit.display`.
+Launching lives in :mod:`kaiojit.launch.launcher`, SASS in :mod:`kaiojit.tools.sass`, notebook
+display in :mod:`kaiojit.tools.display`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import threading
@@ -16,17 +15,17 @@ from . import types as T
 from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
-from .display import Shown
-from .frontend.parameters import check_parameters
 from .errors import (
-    ArgumentError, CompileError, KaiojitError, LaunchError, TypingError,
+    ArgumentError, CompileError, LaunchError, TypingError, user_facing,
 )
-from .launcher import (
+from .frontend.parameters import check_parameters
+from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .overloads import accepts, best_signature
-from .resources import resource_summary, resources_header
-from .sass import sass_of
+from .tools.display import Shown
+from .tools.resources import resource_summary, resources_header
+from .tools.sass import sass_of
 
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 # device functions are typed under one lock (their caches filled once, whichever kernels'
@@ -39,20 +38,6 @@ _TYPING_NOW = threading.local()
 def _runtime():
     from . import runtime
     return runtime
-
-
-def _user_facing(method):
-    """A public entry point: a user's error (a CompileError, a bad signature's TypeError)
-    leaves it with no frames of kaiojit's code below."""
-
-    @functools.wraps(method)
-    def entry_point(*args, **kwargs):
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return method(*args, **kwargs)
-        except USER_ERRORS as e:
-            raise e.with_traceback(None) from None
-    return entry_point
 
 
 class Dispatcher:
@@ -96,6 +81,38 @@ class Dispatcher:
         kind = "device function" if self.device else "kernel"
         return f"<kaiojit {kind} {self.__qualname__}>"
 
+    # --- what launchers read (kaiojit/launch, the autotuner): no private attribute ---------
+
+    @property
+    def constexpr_positions(self) -> tuple[int, ...]:
+        """The positions of the constexpr parameters (folded into the kernel, not passed)."""
+        return self._constexpr_at
+
+    @property
+    def declared_signatures(self) -> tuple[T.Signature, ...]:
+        """The signatures given to ``@kj.jit(...)``, in order; empty when compiled lazily."""
+        return tuple(self._eager)
+
+    def forall_block_size(self, loaded, shared_mem: int) -> int:
+        """The block size ``.forall(n)`` launches ``loaded`` with: chosen by occupancy once
+        per loaded kernel."""
+        block = self._block_size_cache.get(loaded)
+        if block is None:
+            block = self._block_size_cache[loaded] = loaded.suggest_block_size(shared_mem)
+        return block
+
+    @staticmethod
+    def constexpr_type(value) -> T.ConstexprType:
+        """The type a constexpr parameter given ``value`` compiles with (the autotuner checks
+        its configs' constants with it); TypeError for a value no kernel can fold in."""
+        return constexpr_type(value)
+
+    def cache_fast_launch(self, config, fast) -> None:
+        """``kernel[config]`` returns ``fast`` (a launcher's fast form) from now on, if the
+        launcher of ``config`` is still cached."""
+        if self._launchers.get(config) is not None:
+            self._launchers[config] = fast
+
     # --- compiling ----------------------------------------------------------------------------------
 
     @property
@@ -112,7 +129,7 @@ class Dispatcher:
                     seen.append(sig)
         return seen
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def compile(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """Compile for a signature (a string, a Signature, or a tuple of argument types)."""
         if self.device:
@@ -149,7 +166,7 @@ class Dispatcher:
         loaded = backend.load_kernel(self.compile(signature, backend.target_spec()))
         return loaded.max_cooperative_grid_blocks(block, dynamic_shared)
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def compile_device(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """This function compiled on its own as a device function, visible under its Python
         name (``.visible .func`` in PTX): what ``kj.compile_ptx(..., device=True)`` returns.
@@ -184,7 +201,7 @@ class Dispatcher:
 
     def _inspect(self, stage: str, signature, comment: str = "", language: str = "text"):
         """Stage ``stage``'s text for a signature, or {signature: text} for every compiled one
-        whose pipeline has that stage, as :class:`~kaiojit.display.Shown` text of
+        whose pipeline has that stage, as :class:`~kaiojit.tools.display.Shown` text of
         ``language`` (a notebook shows it highlighted under the kernel's resources); with a
         ``comment`` leader, the text is headed by the kernel's resource line."""
         def shown(ck):
@@ -200,7 +217,7 @@ class Dispatcher:
         return Shown.wrap({sig: shown(ck) for sig, ck in compiled.items()}, language,
                           lambda sig: resource_summary(compiled[sig]))
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_kir(self, signature=None):
         """The typed kernel IR (a device function's too)."""
         if self.device:
@@ -211,34 +228,34 @@ class Dispatcher:
                                for a, k in self._device_cache.items()}, "kir")
         return self._inspect("kir", signature, language="kir")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_llvm(self, signature=None):
         """Optimized LLVM IR: a str for one signature, {signature: str} for all compiled ones."""
         return self._inspect("llvm", signature, ";", "llvm")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_ptx(self, signature=None):
         """PTX: a str for one signature, {signature: str} for all compiled for a GPU."""
         return self._inspect("ptx", signature, "//", "ptx")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_sass(self, signature=None):
-        """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.sass`)."""
+        """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.tools.sass`)."""
         return self._inspect("sass", signature, "//", "sass")
 
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def resources(self, signature):
         """Registers per thread, static shared, local (spill) and constant bytes, and the
-        largest block (:class:`kaiojit.resources.Resources`): from the driver on a GPU, from
+        largest block (:class:`kaiojit.tools.resources.Resources`): from the driver on a GPU, from
         ptxas's report of the sm_90 PTX without one."""
-        from .occupancy_api import kernel_resources
+        from .launch.occupancy_api import kernel_resources
 
         return kernel_resources(self, signature)
 
     def occupancy(self, signature, block, shared: int = 0):
         """``kj.occupancy(self, signature, block, shared)``: blocks an SM holds at this block
         size, the occupancy fraction, what limits it, and a suggested block size."""
-        from .occupancy_api import occupancy
+        from .launch.occupancy_api import occupancy
 
         return occupancy(self, signature, block, shared)
 
@@ -257,15 +274,15 @@ class Dispatcher:
         if launcher is None:
             try:
                 parsed = parse_launch_config(config)
-            except TypeError as e:  # shown at the user's kernel[...]
-                raise e.with_traceback(None) from None
+            except TypeError as e:  # shown at the user's kernel[...]; not @user_facing, which
+                raise e.with_traceback(None) from None  # would add a call to every launch
             launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
         return launcher
 
     @outside_graphs
-    @_user_facing
+    @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)
 
@@ -283,14 +300,12 @@ class Dispatcher:
                         f"{self.__name__}[grid, block](...)")
 
     def _launch(self, grid, block, stream, shared_mem, args, cluster=None):
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            loaded = self._loaded_for(args)
-            loaded.launch(grid, block, stream, shared_mem, self._runtime_args(args), cluster)
-        except USER_ERRORS as e:  # the user's frames only
-            raise e.with_traceback(None) from None
+        loaded = self.loaded_kernel(args)
+        loaded.launch(grid, block, stream, shared_mem, self.passed_args(args), cluster)
 
-    def _loaded_for(self, args):
+    def loaded_kernel(self, args):
+        """The kernel loaded on the current backend for a launch with ``args``: typed,
+        compiled and loaded at the first launch with their types, from the launch cache after."""
         try:
             loaded = self._launch_cache.get(self._launch_key(args))
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
@@ -303,10 +318,11 @@ class Dispatcher:
             return launch_key(args)
         values = tuple((type(args[i]), repr(args[i])) for i in self._constexpr_at
                        if i < len(args))
-        return (*launch_key(self._runtime_args(args)), values)
+        return (*launch_key(self.passed_args(args)), values)
 
-    def _runtime_args(self, args):
-        """``args`` without the constexpr ones (folded into the kernel, not passed)."""
+    def passed_args(self, args):
+        """What a launch passes the kernel: ``args`` without the constexpr ones (folded into
+        the kernel, not passed)."""
         if not self._constexpr_at:
             return args
         return tuple(a for i, a in enumerate(args) if i not in self._constexpr_at)
@@ -435,13 +451,11 @@ def _as_signature(sig, pyfunc) -> T.Signature:
     raise TypeError(f"a signature is a string like 'void(float32[:], int32)', got {sig!r}")
 
 
+@user_facing
 def _compile_user_facing(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec,
                          device: bool = False) -> CompiledKernel:
-    try:
-        return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
-                              _specialize_device, device=device)
-    except KaiojitError as e:
-        raise e.with_traceback(None) from None
+    return compile_kernel(dispatcher.py_func, sig, dispatcher.options, spec,
+                          _specialize_device, device=device)
 
 
 def _compile_cached(dispatcher: Dispatcher, sig: T.Signature, spec: TargetSpec) -> CompiledKernel:

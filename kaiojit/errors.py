@@ -84,21 +84,6 @@ class SourceLocation:
         return f"    {stripped}\n    {' ' * col}{'^' * width}"
 
 
-def user_facing(function: Callable) -> Callable:
-    """Mark a public entry point: a kaiojit error leaves it with no frame of kaiojit's code
-    below, and its own frame is hidden from pytest's report (``__tracebackhide__``), so the
-    failure is reported at the user's line."""
-
-    @functools.wraps(function)
-    def entry_point(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return function(*args, **kwargs)
-        except KaiojitError as e:
-            raise e.with_traceback(None) from None
-    return entry_point
-
-
 class KaiojitError(Exception):
     """Base of kaiojit's own errors."""
 
@@ -113,6 +98,28 @@ class KaiojitError(Exception):
 
             return traceback.format_exception(type(self), self, tb)
         return shell.InteractiveTB.structured_traceback(type(self), self, tb)
+
+
+def user_facing(function: Callable | None = None, *,
+                errors: tuple[type[BaseException], ...] | None = None) -> Any:
+    """Mark a public entry point (the one way kaiojit strips its frames): an error of
+    ``errors`` (kaiojit's own by default; a launch adds the ``TypeError`` and ``ValueError`` a
+    bad argument raises) leaves it with no frame of kaiojit's code below, and its own frame is
+    hidden from pytest's report (``__tracebackhide__``), so the failure is reported at the
+    user's line. ``@user_facing`` or ``@user_facing(errors=(...))``."""
+    caught = errors if errors is not None else (KaiojitError,)
+
+    def mark(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def entry_point(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # noqa: F841
+            try:
+                return function(*args, **kwargs)
+            except caught as e:
+                raise e.with_traceback(None) from None
+        return entry_point
+
+    return mark if function is None else mark(function)
 
 
 class CompileError(KaiojitError):

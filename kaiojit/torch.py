@@ -19,10 +19,10 @@ stream (:mod:`kaiojit.runtime.torchstream`), CPU tensors zero-copy on the cpu ba
 
 A kaiojit launch written directly in a function that ``torch.compile`` traces (no custom op)
 is not traced: Dynamo breaks the graph there with the reason
-:data:`kaiojit.launcher.DYNAMO_REASON` and runs the launch eagerly (under
+:data:`kaiojit.launch.launcher.DYNAMO_REASON` and runs the launch eagerly (under
 ``fullgraph=True`` that break is the error). This module keeps Dynamo out of kaiojit's own
 frames, so the eager launch is never half-traced; :func:`keep_dynamo_out` does it, on import
-of this module, or when Dynamo first meets a launch (``kaiojit.launcher.DYNAMO_REASON``).
+of this module, or when Dynamo first meets a launch (``kaiojit.launch.launcher.DYNAMO_REASON``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from kaiojit.tools import find_tool
+from kaiojit.tools.binutils import find_tool
 
 ARCH = "sm_90"
 NOT_FOUND = ("ptxas not found (neither on PATH nor through cuda.pathfinder): install a CUDA "

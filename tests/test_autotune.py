@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.autotuner import ConfigError, event_timer
+from kaiojit.lib.autotuner import ConfigError, event_timer
 from tests.located import assert_no_internals, position_of
 
 RNG = np.random.default_rng()

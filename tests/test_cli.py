@@ -104,7 +104,7 @@ def test_a_file_that_raises_is_exit_3(capsys, tmp_path):
 
 
 def test_a_missing_tool_is_exit_4(capsys, kernel_file, monkeypatch):
-    from kaiojit import sass
+    from kaiojit.tools import sass
 
     monkeypatch.setattr(sass, "find_tool", lambda name: None)
     code, _, err = run_cli(capsys, "ptx", f"{kernel_file}:axpy", "--sig",

@@ -16,8 +16,8 @@ from kaiojit import types as T
 from kaiojit.compiler import Metadata, run_stages, stage_names
 from kaiojit.kir import KFunction
 from kaiojit.options import CompileOptions, Config
-from kaiojit.resources import resources_header
 from kaiojit.target import HostImage, TargetSpec
+from kaiojit.tools.resources import resources_header
 from tests.ptxas import assemble
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

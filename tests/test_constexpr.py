@@ -11,7 +11,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit import types as T
-from kaiojit.autotuner import ConfigError
+from kaiojit.lib.autotuner import ConfigError
 from tests.located import assert_located, assert_no_internals, position_of
 from tests.ptxas import find_ptxas, take_refused_for_shared
 

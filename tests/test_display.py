@@ -11,8 +11,8 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.highlight import error_tokens, highlight_html, lexer_for
-from kaiojit.resources import find_ptxas
 from kaiojit.target import TargetSpec
+from kaiojit.tools.resources import find_ptxas
 
 pytest.importorskip("pygments")
 rng = np.random.default_rng()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import kaiojit as kj
-from kaiojit.occupancy_calc import H200, SmLimits, calculate, max_threads_for_registers
-from kaiojit.resources import Resources
+from kaiojit.tools.occupancy_calc import H200, SmLimits, calculate, max_threads_for_registers
+from kaiojit.tools.resources import Resources
 
 SIG = "void(float32[:], float32[:], int32)"
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit import resources as res
-from kaiojit.occupancy_calc import REG_ALLOC_UNIT, REGS_PER_BLOCK, WARP_SIZE
+from kaiojit.tools import resources as res
+from kaiojit.tools.occupancy_calc import REG_ALLOC_UNIT, REGS_PER_BLOCK, WARP_SIZE
 from tests.ptxas import require_ptxas
 
 SHARED_WORDS = 1536

@@ -1,6 +1,6 @@
 """User-facing errors show the user's frames only: a kernel fault, a launch error and a compile
 error leave a launch with no frame of kaiojit's code below it, pytest reports each at the
-user's line (not kaiojit/launcher.py), and ``dir(kaiojit)`` lists the whole public API."""
+user's line (not kaiojit/launch/launcher.py), and ``dir(kaiojit)`` lists the whole public API."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def test_a_kernel_fault_keeps_one_hidden_entry_frame():
             writes_past_the_end[1, 32](kj.device_array(32, np.float32), k)
         frames = [f for f in traceback.extract_tb(info.value.__traceback__)]
         inside = [f for f in frames if f.filename.startswith(KAIOJIT_DIR)]
-        assert len(inside) == 1 and inside[0].filename.endswith("launcher.py")
+        # the one frame is the entry point that kaiojit.errors.user_facing wraps a launch in
+        assert len(inside) == 1 and inside[0].filename.endswith("errors.py")
+        assert inside[0].name == "entry_point"
         tb = info.value.__traceback__
         while tb.tb_next is not None:
             tb = tb.tb_next
@@ -104,3 +106,59 @@ def test_dir_lists_the_lazy_public_names():
         assert name in names, name
     assert all(hasattr(kj, n) for n in names)
     assert not [n for n in names if n.startswith("_")]
+
+
+def test_one_decorator_strips_kaiojit_frames():
+    """Entry points are marked with ``kaiojit.errors.user_facing``; the frame-stripping
+    ``raise e.with_traceback(None)`` stands in it, and inline only in ``kernel[...]`` (run at
+    every launch, where a wrapper would add a call)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(KAIOJIT_DIR)
+    found = []
+
+    def visit(node: ast.AST, where: str, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, where, child.name)
+                continue
+            if isinstance(child, ast.Raise) and "with_traceback(None)" in ast.unparse(child):
+                found.append(f"{where}:{function}")
+            visit(child, where, function)
+
+    for path in sorted(package.rglob("*.py")):
+        visit(ast.parse(path.read_text()), str(path.relative_to(package)), "<module>")
+    assert sorted(found) == ["dispatcher.py:__getitem__", "errors.py:entry_point"]
+
+
+def test_user_facing_strips_the_errors_it_is_given():
+    from kaiojit.errors import user_facing
+
+    @user_facing(errors=(ValueError,))
+    def checks(value: int) -> int:
+        if value < 0:
+            raise ValueError(f"negative: {value}")
+        if value == 0:
+            raise KeyError("zero")
+        return value * 2
+
+    value = int(rng.integers(1, 100))
+    assert checks(value) == 2 * value and checks.__name__ == "checks"
+    with pytest.raises(ValueError, match=f"negative: {-value}") as info:
+        checks(-value)
+    assert not _kaiojit_frames(info.value) or all(
+        "errors.py" in f for f in _kaiojit_frames(info.value))
+    inner = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert "checks" not in inner and info.value.__suppress_context__
+    with pytest.raises(KeyError) as info:  # not one of its errors: the traceback is whole
+        checks(0)
+    assert "checks" in [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+
+    @user_facing
+    def fails() -> None:
+        raise kj.LaunchError("a launch the user got wrong")
+
+    with pytest.raises(kj.LaunchError) as info:
+        fails()
+    assert "fails" not in [f.name for f in traceback.extract_tb(info.value.__traceback__)]

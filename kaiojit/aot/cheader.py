@@ -391,3 +391,17 @@ def write_c_launcher(directory: str, manifest: Manifest) -> tuple[str, str]:
     with open(source, "w") as f:
         f.write(text)
     return header, source
+
+
+def cuda_include_dir() -> str | None:
+    """The directory holding ``cuda.h`` that the CUDA launcher compiles against: ``CUDA_HOME``
+    or ``CUDA_PATH``, ``/usr/local/cuda``, or an nvidia-* wheel's headers; None if none has it."""
+    import glob
+    import sys
+
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    candidates = [os.path.join(r, "include") for r in roots if r]
+    for base in sys.path:
+        candidates += sorted(glob.glob(os.path.join(base, "nvidia", "cu*", "include")))
+        candidates.append(os.path.join(base, "nvidia", "cuda_runtime", "include"))
+    return next((c for c in candidates if os.path.exists(os.path.join(c, "cuda.h"))), None)

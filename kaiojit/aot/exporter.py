@@ -100,7 +100,7 @@ def _entry(ck, c_name: str, cooperative: bool) -> Entry:
 
 def _export_nvptx(out_dir: str, dispatcher, sig, archs: list[str]) -> Entry:
     from kaiojit.runtime.cooperative import GRID_BARRIER_SYMBOL
-    from kaiojit.tools import find_tool
+    from kaiojit.tools.binutils import find_tool
 
     ptxas = find_tool("ptxas")
     if ptxas is None:

@@ -77,7 +77,7 @@ class ExportedKernel:
         return f"<exported kernel {self.__name__}: {', '.join(map(str, self.signatures))}>"
 
     def __getitem__(self, config):
-        from kaiojit.launcher import parse_launch_config
+        from kaiojit.launch.launcher import parse_launch_config
 
         grid, block, stream, shared = parse_launch_config(config)
         return lambda *args: self._launch(grid, block, stream, shared, args, None)

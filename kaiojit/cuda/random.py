@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-from ..random import *
-from ..random import __all__  # noqa: F401
+from ..lib.random import *
+from ..lib.random import __all__  # noqa: F401

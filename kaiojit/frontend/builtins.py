@@ -391,7 +391,7 @@ def _specialize(typer, dispatcher, args, arg_types, node):
     try:
         return typer.specialize_device(dispatcher, arg_types, typer.loc(node)), arg_types
     except CompileError as first:
-        if dispatcher._eager or not any(_literal(a) for a in args):
+        if dispatcher.declared_signatures or not any(_literal(a) for a in args):
             raise
         literal = tuple(_folded(a) if _literal(a) else t for a, t in zip(args, arg_types))
         try:
@@ -408,7 +408,7 @@ def _device_call(typer, dispatcher, node) -> Expr:
         typer.error(f"{dispatcher.__name__}() takes {len(params)} argument"
                     f"{'' if len(params) == 1 else 's'} ({', '.join(params)}), "
                     f"got {len(node.args)}", node)
-    args = [_device_arg(typer, a, not dispatcher._eager) for a in node.args]
+    args = [_device_arg(typer, a, not dispatcher.declared_signatures) for a in node.args]
     arg_types = []
     for a, n in zip(args, node.args):
         if isinstance(a, T.BoundObjectType):
@@ -417,11 +417,12 @@ def _device_call(typer, dispatcher, node) -> Expr:
         if isinstance(a.type, (T.StringType, T.VoidType)):
             typer.error(f"cannot pass {type_words(a.type)} to a device function", n)
         arg_types.append(a.type)
-    if dispatcher._eager:  # declared signatures: the arguments convert to the chosen one's
-        sig = best_signature(dispatcher._eager, tuple(arg_types))
+    declared = dispatcher.declared_signatures
+    if declared:  # declared signatures: the arguments convert to the chosen one's
+        sig = best_signature(declared, tuple(arg_types))
         if sig is None:
             typer.error(f"{dispatcher.__name__}() was declared for "
-                        f"{', '.join(str(s) for s in dispatcher._eager)}; none accepts "
+                        f"{', '.join(str(s) for s in declared)}; none accepts "
                         f"({', '.join(str(t) for t in arg_types)})", node)
         arg_types = list(sig.args)
     try:

@@ -7,7 +7,7 @@ grid barrier's counter (the module global ``kaiojit_grid_barrier``) is zeroed on
 stream and the kernel goes through ``cuLaunchCooperativeKernel``.
 
 The cpu backend accepts every grid the GPU it models (an H200: 132 SMs, see
-:mod:`kaiojit.occupancy_calc`) would: as many blocks as fit on its SMs at once for the block's
+:mod:`kaiojit.tools.occupancy_calc`) would: as many blocks as fit on its SMs at once for the block's
 threads and shared memory (4224 blocks of 32 threads, 264 of 1024). Each block of such a launch
 runs on a host thread of its own (:class:`CpuCrew`), so every block is live while any waits at
 the grid barrier. The cost (docs/cooperative.md): a thread started and joined per block and
@@ -79,7 +79,7 @@ def cpu_max_blocks(block: Any, shared_bytes: int) -> int:
     H200's SMs hold at once (registers are not known for host code: they do not limit)."""
     from types import SimpleNamespace
 
-    from kaiojit.occupancy_calc import H200, block_limits
+    from kaiojit.tools.occupancy_calc import H200, block_limits
 
     host_code = SimpleNamespace(registers=0, shared_bytes=shared_bytes)  # what the calculator reads
     return min(block_limits(host_code, _threads(block), 0, H200).values()) * H200.sm_count

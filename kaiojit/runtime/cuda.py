@@ -366,6 +366,7 @@ class CudaBackend:
 
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
+            self.current_device()  # a thread's first driver call: our context current there
             if stream is None:
                 check(self.drv.cuMemcpyHtoD(dst, src, nbytes))
             else:
@@ -373,6 +374,7 @@ class CudaBackend:
 
     def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
+            self.current_device()  # a thread's first driver call: our context current there
             if stream is None:
                 check(self.drv.cuMemcpyDtoH(dst, src, nbytes))
                 if self.faults:
@@ -382,6 +384,7 @@ class CudaBackend:
 
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
+            self.current_device()  # a thread's first driver call: our context current there
             if stream is None:
                 check(self.drv.cuMemcpyDtoD(dst, src, nbytes))
             else:

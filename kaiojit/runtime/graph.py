@@ -110,10 +110,10 @@ _STATE = _CaptureState()
 
 def _torch_capturing() -> bool:
     """Whether this thread's current PyTorch stream is capturing (``torch.cuda.graph``)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)  # a stand-in module may lack it
+    if cuda is None or not cuda.is_initialized():
         return False
-    return bool(torch.cuda.is_current_stream_capturing())
+    return bool(cuda.is_current_stream_capturing())
 
 
 def capturing() -> bool:

@@ -26,7 +26,8 @@ _SM_ATTRIBUTES = {
 
 
 def sm_limits(backend: GpuBackend, device: int) -> dict[str, Any]:
-    """The fields of ``kaiojit.occupancy_calc.SmLimits`` for a CUDA device, from its attributes."""
+    """The fields of ``kaiojit.tools.occupancy_calc.SmLimits`` for a CUDA device, from its
+    attributes."""
     from kaiojit.runtime.cuda import check
 
     drv = backend.drv  # type: ignore[attr-defined]

@@ -3,16 +3,15 @@ targets, and a C program built against the host export gives NumPy's results."""
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from kaiojit import aot
+from kaiojit.aot.cheader import cuda_include_dir
 from kaiojit.runtime.backend import set_backend
 from tests.aot import kernels as K
 
@@ -59,15 +58,6 @@ int main(int argc, char **argv)
     return 0;
 }
 """
-
-
-def _cuda_include() -> str | None:
-    """cuda.h from a CUDA toolkit or the nvidia-* wheels (nvidia-cuda-nvcc brings it)."""
-    candidates = ["/usr/local/cuda/include"]
-    for base in sys.path:
-        candidates += glob.glob(os.path.join(base, "nvidia", "cu*", "include"))
-        candidates.append(os.path.join(base, "nvidia", "cuda_runtime", "include"))
-    return next((c for c in candidates if os.path.exists(os.path.join(c, "cuda.h"))), None)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +108,7 @@ def test_the_c_launcher_compiles_as_c99_and_cxx17(target, tmp_path):
     kernels = {K.saxpy: [SAXPY], K.scalars: [K_SCALARS], K.ranks: [K_RANKS]}
     flags = []
     if target == "nvptx":
-        include = _cuda_include()
+        include = cuda_include_dir()
         if include is None and os.environ.get("CI") != "true":
             pytest.skip("no cuda.h (a CUDA toolkit or the nvidia-cuda-nvcc wheel)")
         assert include is not None, "CI must find cuda.h"

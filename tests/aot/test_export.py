@@ -226,7 +226,7 @@ def test_choose_arch(archs, cc, cubin, expect):
 
 
 def test_cubins_are_elf_and_disassemble(gpu_export):
-    from kaiojit.tools import find_tool
+    from kaiojit.tools.binutils import find_tool
 
     manifest = json.loads(open(os.path.join(gpu_export, "manifest.json")).read())
     assert manifest["archs"] == ["sm_80", "sm_90", "sm_90a"]

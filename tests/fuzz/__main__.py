@@ -16,7 +16,7 @@ import pickle
 import sys
 import time
 
-from kaiojit.tools import find_tool
+from kaiojit.tools.binutils import find_tool
 
 from .runner import campaign
 

@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from kaiojit.tools import find_tool
+from kaiojit.tools.binutils import find_tool
 from tests.fuzz.badinput import KINDS, check_bad
 from tests.fuzz.runner import campaign
 from tests.ptxas import NOT_FOUND, in_ci

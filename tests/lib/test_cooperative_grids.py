@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.occupancy_calc import H200
+from kaiojit.tools.occupancy_calc import H200
 from tests.lib.test_examples import load
 
 rng = np.random.default_rng()

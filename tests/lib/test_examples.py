@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.random import create_xoroshiro128p_states
+from kaiojit.lib.random import create_xoroshiro128p_states
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 

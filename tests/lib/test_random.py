@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.random import (
+from kaiojit.lib.random import (
     create_xoroshiro128p_states,
     init_xoroshiro128p_state,
     init_xoroshiro128p_states,

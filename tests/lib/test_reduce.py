@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.ufunc.reduce import BLOCK, MAX_BLOCKS
+from kaiojit.lib.ufunc.reduce import BLOCK, MAX_BLOCKS
 from tests.lib.conftest import compile_for_gpu
 
 rng = np.random.default_rng()

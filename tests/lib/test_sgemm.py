@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.resources import ptxas_resources
+from kaiojit.tools.resources import ptxas_resources
 from tests.ptxas import require_ptxas
 
 HERE = os.path.dirname(__file__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kaiojit as kj
-from kaiojit import sass
+from kaiojit.tools import sass
 
 SIG = "void(float32[::1], float32[::1], float32[::1], float32, int32)"
 

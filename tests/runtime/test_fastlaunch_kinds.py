@@ -59,9 +59,9 @@ def device(n, dtype=np.float32):
 
 def general_bytes(mock, kernel, grid, block, args):
     """What the general path packs for ``args`` (the kernel's loaded form, called directly)."""
-    loaded = kernel._loaded_for(tuple(args))
+    loaded = kernel.loaded_kernel(tuple(args))
     assert loaded.backend is mock
-    loaded.launch(grid, block, None, 0, tuple(kernel._runtime_args(tuple(args))))
+    loaded.launch(grid, block, None, 0, tuple(kernel.passed_args(tuple(args))))
     return mock.launches[-1].params
 
 

@@ -119,6 +119,34 @@ def test_streams_events_and_async_copies(cuda):
     rt.synchronize()
 
 
+def test_copies_in_a_new_thread_find_the_context(cuda):
+    """A thread that has made no CUDA call copies host to device, device to device and back
+    (numba-cuda's test_invalid_context_error_with_d2h/d2d: the primary context is made current
+    in the thread by its first copy, not an invalid-context error)."""
+    import threading
+
+    host = RNG.standard_normal(4096).astype(np.float32)
+    src = rt.to_device(host)
+    dst = rt.to_device(np.full_like(host, np.nan))
+    got = np.full_like(host, np.nan)
+    errors = []
+
+    def work():
+        try:
+            dst.copy_to_device(src)
+            dst.copy_to_host(got)
+            rt.to_device(host).copy_to_host(got[:0])
+        except Exception as e:  # noqa: BLE001 - reported to the test's thread
+            errors.append(e)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert not errors, errors
+    np.testing.assert_array_equal(got, host)
+    np.testing.assert_array_equal(dst.copy_to_host(), host)
+
+
 def test_dynamic_shared_memory_over_48k(cuda):
     loaded = cuda.load_kernel(axpy_image())
     out = rt.device_array(32, np.float32)

@@ -17,7 +17,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit import types as kt
-from kaiojit.launcher import Launcher
+from kaiojit.launch.launcher import Launcher
 from kaiojit.runtime import dlpack, interop
 from kaiojit.runtime import dlpack_exchange as dx
 from kaiojit.runtime.fastlaunch import source_of

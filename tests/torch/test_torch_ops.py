@@ -13,7 +13,7 @@ from torch._dynamo.utils import counters
 
 import kaiojit as kj
 import kaiojit.torch as kjt
-from kaiojit.launcher import DYNAMO_REASON
+from kaiojit.launch.launcher import DYNAMO_REASON
 from tests.torch.torch_examples import load_example
 
 BLOCK = 128

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-from .tools import find_tool
+from .binutils import find_tool
 from .occupancy_calc import DEVICE_MAX_THREADS_PER_BLOCK, max_threads_for_registers
 
 PTXAS_NOT_FOUND = ("kernel resources without a GPU need ptxas, found neither on PATH nor "

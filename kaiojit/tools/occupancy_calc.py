@@ -1,6 +1,6 @@
 """Occupancy: how many blocks of a kernel an SM holds at once, and which resource limits it.
 
-The calculator is pure arithmetic over a kernel's :class:`~kaiojit.resources.Resources` and an
+The calculator is pure arithmetic over a kernel's :class:`~kaiojit.tools.resources.Resources` and an
 SM's limits (:class:`SmLimits`), following the rules of CUDA's occupancy calculator
 (``cuda_occupancy.h``) for compute capability 7.0 and newer:
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import LaunchError
+from ..errors import LaunchError
 
 if TYPE_CHECKING:
     from .resources import Resources

@@ -7,8 +7,8 @@ import os
 import subprocess
 import tempfile
 
-from .compiler import CompiledKernel
-from .tools import find_tool
+from ..compiler import CompiledKernel
+from .binutils import find_tool
 
 
 def sass_of(ck: CompiledKernel) -> str:

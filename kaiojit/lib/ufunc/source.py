@@ -8,10 +8,8 @@ function is a device function they call, so its errors point at the user's lines
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import linecache
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,17 +49,9 @@ def parse_signature(sig: Any, where: str, example: str, tuples: bool = False) ->
     raise TypeError(f"{where}: a signature is a string like {example!r}, got {sig!r}")
 
 
-def user_facing(method: Callable) -> Callable:
-    """A public entry point: a kaiojit CompileError (located in the user's function) leaves it
-    with none of the library's frames below, as from ``kj.jit``."""
-
-    @functools.wraps(method)
-    def entry_point(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except kj.CompileError as e:
-            raise e.with_traceback(None) from None
-    return entry_point
+# a public entry point of a library kernel: a CompileError (located in the user's function)
+# leaves it with none of the library's frames below, as from ``kj.jit``
+user_facing = kj.errors.user_facing(errors=(kj.CompileError,))
 
 
 def is_device_array_like(value: Any) -> bool:

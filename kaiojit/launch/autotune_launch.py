@@ -132,12 +132,12 @@ def _build(tuner: Any, full: list, grid: Any, config: Any, stream: Any,
            fallback: Callable[[tuple, Any], None]) -> Any:
     """The kernel's fast form for a call of the autotuner's parameters, the config's
     constants fixed."""
-    from .runtime.fastlaunch import FastPlan
+    from ..runtime.fastlaunch import FastPlan
 
     kernel = tuner.kernel
-    loaded = kernel._loaded_for(tuple(full))
+    loaded = kernel.loaded_kernel(tuple(full))
     bind = tuple(tuner.call_params.index(p) if p in tuner.call_params else None
                  for p in tuner.params)
-    plan = FastPlan(tuple(full), bind, frozenset(kernel._constexpr_at), len(tuner.call_params),
-                    fallback)
+    plan = FastPlan(tuple(full), bind, frozenset(kernel.constexpr_positions),
+                    len(tuner.call_params), fallback)
     return loaded.fast_path(grid, config.block, stream, config.shared, plan)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .occupancy_calc import H200, Occupancy, SmLimits, block_limits, block_size_of, calculate
+from ..tools.occupancy_calc import H200, Occupancy, SmLimits, block_limits, block_size_of, calculate
 
 if TYPE_CHECKING:
-    from .resources import Resources
+    from ..tools.resources import Resources
 
 
 def occupancy(kernel: Any, sig: Any, block: Any, shared: int = 0) -> Occupancy:
@@ -24,13 +24,13 @@ def occupancy(kernel: Any, sig: Any, block: Any, shared: int = 0) -> Occupancy:
     """
     if not getattr(kernel, "_kaiojit_dispatcher", False) or kernel.device:
         raise TypeError(f"kj.occupancy takes a @kj.jit kernel, got {kernel!r}")
-    from .runtime import get_backend
+    from ..runtime import get_backend
 
     backend = get_backend()
     if backend.target_spec().kind == "nvptx":
         return _driver_occupancy(backend, kernel, sig, block, shared)
-    from .resources import ptxas_resources
-    from .target import TargetSpec, ptx_version_for
+    from ..target import TargetSpec, ptx_version_for
+    from ..tools.resources import ptxas_resources
 
     ck = kernel.compile(sig, TargetSpec("nvptx", "sm_90", ptx_version_for("sm_90")))
     return calculate(ptxas_resources(ck.ptx, ck.target.arch, ck.name), block, shared, H200)
@@ -38,8 +38,8 @@ def occupancy(kernel: Any, sig: Any, block: Any, shared: int = 0) -> Occupancy:
 
 def _driver_occupancy(backend: Any, kernel: Any, sig: Any, block: Any, shared: int
                       ) -> Occupancy:
-    from .resources import Resources
-    from .runtime.occupancy_query import max_active_blocks, sm_limits
+    from ..runtime.occupancy_query import max_active_blocks, sm_limits
+    from ..tools.resources import Resources
 
     device = backend.current_device()
     loaded = backend.load_kernel(kernel.compile(sig, backend.target_spec()))
@@ -64,8 +64,8 @@ def kernel_resources(kernel, signature) -> Resources:
     """``kernel.resources(sig)``: from the driver when the current backend is a GPU's (the
     kernel compiled for its device and loaded there; ptxas, if present, adds the spill
     figures), else from ptxas's report of the kernel compiled for sm_90."""
-    from .resources import PtxasError, Resources, ptxas_resources
-    from .runtime import get_backend
+    from ..runtime import get_backend
+    from ..tools.resources import PtxasError, Resources, ptxas_resources
 
     backend = get_backend()
     if backend.target_spec().kind == "nvptx":

@@ -4,15 +4,15 @@
 configuration a launch calls until it has a fast form (then ``kernel[grid, block]`` returns the
 fast form itself), and :class:`ForallLauncher` the 1-D one sized by occupancy. A general launch
 finds its loaded kernel by :func:`launch_key` (the backend and every argument's type, plus the
-constexpr values) in its dispatcher's ``_launch_cache``; a miss goes through
-``dispatcher._prepare`` (type, compile, load).
+constexpr values) through its dispatcher's public interface (``loaded_kernel``: the launch
+cache, else type, compile, load).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import KaiojitError
+from ..errors import KaiojitError, user_facing
 
 # what a launch raises for the user's mistakes (compile errors, launch checks, arguments): shown
 # with the user's frames only, the message saying what is wrong
@@ -103,19 +103,16 @@ class Launcher:
         self._forms: dict[tuple, tuple[Any, Any, Any]] = {}
 
     @outside_graphs
+    @user_facing(errors=USER_ERRORS)  # the user's line, not kaiojit's frames
     def __call__(self, *args: Any) -> None:
-        __tracebackhide__ = True  # pytest: the failure is the user's line  # noqa: F841
-        try:
-            return self.general(args)
-        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
-            raise e.with_traceback(None) from None
+        return self.general(args)
 
     def general(self, args: tuple) -> None:
         """The general path (what a fast form that does not match ends in)."""
         d = self.dispatcher
-        loaded = d._loaded_for(args)
+        loaded = d.loaded_kernel(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem,
-                      d._runtime_args(args), None)
+                      d.passed_args(args), None)
         self._refresh(loaded, args)
 
     def relaunch(self, args: tuple, caller: Any) -> None:
@@ -125,18 +122,18 @@ class Launcher:
         form = self._forms.get(tuple([a.__class__ for a in args]))
         if form is not None and form[0] is not None and form[0] is not caller:
             return form[0](*args)
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return self.general(args)
-        except USER_ERRORS as e:  # the user's line, not kaiojit's frames
-            raise e.with_traceback(None) from None
+        return self._general_for_user(args)
+
+    @user_facing(errors=USER_ERRORS)  # the user's line, not kaiojit's frames
+    def _general_for_user(self, args: tuple) -> None:
+        return self.general(args)
 
     def _refresh(self, loaded: Any, args: tuple) -> None:
         """After a general launch: build the fast form of this launch, unless the one for
         arguments of these classes is for this specialization, thread and device already
         (the launch came here for a value it could not pack)."""
-        from .runtime.backend import device_token
-        from .runtime.fastlaunch import FastPlan
+        from ..runtime.backend import device_token
+        from ..runtime.fastlaunch import FastPlan
 
         classes = tuple([a.__class__ for a in args])
         token = device_token(loaded.backend.current_device())
@@ -146,7 +143,7 @@ class Launcher:
         if self.rebuilds >= MAX_FAST_REBUILDS:
             return
         self.rebuilds += 1
-        plan = FastPlan.direct(args, self.dispatcher._constexpr_at, self.relaunch)
+        plan = FastPlan.direct(args, self.dispatcher.constexpr_positions, self.relaunch)
         fast = loaded.fast_path(self.grid, self.block, self.stream, self.shared_mem, plan)
         if len(self._forms) >= MAX_FAST_REBUILDS:
             self._forms.clear()
@@ -157,9 +154,7 @@ class Launcher:
         self.__class__ = type("_FastLauncher", (Launcher,),
                               {"__slots__": (), "__call__": staticmethod(fast)})
         if self.config is not None:
-            launchers = self.dispatcher._launchers
-            if launchers.get(self.config) is not None:
-                launchers[self.config] = fast
+            self.dispatcher.cache_fast_launch(self.config, fast)
 
 
 ConstexprLauncher = Launcher  # constexpr arguments are a part of the fast form's plan
@@ -172,22 +167,16 @@ class ForallLauncher:
         self.dispatcher, self.n, self.stream, self.shared_mem = dispatcher, n, stream, shared_mem
 
     @outside_graphs
+    @user_facing(errors=USER_ERRORS)  # the user's error, without kaiojit's frames
     def __call__(self, *args: Any) -> None:
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            self._launch(args)
-        except USER_ERRORS as e:  # the user's error, without kaiojit's frames
-            raise e.with_traceback(None) from None
+        self._launch(args)
 
     def _launch(self, args: tuple) -> None:
         d = self.dispatcher
-        loaded = d._loaded_for(args)
-        block = d._block_size_cache.get(loaded)
-        if block is None:
-            block = d._block_size_cache[loaded] = loaded.suggest_block_size(self.shared_mem)
-        block = min(block, self.n)
+        loaded = d.loaded_kernel(args)
+        block = min(d.forall_block_size(loaded, self.shared_mem), self.n)
         grid = (self.n + block - 1) // block
-        loaded.launch(grid, block, self.stream, self.shared_mem, d._runtime_args(args), None)
+        loaded.launch(grid, block, self.stream, self.shared_mem, d.passed_args(args), None)
 
 
 _get_backend = None  # kaiojit.runtime's get_backend and typeof, bound at the first launch
@@ -203,7 +192,7 @@ def launch_key(args: tuple) -> tuple:
 
 def _bind_runtime() -> None:
     global _get_backend, _typeof
-    from .runtime import get_backend, typeof
+    from ..runtime import get_backend, typeof
 
     _typeof = typeof
     _get_backend = get_backend

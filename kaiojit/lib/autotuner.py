@@ -42,13 +42,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import env
-from . import types as kt
-from .launcher import outside_graphs
-from .autotune_launch import FastCalls
-from .logs import log as logger
-from .errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
-                     SourceLocation)
+from .. import env
+from .. import types as kt
+from ..launch.launcher import outside_graphs
+from ..launch.autotune_launch import FastCalls
+from ..logs import log as logger
+from ..errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
+                     SourceLocation, user_facing)
 
 # driver errors a launch (or loading a config's specialization) returns at once for a
 # configuration the kernel cannot run with: too many resources, or PTX the JIT refuses (too
@@ -140,12 +140,10 @@ def autotune(configs: Sequence[Config], key: Sequence[str] = (), *, grid: Any = 
         key = (key,)
     log = _log_from_env()
 
+    @user_facing(errors=(ConfigError,))
     def decorate(kernel: Any) -> Autotuner:
-        try:
-            return Autotuner(kernel, list(configs), tuple(key), grid, outputs, warmup, rep,
-                             timer, check, cache, log, where)
-        except ConfigError as e:
-            raise e.with_traceback(None) from None
+        return Autotuner(kernel, list(configs), tuple(key), grid, outputs, warmup, rep,
+                         timer, check, cache, log, where)
     return decorate
 
 
@@ -162,8 +160,7 @@ class Autotuner:
                               "above @kj.jit", where)
         self.kernel = kernel
         self.params = tuple(inspect.signature(kernel.py_func).parameters)
-        _check_configs(configs, self.params, grid, where,
-                       getattr(kernel, "constexpr_params", ()))
+        _check_configs(configs, self.params, grid, where, kernel)
         for what, names in (("key", key), ("outputs", outputs or ())):
             for name in names:
                 if name not in self.params:
@@ -221,7 +218,7 @@ class Autotuner:
 
     def _call(self, args: tuple, stream: Any, kwargs: dict) -> None:
         """The general path: bind, key, choose (tuning a new key), launch; then keep the
-        launch's fast form (:mod:`kaiojit.autotune_launch`)."""
+        launch's fast form (:mod:`kaiojit.launch.autotune_launch`)."""
         values = self._bind(args, kwargs)
         key = self._key_of(values)
         config = self.chosen.get(key) or self._choose(key, values, stream)
@@ -253,7 +250,7 @@ class Autotuner:
         return values
 
     def _key_of(self, values: dict[str, Any]) -> tuple:
-        from .runtime import typeof
+        from ..runtime import typeof
 
         folded = getattr(self.kernel, "constexpr_params", ())
         return (tuple(_key_value(values[name]) for name in self.key),
@@ -279,17 +276,15 @@ class Autotuner:
             if config is None:
                 config = self._from_disk(key)
             if config is None:
-                try:
-                    config = self._tune(key, values, stream)
-                except CompileError as e:
-                    raise e.with_traceback(None) from None
+                config = self._tune(key, values, stream)
                 self._to_disk(key, config)
             self.chosen[key] = config
         return config
 
+    @user_facing(errors=(CompileError,))
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
-        from .runtime import synchronize
-        from .runtime.graph import forbid_in_capture
+        from ..runtime import synchronize
+        from ..runtime.graph import forbid_in_capture
 
         forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
                           "its configurations")
@@ -363,7 +358,7 @@ class Autotuner:
     # --- the disk cache --------------------------------------------------------------------
 
     def _disk_key(self, key: tuple) -> str:
-        from .runtime import get_backend
+        from ..runtime import get_backend
 
         backend = get_backend()
         cc = backend.compute_capability(backend.current_device())
@@ -373,7 +368,7 @@ class Autotuner:
     def _from_disk(self, key: tuple) -> Config | None:
         if not self.cache:
             return None
-        from .cachefiles import load_entry
+        from ..cachefiles import load_entry
 
         try:
             entry = json.loads(load_entry(self._disk_key(key), ".json", "autotune"))
@@ -390,7 +385,7 @@ class Autotuner:
     def _to_disk(self, key: tuple, config: Config) -> None:
         if not self.cache:
             return
-        from .cachefiles import store_entry
+        from ..cachefiles import store_entry
 
         entry = {"index": self.configs.index(config), "config": config.describe(),
                  "key": repr(key),
@@ -406,7 +401,8 @@ def _log_from_env() -> bool:
 
 
 def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
-                   where: SourceLocation | None, folded: tuple[str, ...] = ()) -> None:
+                   where: SourceLocation | None, kernel: Any = None) -> None:
+    folded = getattr(kernel, "constexpr_params", ())
     if not configs:
         raise ConfigError("kj.autotune needs at least one kj.Config", where)
     for config in configs:
@@ -419,9 +415,8 @@ def _check_configs(configs: list[Config], params: tuple[str, ...], grid: Any,
                 raise ConfigError(f"{config} sets {name!r}, which is not a parameter of the "
                                   f"kernel ({', '.join(params)})", config.where)
             if name in folded:
-                from .dispatcher import constexpr_type
                 try:
-                    constexpr_type(config.constants[name])
+                    kernel.constexpr_type(config.constants[name])
                 except TypeError as e:
                     raise ConfigError(f"{config} sets {name!r}: {e}", config.where) from None
         if set(config.constants) != first:
@@ -451,8 +446,8 @@ def _key_value(value: Any) -> Any:
 
 def _disk_base(kernel: Any, configs: list[Config], key: tuple, grid: Any) -> str:
     """What a stored choice depends on besides the key: the kernel, its options, the configs."""
-    from . import __version__
-    from .diskcache import function_fingerprint
+    from .. import __version__
+    from ..diskcache import function_fingerprint
 
     parts = [__version__, function_fingerprint(kernel.py_func), repr(kernel.options), repr(key)]
     for g in [grid] + [c.grid for c in configs]:
@@ -471,7 +466,7 @@ class _TrialArrays:
     def __init__(self, values: dict[str, Any], outputs: tuple[str, ...] | None, kernel: str):
         import numpy as np
 
-        from .runtime import as_device_array, device_array_like, to_device
+        from ..runtime import as_device_array, device_array_like, to_device
 
         self.values = dict(values)
         self.copies: list[tuple[str, Any, Any]] = []  # (name, trial array, source)
@@ -533,7 +528,7 @@ def event_timer(run: Callable[[], None], config: Config, stream: Any,
                 warmup: float = 25.0, rep: float = 100.0) -> float:
     """Median milliseconds of ``run()`` by events on ``stream``: ``warmup`` ms of launches,
     then about ``rep`` ms of timed launches (between 5 and 200)."""
-    from .bench import bench_times
+    from ..bench import bench_times
 
     return statistics.median(bench_times(run, warmup, rep, flush_l2=False, stream=stream,
                                          max_calls=200))
