@@ -13,8 +13,7 @@ import math
 from llvmlite import ir
 
 from .. import types as T
-from ..lower.arrays import make_array
-from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, register
+from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, make_array, register
 
 
 def _field(e: Expr, rec_type: T.RecordType) -> tuple[str, T.ScalarType, int]:

@@ -131,7 +131,7 @@ class StagedArray:
 class StagedRecord:
     """A NumPy record scalar (``arr[i]`` of a structured array, a view of its element)
     copied to the device for one launch; after it, the kernel's writes go back into the
-    element, field by field (the device is synchronized first: records are rare arguments)."""
+    element, field by field (once the launch's stream has finished)."""
 
     __slots__ = ("record", "device_array")
 
@@ -142,9 +142,7 @@ class StagedRecord:
     def copy_back(self, stream: int | None) -> None:
         back = self.device_array.copy_to_host(stream=stream)
         if stream is not None:
-            from kaiojit.runtime import synchronize
-
-            synchronize()
+            self.device_array.backend.stream_synchronize(stream)
         for name in self.record.dtype.names:
             try:
                 self.record[name] = back[0][name]
