@@ -25,6 +25,7 @@ from .decorators import (  # noqa: F401
     compile_ptx,
     compile_ptx_for_current_device,
     jit,
+    vectorize,
 )
 from .host import (  # noqa: F401
     as_cuda_array,
@@ -113,7 +114,7 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 
 
 _FROM_KAIOJIT = frozenset({
-    "vectorize", "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
                          "bf16", "args", "devicearray"})

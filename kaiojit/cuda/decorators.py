@@ -156,3 +156,28 @@ def compile_all(pyfunc, sig, **kws):
 def _current_cc():
     from .host import get_current_device
     return get_current_device().compute_capability
+
+
+_VECTORIZE_OPTIONS = frozenset({"fastmath", "opt", "debug", "lineinfo", "max_registers",
+                                "cache"})
+
+
+def vectorize(signatures=None, target: str = "cuda", **options):
+    """numba's ``vectorize`` for the CUDA target: kaiojit's ``kj.vectorize``, with numba's
+    handling of its options (``nopython`` is redundant: a RuntimeWarning; an option it does
+    not know is a KeyError)."""
+    import warnings
+
+    from ..lib.ufunc import vectorize as kj_vectorize
+
+    if "nopython" in options:
+        options.pop("nopython")
+        warnings.warn("nopython kwarg for cuda target is redundant", RuntimeWarning,
+                      stacklevel=2)
+    unknown = sorted(set(options) - _VECTORIZE_OPTIONS)
+    if unknown:
+        raise KeyError(f"Unrecognized options: {', '.join(unknown)}")
+    if signatures is not None and callable(signatures) and not isinstance(
+            signatures, (str, T.Signature)):
+        return kj_vectorize(target=target, **options)(signatures)
+    return kj_vectorize(signatures, target=target, **options)

@@ -25,6 +25,17 @@ class CUDADispatcher(Dispatcher):
             found = self.__dict__["_extensions"] = []
         return found
 
+    def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0):
+        """numba's ``forall``: ``ntasks`` threads; none is a launch of nothing (numba's), a
+        negative count numba's ValueError. ``tpb`` is the block size (0: by occupancy)."""
+        if ntasks < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
+        if ntasks == 0:
+            return _no_launch
+        if tpb:
+            return self[-(-ntasks // tpb), tpb, stream or None, sharedmem]
+        return super().forall(ntasks, stream=stream or None, shared_mem=sharedmem)
+
     def __getitem__(self, config):
         launcher = super().__getitem__(config)
         extensions = self.__dict__.get("_extensions")
@@ -136,6 +147,10 @@ class CUDADispatcher(Dispatcher):
             print(f"{self.__name__} {args}", file=out)
             print("-" * 80, file=out)
             print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+def _no_launch(*args) -> None:
+    """``forall(0)``: no thread, no launch."""
 
 
 class _ExtendedLauncher:
