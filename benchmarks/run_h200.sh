@@ -26,7 +26,11 @@ for step in $steps; do
         timeout 120 python3 examples/saxpy.py 2>&1 | tee "$OUT/example.log" | head -3 ;;&
     tests|all)
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
-        timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
+        # (-v: each test's outcome as it ends, so a run stopped by its timeout still names what
+        # failed; --tb=line: one line a failure at the end; TESTS_JOBS=8: pytest-xdist workers)
+        jobs=${TESTS_JOBS:+-n $TESTS_JOBS}
+        timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -v -p no:cacheprovider $jobs --tb=line -rfEs 2>&1 \
+            | tee "$OUT/gpu_tests.log" | tail -40 ;;&
     numba)
         timeout ${NUMBA_TIMEOUT:-500} python3 tools/numba_suite/run.py --backend cuda --tests .numba_cudapy \
             --cache /tmp/nbsuite --jobs ${NUMBA_JOBS:-6} --timeout 300 --json "$OUT/numba_cuda.json" 2>&1 \
