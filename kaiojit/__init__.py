@@ -10,7 +10,7 @@ import functools
 import sys
 
 from . import types
-from .frontend import execsource as _execsource
+from . import execsource as _execsource
 from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions

@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ..errors import CompileError, SourceLocation
-from .execsource import exec_source
+from ..execsource import exec_source
 
 
 @dataclass(slots=True)
