@@ -79,6 +79,8 @@ def exec_source(code: CodeType) -> tuple[str, str] | None:
         found = _SOURCES.get(code)
     except TypeError:
         return None
+    if found is not None and found[0] != code.co_filename:
+        found = None  # an equal code object (code objects compare without their filename)
     if found is None and code.co_filename == "<string>":
         found = _command_line_source(code)
     return found
