@@ -8,6 +8,9 @@
   IEEE mode.
 * numba's documented shared-memory matmul (16 x 16 tiles), 4096^3, compiled by kaiojit and by
   numba-cuda (a subprocess: set KAIOJIT_NUMBA_PYTHONPATH, see run_h200.sh).
+* Hopper (benchmarks/_hopper_gemm.py; ``--hopper`` runs it alone): examples/hopper_gemm.py, the
+  warp-specialized persistent wgmma GEMM, vs cuBLAS vs Triton at bf16 8192^3, 8192x8192x16384,
+  K = 512 and fp8 e4m3 8192^3, then what each step of its structure is worth.
 
 Every kernel is first checked against NumPy at small sizes that are not multiples of its tiles
 (``--small`` stops there, and runs on the cpu backend too). Times are CUDA-event medians after a
@@ -30,6 +33,7 @@ from kaiojit.tools.resources import ptxas_resources
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _hopper_gemm
 import _kaiojit_gemm as kgemm
 
 
@@ -121,22 +125,11 @@ def check_peers(torch, triton_gemm) -> None:
 # --- timing ----------------------------------------------------------------------------------------
 
 def time_ms(launch, reps: int) -> float:
-    launch()
-    launch()
-    kj.synchronize()
-    start, end = kj.Event(), kj.Event()
-    times = []
-    for _ in range(reps):
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(np.median(times))
+    """The median of ``reps`` CUDA-event timings of one launch, after warm-up."""
+    return _hopper_gemm.time_ms(launch, reps, inner=1)
 
 
-def tflops(m: int, n: int, k: int, ms: float) -> float:
-    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+tflops = _hopper_gemm.tflops
 
 
 def resources_of(kernel) -> str:
@@ -214,15 +207,15 @@ def summary(rows: list) -> tuple[list, dict, dict]:
 
 
 def main() -> None:
+    if "--hopper" in sys.argv:
+        _hopper_gemm.main("--small" in sys.argv)
+        return
     check_kaiojit()
     if "--small" in sys.argv or kj.backend() != "cuda":
+        _hopper_gemm.main(True)
         return
     import torch
-    try:
-        import _triton_gemm as triton_gemm
-    except Exception as e:  # noqa: BLE001 - a peer that does not import is left out
-        print(f"(triton left out: {e})")
-        triton_gemm = None
+    triton_gemm = _hopper_gemm.triton_peer()
     check_peers(torch, triton_gemm)
     rows: list = []
     bench_bf16(torch, triton_gemm, 8192, rows)
@@ -244,6 +237,8 @@ def main() -> None:
         kernel = TC_KERNELS[i] if what.startswith("bf16") else kgemm.SGEMM_KERNELS[i]
         print(f"{what}: kaiojit #{i} is {cfg}; {resources_of(kernel)}")
     print(f"kaiojit numba-doc: {resources_of(kgemm.numba_doc_matmul)}")
+    print()
+    _hopper_gemm.main(False)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ def median_ns(fn: Callable[[], None], launches: int, reps: int) -> float:
 
 def _stub_driver(backend) -> None:
     """On the mock backend: every fast launch calls a native no-op instead of recording."""
-    from kaiojit.runtime import launchrecord
     from kaiojit.runtime.backend import FastLaunchBinding
+    from kaiojit.runtime.native import launchrecord
 
     real_binding = backend.fast_launch_binding
     mode = getattr(backend, "launch_mode", "ex")
@@ -157,7 +157,7 @@ def _host_cupy(cupy, array):
 
 def _foreign_reads(kind: str, v) -> Callable[[], None]:
     """The attribute reads and calls the fast form's guard and packing make of one array
-    (``kaiojit/runtime/fastlaunch.py``): for PyTorch five calls into its bindings."""
+    (``kaiojit/runtime/native/fastlaunch.py``): for PyTorch five calls into its bindings."""
     if kind == "torch":
         def reads():
             v.__class__, v.dtype, v.get_device(), v.is_contiguous(), v.shape, v.data_ptr()
@@ -170,13 +170,13 @@ def _foreign_reads(kind: str, v) -> Callable[[], None]:
 def _exchange_reader(kind: str, v) -> Callable[..., bool] | None:
     """The native reader the fast form calls for three such arrays, where their class
     publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch 2.11,
-    ``kaiojit/runtime/dlpack_exchange.py``) or, for CuPy, where its attributes are C getters
-    (``kaiojit/runtime/getset_reader.py``), writing into a scratch buffer."""
+    ``kaiojit/runtime/native/dlpack_exchange.py``) or, for CuPy, where its attributes are C getters
+    (``kaiojit/runtime/native/getset_reader.py``), writing into a scratch buffer."""
     import ctypes
 
-    from kaiojit.runtime import dlpack_exchange as dx
-    from kaiojit.runtime import getset_reader as gr
     from kaiojit.runtime.interop import array_extractor
+    from kaiojit.runtime.native import dlpack_exchange as dx
+    from kaiojit.runtime.native import getset_reader as gr
 
     _, _, _, t, device = array_extractor(type(v))(v)
     scratch = ctypes.create_string_buffer(64)
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["KAIOJIT_MOCK_BACKEND"] = "1"  # the mock backend, on purpose
     import kaiojit as kj
     import kaiojit.runtime as rt
-    from kaiojit.runtime import launchrecord
+    from kaiojit.runtime.native import launchrecord
 
     backend = rt.get_backend()
     stubbed = backend.name == "mock"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|wgmma|torchop|coldstart|compile|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|torchop|coldstart|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
 # (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
@@ -59,7 +59,10 @@ for step in $steps; do
     autotune|all)
         timeout 200 python3 benchmarks/autotune.py 2>&1 | tee "$OUT/autotune.log" | tail -15 ;;&
     gemm|all)
-        peer timeout 400 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
+        peer timeout 560 python3 benchmarks/gemm.py 2>&1 | tee "$OUT/gemm.log" | tail -30 ;;&
+    hopper)
+        # the Hopper GEMM section of gemm.py alone (also at the end of the gemm step)
+        timeout 500 python3 benchmarks/gemm.py --hopper 2>&1 | tee "$OUT/hopper_gemm.log" | tail -40 ;;&
     wgmma|all)
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     torchop|all)

@@ -4,7 +4,7 @@ Four kernels, each launched on a plain and on a checked CpuBackend in one proces
 1M float32 (256-thread blocks), a 256-thread shared-memory block sum over 1M float32, a 16x16
 tiled matmul of 256x256 float32, and a 1-d three-point stencil over 1M float32. Every result
 is checked against NumPy before it is timed; times are medians of REPS launches after a
-warm-up (compiles excluded). The goal (issue 27): checked under 5x the plain backend.
+warm-up (compiles excluded), plain and checked launched in turns. The goal (issue 27): checked under 5x the plain backend.
 
     PYTHONPATH=. python benchmarks/sanitizer.py [--no-record]
 """
@@ -26,7 +26,7 @@ N = 1 << 20
 M = 256
 TPB = 256
 TILE = 16
-REPS = 15
+REPS = 21
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 
 
@@ -102,32 +102,35 @@ def cases():
     ], {"x": x, "y": y, "a": a, "b": b}
 
 
-def timed(run) -> float:
-    run()
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
-
-
 def measure() -> list[tuple[str, float, float]]:
+    """Each kernel on a plain and a checked backend, launched in turns (plain, checked,
+    plain, ...) so that both see the same load on a shared machine; each turn times the
+    second of two launches; medians of REPS turns each."""
     table, host = cases()
+    backends = {False: CpuBackend(sanitize=False), True: CpuBackend(sanitize=True)}
     rows = []
-    times: dict[str, dict[str, float]] = {}
-    for checked in (False, True):
-        set_backend(CpuBackend(sanitize=checked))
-        for name, run, check in table:
+    for name, run, check in table:
+        data = {}
+        for checked, backend in backends.items():
+            set_backend(backend)
             d = {k: kj.to_device(v) for k, v in host.items()}
             d["out"] = kj.to_device(np.full(N, np.nan, np.float32))
             d["sums"] = kj.to_device(np.full(N // TPB, np.nan, np.float32))
             d["c"] = kj.to_device(np.full((M, M), np.nan, np.float32))
             run(d)
             check(d)
-            times.setdefault(name, {})[str(checked)] = timed(lambda run=run, d=d: run(d))
-    for name, t in times.items():
-        rows.append((name, t["False"], t["True"]))
+            run(d)  # warm
+            data[checked] = d
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(REPS):
+            for checked, backend in backends.items():
+                set_backend(backend)
+                run(data[checked])  # wakes this backend's workers after the other's turn
+                t0 = time.perf_counter()
+                run(data[checked])
+                times[checked].append(time.perf_counter() - t0)
+        rows.append((name, float(np.median(times[False])) * 1e3,
+                     float(np.median(times[True])) * 1e3))
     return rows
 
 
@@ -147,8 +150,8 @@ def main() -> None:
         f.write(f"\n## The cpu backend's checked mode (`benchmarks/sanitizer.py`), {now}\n\n"
                 f"A 2-core CPU machine ({platform.processor() or platform.machine()}), no GPU, "
                 f"Python {platform.python_version()}, llvmlite {llvmlite.__version__}; medians "
-                f"of {REPS} launches after a warm-up, compiles excluded, results checked "
-                f"against NumPy first. Goal: checked under 5x plain.\n\n{table}\n")
+                f"of {REPS} launches after a warm-up, plain and checked in turns, compiles "
+                f"excluded, results checked against NumPy first. Goal: checked under 5x plain.\n\n{table}\n")
 
 
 if __name__ == "__main__":

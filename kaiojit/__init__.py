@@ -36,6 +36,10 @@ from .language import (
     ballot_sync,
     blockDim,
     blockIdx,
+    clusterBlockIdx,
+    clusterDim,
+    clusterGridDim,
+    clusterIdx,
     brev,
     cg,
     clz,
@@ -110,6 +114,7 @@ __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
 __all__ += ["cuda", "void", "guvectorize"]  # numba's namespace and spelling (issue 28)
+__all__ += ["clusterBlockIdx", "clusterDim", "clusterGridDim", "clusterIdx"]  # issue 32
 
 
 def declare_device(name, sig, link=None, *, abi="numba", py_impl=None):
@@ -301,7 +306,8 @@ _RUNTIME_NAMES = frozenset({
     "default_stream", "device", "device_array", "device_array_like", "device_count",
     "device_compute_capability", "driver_version", "max_ptx_version", "ptx_version_for_driver",
     "forall_config", "get_backend", "is_cuda_available", "load_kernel", "register_backend",
-    "select_device", "set_backend", "suggest_block_size", "synchronize", "to_device", "typeof",
+    "select_device", "set_backend", "sm_count", "suggest_block_size", "synchronize", "to_device",
+    "typeof",
 })
 _LAZY = frozenset({"reduce", "vectorize", "guvectorize", "Config", "autotune", "occupancy",
                    "runtime"})

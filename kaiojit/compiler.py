@@ -314,6 +314,13 @@ def emit_ptx(module, meta: Metadata) -> str:
     text = ptx_stage.emit(parse_llvm(module, meta), _nvptx_machine(meta))
     if meta.options.max_registers:
         text = _with_maxnreg(text, meta.symbol, meta.options.max_registers)
+    elif "setmaxnreg." in text:
+        from .errors import PerformanceWarning, warn_user
+
+        warn_user(f"kaiojit: kernel {meta.symbol!r} reallocates registers "
+                  "(kj.warpgroup.reg_alloc / reg_dealloc), which ptxas ignores unless it knows "
+                  "the kernel's register count at entry: pass @kj.jit(max_registers=...) (65536 "
+                  "/ the block's threads, rounded down to a multiple of 8)", PerformanceWarning)
     bounds = meta.options.launch_bounds
     if bounds and not meta.device:
         directives = [f".maxntid {bounds[0]}, 1, 1"]

@@ -28,9 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import types as pytypes
 
-from .cachefiles import entry_path, load_entry, read_entry, store_entry, touch, write_file
+from .cache import load_json, store_json
+from .cachefiles import entry_path, read_entry, touch, write_file
 from .compiler import CompiledKernel
 from .frontend.deps import source_digest, still_holds
 from .options import CompileOptions
@@ -71,23 +71,6 @@ def _digest(parts) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
-
-
-# --- JSON entries ---------------------------------------------------------------------------
-
-def load(key: str, suffix: str = ".kjc"):
-    """The JSON payload of the entry ``key``, or None (absent, untrusted, damaged)."""
-    payload = load_entry(key, suffix)
-    if payload is None:
-        return None
-    try:
-        return json.loads(payload)
-    except ValueError:
-        return None
-
-
-def store(key: str, value, suffix: str = ".kjc", **about) -> None:
-    store_entry(key, suffix, json.dumps(value).encode(), **about)
 
 
 # --- compiled kernels -------------------------------------------------------------------------------
@@ -184,68 +167,15 @@ def keep_coarse_entry(key: str, ck: CompiledKernel) -> None:
         return
 
     def load_ptx() -> str | None:
-        entry = load(key)
+        entry = load_json(key, suffix=".kjc")
         ptx = entry.get("ptx") if isinstance(entry, dict) else None
         return ptx if isinstance(ptx, str) and ck.coarse.name in ptx else None
 
     def store_ptx(ptx: str) -> None:
-        store(key, {"name": ck.coarse.name, "ptx": ptx}, what="coarse entry",
-              name=ck.py_name, kind=ck.target.kind)
+        store_json(key, {"name": ck.coarse.name, "ptx": ptx}, suffix=".kjc",
+                   what="coarse entry", name=ck.py_name, kind=ck.target.kind)
     ck.coarse.keep_on_disk(load_ptx, store_ptx)
 
 
-# --- the autotuner's key ----------------------------------------------------------------------
-
-def _describe_global(value, seen: set) -> str | None:
-    """What a referenced global contributes to the key (None: it cannot change the code)."""
-    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
-        return repr(value)
-    np = sys.modules.get("numpy")  # NumPy values exist only if the program imported NumPy
-    if np is not None and isinstance(value, np.generic):
-        return f"{value.dtype}:{value!r}"
-    if isinstance(value, tuple):
-        return "(" + ",".join(str(_describe_global(v, seen)) for v in value) + ")"
-    if np is not None and isinstance(value, np.ndarray):
-        return f"ndarray:{value.dtype}:{value.shape}:{hashlib.sha256(value.tobytes()).hexdigest()}"
-    if isinstance(value, pytypes.ModuleType):
-        return f"module:{value.__name__}"
-    if getattr(value, "_kaiojit_dispatcher", False):
-        return "device:" + function_fingerprint(value.py_func, seen)
-    return None
-
-
-def function_fingerprint(pyfunc, seen: set | None = None) -> str:
-    """A digest of a function's code and of the globals it reads, device functions included
-    (the autotuner's key of a kernel's tuned choice)."""
-    seen = set() if seen is None else seen
-    code = pyfunc.__code__
-    if code in seen:
-        return "recursive"
-    seen.add(code)
-    h = hashlib.sha256()
-    h.update(code.co_filename.encode())
-    h.update(code.co_code)
-    h.update(repr(code.co_consts).encode())
-    h.update(repr(code.co_names).encode())
-    namespace = pyfunc.__globals__
-    names = set(code.co_names)
-    for const in code.co_consts:  # nested code objects (none in kernels, but be safe)
-        if isinstance(const, pytypes.CodeType):
-            names.update(const.co_names)
-    for name in sorted(names):
-        if name in namespace:
-            desc = _describe_global(namespace[name], seen)
-            if desc is not None:
-                h.update(f"{name}={desc};".encode())
-    if pyfunc.__closure__:
-        for name, cell in zip(code.co_freevars, pyfunc.__closure__):
-            try:
-                desc = _describe_global(cell.cell_contents, seen)
-            except ValueError:
-                desc = "empty"
-            h.update(f"{name}~{desc};".encode())
-    return h.hexdigest()
-
-
-__all__ = ["CACHE_VERSION", "function_fingerprint", "keep_coarse_entry", "lines_matter", "load",
-           "load_kernel", "lookup_key", "store", "store_kernel"]
+__all__ = ["CACHE_VERSION", "keep_coarse_entry", "lines_matter",
+           "load_kernel", "lookup_key", "store_kernel"]

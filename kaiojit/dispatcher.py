@@ -263,8 +263,9 @@ class Dispatcher:
 
     @outside_graphs
     def __getitem__(self, config):
-        """The launcher of ``kernel[grid, block(, stream(, shared))]``: a :class:`Launcher`,
-        or, once a launch of this configuration has a fast form, that plain function."""
+        """The launcher of ``kernel[grid, block(, stream(, shared(, cluster)))]``: a
+        :class:`Launcher`, or, once a launch of this configuration has a fast form, that plain
+        function."""
         try:
             launcher = self._launchers.get(config)
         except TypeError:  # an unhashable configuration (lists): a launcher of its own

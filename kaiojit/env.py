@@ -64,7 +64,7 @@ def _path(text: str) -> str:
     return text
 
 
-# The cuda backend's launch calls (kaiojit.runtime.launchrecord), and the stages of the
+# The cuda backend's launch calls (kaiojit.runtime.native.launchrecord), and the stages of the
 # compiler's pipelines (kaiojit.compiler.PIPELINES; a test keeps the two lists equal): named
 # here, at the bottom of the import order, so that reading a knob imports nothing.
 LAUNCH_MODES = ("native", "ex", "ctypes", "bindings")
@@ -100,6 +100,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("KAIOJIT_DEBUG_SYNC", "1 (synchronize after every launch) or 0", _flag, False),
     Knob("KAIOJIT_LAUNCH", "native, ex, ctypes or bindings (the cuda backend's launch form)",
          _launch_mode, None),
+    Knob("KAIOJIT_NATIVE", "1 (launches may use the native helpers of kaiojit.runtime.native "
+         "where the interpreter is one they were written for) or 0 (their Python path)",
+         _flag, True),
     Knob("KAIOJIT_COARSE_MIN_THREADS", "a whole number of threads, 0 or more (the smallest "
          "launch that takes a kernel's coarse entry; default 4194304)", _count, 1 << 22),
     Knob("KAIOJIT_DUMP", lambda: "'all' or stage names separated by commas, among: "

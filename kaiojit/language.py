@@ -55,6 +55,12 @@ threadIdx = Dim3Register("threadIdx")
 blockIdx = Dim3Register("blockIdx")
 blockDim = Dim3Register("blockDim")
 gridDim = Dim3Register("gridDim")
+# thread-block clusters (sm_90): the cluster's index in the grid, its shape in blocks, the
+# block's index in it and the grid's shape in clusters (kaiojit/intrinsics/cluster.py)
+clusterIdx = Dim3Register("clusterIdx")
+clusterDim = Dim3Register("clusterDim")
+clusterBlockIdx = Dim3Register("clusterBlockIdx")
+clusterGridDim = Dim3Register("clusterGridDim")
 laneid = KernelBuiltin("laneid")
 warpsize = 32
 

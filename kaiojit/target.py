@@ -108,7 +108,21 @@ CTX_EXITED = 11       # block mode: the kernel's per-thread status bytes (3 = re
 CTX_LAUNCH = 12       # the launch state shared by all workers (LAUNCH_* below)
 CTX_CHECK = 13        # checked variant: this worker's sanitizer state (SAN_* below)
 CTX_STACK_TOP = 14    # checked variant: the driver's frame address (local arrays lie below)
-CTX_WORDS = 16
+CTX_NAMED_BARRIERS = 15  # block mode: the block's named barriers' arrival counts (i64 each)
+NAMED_BARRIERS = 16   # bar.sync ids 0 to 15
+CTX_CLUSTER_DIM = 16  # the cluster's shape in blocks x, y, z (1, 1, 1 without a cluster)
+CTX_CLUSTER_TOKEN = 19  # this block's last cluster-barrier arrival (the counter before it)
+CTX_CLUSTER_STATE = 20  # the cluster's state, shared by its blocks (CLUSTER_* below)
+CTX_WORDS = 24
+
+# --- a cluster's state on the host: an array of i64 shared by the blocks of one cluster -------
+CLUSTER_BARRIER = 0   # the cluster barrier: its phase (bit 63) and the arrivals in it
+CLUSTER_LIVE = 1      # the cluster's blocks that have not returned (deadlock detection:
+CLUSTER_EPOCH = 2     # bumped when a block starts or stops waiting, or returns
+CLUSTER_FAILS = 3     # epoch << 32 | the waiting blocks that saw no progress in that epoch)
+CLUSTER_SHARED = 4    # the shared memory of the cluster's blocks, by rank (CLUSTER_MAX words)
+CLUSTER_MAX = 8       # the most blocks a portable cluster holds
+CLUSTER_WORDS = CLUSTER_SHARED + CLUSTER_MAX
 
 # --- the launch state: the first error and the print buffer ------------------------------------
 LAUNCH_ERROR = 0      # 0, or the kind (ERR_*) of the first error, claimed with a cmpxchg
@@ -134,6 +148,9 @@ ERR_DIVERGENT_BARRIER = 2
 ERR_TMA = 3              # a tensor copy refused (LAUNCH_INDEX: its kaiojit.tma_host status)
 ERR_MBARRIER_STUCK = 4   # an mbarrier wait no thread of the block can complete any more
 ERR_ASSERT = 5           # a failed assert under debug=True
+ERR_NAMED_BARRIER = 6    # a named barrier no thread can complete any more, or over its count
+ERR_CLUSTER_RANK = 7     # a block rank not in the cluster (LAUNCH_INDEX: it, EXTENT: the size)
+ERR_CLUSTER_STUCK = 8    # a cluster barrier wait no block of the cluster can complete any more
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
@@ -148,7 +165,7 @@ FAULT_WORDS = 10
 
 # --- the checked variant's per-worker sanitizer state: an array of i64 --------------------------
 # An access is packed in one word: epoch << 32 | thread << SAN_THREAD_SHIFT | site.
-SAN_EPOCH = 0         # this worker's epoch: +1 at every block start and every barrier
+SAN_EPOCH = 0         # this worker's epoch: +1 at every block start, barrier and syncwarp
 SAN_BLOCK_EPOCH = 1   # the epoch the current block started at
 SAN_LAUNCH_EPOCH = 2  # the epoch the launch started at
 SAN_BLOCK = 3         # the current block's linear index
@@ -158,6 +175,7 @@ SAN_SHARED_SHADOW = 6
 SAN_TABLE = 7         # the global-memory table (8 words per entry, direct-mapped by address)
 SAN_TABLE_MASK = 8    # its entries - 1
 SAN_UNINIT = 9        # kj.device_array ranges not fully written: (base, end, bitmap) triples
+                      # (the bitmap: a byte per byte, 1 where written)
 SAN_UNINIT_COUNT = 10
 SAN_COUNTS = 11       # findings of each kind (SAN_COUNTS + kind - 1), kinds SAN_KIND_*
 SAN_QUIET = 15        # this launch: which of host_sanitize.quiet_params' arrays need no racecheck
@@ -173,11 +191,15 @@ SAN_INDEX = 24        # the access's indices (8 words) and the array's shape (8 
 SAN_SHAPE = 32
 SAN_MAX_DIMS = 8
 SAN_SCRATCH = 40      # a shadow lookup's finding: the other access (packed) and its block
+SAN_BARRIER_EPOCH = 42  # the epoch of the block's last block-level barrier (or its start)
+SAN_WARP_SYNC = 43    # per thread of the block: the epoch of its last syncwarp (SAN_MAX_THREADS)
 SAN_WORDS = 48
+SAN_MAX_THREADS = 1024
 SAN_THREAD_SHIFT = 21
 SAN_SITE_MASK = (1 << SAN_THREAD_SHIFT) - 1
 SAN_KIND_BOUNDS, SAN_KIND_RACE, SAN_KIND_INIT, SAN_KIND_SYNC = 1, 2, 3, 4
 HAZARD_RAW, HAZARD_WAR, HAZARD_WAW, HAZARD_BLOCKS = 1, 2, 3, 4
+INIT_SHARED, INIT_GLOBAL = 5, 6  # an initcheck finding's detail: which memory
 
 STATUS_RETURNED = 3   # block mode: a thread's status byte once it returned
 HIDDEN_FAST = 4       # (ctx, tid.x, tid.y, tid.z) before a fast function's own parameters

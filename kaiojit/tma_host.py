@@ -52,7 +52,8 @@ The mbarrier is 8 bytes of shared memory, on the host laid out as: pending arriv
 0-19), expected arrivals (20-39), the transaction count (40-62, two's complement) and the
 phase parity (bit 63). A phase completes when no arrival and no transaction is pending; the
 parity flips and the pending arrivals are reset. A block's threads do not run concurrently on
-the host, so the operations are plain loads and stores.
+the host, but the blocks of a cluster do and reach each other's barriers (a remote arrive, a
+multicast copy), so every operation is atomic: a compare-and-swap of the word.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ MAX_RANK = 5
 # CUtensorMapDataType values and element sizes; the names are the driver's without the prefix
 DATA_TYPES: dict[str, tuple[int, int]] = {
     "UINT8": (0, 1), "UINT16": (1, 2), "UINT32": (2, 4), "INT32": (3, 4), "UINT64": (4, 8),
-    "INT64": (5, 8), "FLOAT16": (6, 2), "FLOAT32": (7, 4), "FLOAT64": (8, 8),
+    "INT64": (5, 8), "FLOAT16": (6, 2), "FLOAT32": (7, 4), "FLOAT64": (8, 8), "BFLOAT16": (9, 2),
 }
 SWIZZLES = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
 INTERLEAVES = {"NONE": 0, "16B": 1, "32B": 2}
@@ -358,37 +359,57 @@ def _define_mbarrier(mod: ir.Module) -> dict[str, ir.Function]:
     fns = {}
     fn, b = define(SYMBOL_MBARRIER_INIT, ir.VoidType(), [PTR, I32])
     count = b.and_(b.zext(fn.args[1], I64), count_mask)
-    b.store(b.or_(count, b.shl(count, _const(_EXPECTED_SHIFT))), fn.args[0], align=8)
+    b.atomic_rmw("xchg", fn.args[0], b.or_(count, b.shl(count, _const(_EXPECTED_SHIFT))),
+                 "seq_cst")
     b.ret_void()
     fns[fn.name] = fn
 
     for name, expect in ((SYMBOL_MBARRIER_ARRIVE, False),
                          (SYMBOL_MBARRIER_ARRIVE_EXPECT_TX, True)):
         fn, b = define(name, I64, [PTR, I32] if expect else [PTR])
-        word = b.load(fn.args[0], typ=I64, align=8)
-        state = b.lshr(word, _const(_PHASE_SHIFT))  # the parity of the phase arrived on
-        if expect:
-            word = add_tx(b, word, b.zext(fn.args[1], I64))
-        b.store(settle(b, b.sub(word, _const(1))), fn.args[0], align=8)
-        b.ret(state)
+
+        def arrive(word, b=b, fn=fn, expect=expect):
+            if expect:
+                word = add_tx(b, word, b.zext(fn.args[1], I64))
+            return settle(b, b.sub(word, _const(1)))
+        word = _update(b, fn.args[0], arrive)
+        b.ret(b.lshr(word, _const(_PHASE_SHIFT)))  # the parity of the phase arrived on
         fns[fn.name] = fn
 
     for name, sign in ((SYMBOL_MBARRIER_EXPECT_TX, 1), (SYMBOL_MBARRIER_COMPLETE_TX, -1)):
         fn, b = define(name, ir.VoidType(), [PTR, I32])
         delta = b.zext(fn.args[1], I64)
-        word = b.load(fn.args[0], typ=I64, align=8)
-        word = add_tx(b, word, delta if sign > 0 else b.neg(delta))
-        b.store(settle(b, word), fn.args[0], align=8)
+        delta = delta if sign > 0 else b.neg(delta)
+        _update(b, fn.args[0], lambda word, b=b, delta=delta: settle(b, add_tx(b, word, delta)))
         b.ret_void()
         fns[fn.name] = fn
 
     fn, b = define(SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32])
-    phase = b.lshr(b.load(fn.args[0], typ=I64, align=8), _const(_PHASE_SHIFT))
+    phase = b.lshr(b.load_atomic(fn.args[0], "seq_cst", 8, typ=I64), _const(_PHASE_SHIFT))
     parity = b.zext(b.and_(fn.args[1], _const(1, I32)), I64)
     # the phase of that parity has completed once the current phase has the other parity
     b.ret(b.zext(b.icmp_unsigned("!=", phase, parity), I32))
     fns[fn.name] = fn
     return fns
+
+
+def _update(b: ir.IRBuilder, ptr: ir.Value, change) -> ir.Value:
+    """Replace the word at ``ptr`` by ``change(word)`` atomically (a compare-and-swap loop:
+    the blocks of a cluster run on threads of their own and arrive on each other's barriers);
+    returns the word before."""
+    before = b.block
+    loop = b.append_basic_block("update")
+    done = b.append_basic_block("updated")
+    first = b.load_atomic(ptr, "seq_cst", 8, typ=I64)
+    b.branch(loop)
+    b.position_at_end(loop)
+    word = b.phi(I64)
+    word.add_incoming(first, before)
+    pair = b.cmpxchg(ptr, word, change(word), "seq_cst", "seq_cst")
+    word.add_incoming(b.extract_value(pair, 0), loop)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return word
 
 
 def build_module() -> ir.Module:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kaiojit import cachefiles
+from kaiojit.cache import load_json, store_json
 
 rng = np.random.default_rng()
 
@@ -121,3 +122,22 @@ def test_cache_command_lists_sizes_and_clears(cache):
     assert cleared.returncode == 0 and f"from {cache}" in cleared.stdout
     assert not [p for p in cache.rglob("*") if p.is_file()]
     assert "0 files" in cli("size", env=env).stdout
+
+
+def test_a_librarys_json_record_round_trips_and_a_damaged_one_is_a_miss(cache):
+    """``kaiojit.cache``, the disk store kernel libraries use (kj.autotune's choices)."""
+    value = {"index": int(rng.integers(0, 1000)), "tried": rng.standard_normal(3).tolist()}
+    name = key(int(rng.integers(1, 1 << 30)))
+    assert load_json(name, "made_up_lib") is None  # never stored
+    store_json(name, value, "made_up_lib", what="made-up record", name="k")
+    assert load_json(name, "made_up_lib") == value
+    assert load_json(name, "another_lib") is None  # a folder is a library's own
+    (found,) = cachefiles.files(read_headers=True)
+    assert found.path.endswith(".json") and found.about["what"] == "made-up record"
+    with open(found.path, "r+b") as f:  # one byte of the payload changed: the digest differs
+        data = bytearray(f.read())
+        data[-2] ^= 0x01
+        f.seek(0)
+        f.write(data)
+    assert load_json(name, "made_up_lib") is None
+

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 import kaiojit as kj
-from kaiojit import diskcache
+from kaiojit import cache, diskcache
 
 SIG = "void(float32[::1], float32[::1], int32)"
 
@@ -97,8 +97,8 @@ def test_device_function_change_changes_fingerprint():
         def k(out, x):
             out[0] = helper(x[0])
     """
-    a = diskcache.function_fingerprint(make(base.format(op="+")))
-    b = diskcache.function_fingerprint(make(base.format(op="-")))
+    a = cache.function_fingerprint(make(base.format(op="+")))
+    b = cache.function_fingerprint(make(base.format(op="-")))
     assert a != b
 
 

@@ -30,9 +30,9 @@ LAST = 6
 LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectorize, ...)
 _STAGES: dict[str, int] = {  # by top-level name; a package of mixed stages, by its modules
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
-    "tma_host": BASE, "linking": BASE, "cachefiles": BASE, "hostsyms": BASE,
+    "tma_host": BASE, "linking": BASE, "cachefiles": BASE, "cache": BASE, "hostsyms": BASE,
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
-    "highlight": BASE, "logs": BASE, "overloads": BASE,
+    "highlight": BASE, "logs": BASE, "overloads": BASE, "sanitizer_shadow": BASE,
     "execsource": BASE,  # the text of exec()-built functions, for the frontend
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "runtime": LAST,
@@ -306,6 +306,26 @@ def test_intrinsic_families_import_only_the_api_and_the_ground(graph):
     assert not problems, "\n".join(problems)
 
 
+NATIVE = "kaiojit.runtime.native"
+# what the rest of kaiojit uses of the native helpers: the fast form, the launch record, and
+# compile_ir (the cpu backend's thread runner is host code compiled the same way)
+NATIVE_ENTRY_POINTS = frozenset({"fastlaunch", "launchrecord", "cbuiltins"})
+# the helpers that read a layout of the interpreter's (a builtin's method table, a getset
+# descriptor) or of a foreign library's (DLPack's API table): each asks the guard first
+NATIVE_LAYOUT_READERS = ("dlpack_exchange", "getset_reader", "launchrecord")
+
+
+def test_native_helpers_are_one_package_behind_one_guard(graph):
+    outside = [f"{m}:{line} imports {t}" for m in sorted(graph) if not m.startswith(NATIVE)
+               for t, line in sorted(graph[m].items())
+               if t.startswith(NATIVE + ".") and t.rpartition(".")[2] not in NATIVE_ENTRY_POINTS]
+    assert not outside, "the native package's internals, used outside it:\n" + "\n".join(outside)
+    unguarded = [name for name in NATIVE_LAYOUT_READERS
+                 if f"{NATIVE}.guard" not in graph[f"{NATIVE}.{name}"]]
+    assert not unguarded, f"native helpers that never ask the guard: {unguarded}"
+    assert set(graph[NATIVE]) == {f"{NATIVE}.guard"}
+
+
 def test_the_packages_list_of_runtime_names_is_the_runtimes():
     """``kaiojit`` resolves runtime names without importing the runtime first, so that a
     kernel function of the intrinsic registry (``kj.nanosleep``) loads neither it nor NumPy,
@@ -340,21 +360,19 @@ GROUND_HELPERS = frozenset({"kaiojit.floatbits", "kaiojit.env", "kaiojit.hostsym
 # in kaiojit/__init__, and only user-facing code (examples/) spells it
 OLD_PATHS = frozenset({"kaiojit.launcher", "kaiojit.autotune_launch", "kaiojit.occupancy_api",
                        "kaiojit.sass", "kaiojit.resources", "kaiojit.occupancy_calc",
-                       "kaiojit.display", "kaiojit.random", "kaiojit.ufunc", "kaiojit.autotuner"})
+                       "kaiojit.display", "kaiojit.random", "kaiojit.ufunc", "kaiojit.autotuner",
+                       # into kaiojit/runtime/native/ (issue 25 step 4)
+                       "kaiojit.runtime.fastlaunch", "kaiojit.runtime.launchrecord",
+                       "kaiojit.runtime.cbuiltins", "kaiojit.runtime.dlpack_exchange",
+                       "kaiojit.runtime.getset_reader"})
 DOCUMENTED_OLD_PATHS = frozenset({"kaiojit.random"})
 # what a kernel library (kaiojit/lib/) may import: kaiojit's public modules, their public names
 PUBLIC_MODULES = frozenset({"kaiojit", "kaiojit.types", "kaiojit.errors", "kaiojit.runtime",
-                            "kaiojit.bench", "kaiojit.logs"})
+                            "kaiojit.bench", "kaiojit.logs", "kaiojit.env", "kaiojit.cache",
+                            "kaiojit.launch"})
 # the autotuner's reads of kaiojit's internals, each to become public API (issue 25 step 2
 # and after); reported as a warning while it exists, and to be deleted here once gone
-PENDING_LIB_IMPORTS: frozenset[tuple[str, str]] = frozenset({
-    ("kaiojit.lib.autotuner", "kaiojit.cachefiles"),
-    ("kaiojit.lib.autotuner", "kaiojit.diskcache"),
-    ("kaiojit.lib.autotuner", "kaiojit.env"),
-    ("kaiojit.lib.autotuner", "kaiojit.launch.autotune_launch"),
-    ("kaiojit.lib.autotuner", "kaiojit.launch.launcher"),
-    ("kaiojit.lib.autotuner", "kaiojit.runtime.graph"),
-})
+PENDING_LIB_IMPORTS: frozenset[tuple[str, str]] = frozenset()
 REPO = PACKAGE.parent
 
 
@@ -467,14 +485,13 @@ def test_a_private_read_in_a_library_is_found(tmp_path):
 def _stale_references(path: Path, allowed: frozenset[str], root: Path = REPO) -> Iterator[str]:
     """Imports of (and dotted strings naming) a module at its old path, in one file."""
     tree = ast.parse(path.read_text(), str(path))
-    short = {p.rpartition(".")[2]: p for p in OLD_PATHS}
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names
-                                     if node.module == "kaiojit" and a.name in short]
+                                     if f"{node.module}.{a.name}" in OLD_PATHS]
             if node.module == "kaiojit.tools":  # tools.py's find_tool is tools/binutils.py's
                 names += [f"kaiojit.tools.{a.name}" for a in node.names
                           if not (PACKAGE / "tools" / f"{a.name}.py").exists()]
@@ -499,8 +516,8 @@ def test_nothing_names_a_moved_module_by_its_old_path():
                                                   else frozenset()))
     assert not problems, "old paths (see DESIGN.md's Layout for the new ones):\n" + "\n".join(
         problems)
-    stubs = [p for p in OLD_PATHS if (PACKAGE / f"{p.split('.')[1]}.py").exists()
-             or (PACKAGE / p.split(".")[1] / "__init__.py").exists()]
+    stubs = [p for p in OLD_PATHS if PACKAGE.joinpath(*p.split(".")[1:]).with_suffix(".py").exists()
+             or PACKAGE.joinpath(*p.split(".")[1:], "__init__.py").exists()]
     assert not stubs and not (PACKAGE / "tools.py").exists(), f"stub modules left: {stubs}"
 
 
@@ -511,11 +528,13 @@ def test_a_stale_reference_is_found(tmp_path):
                       "from kaiojit.tools import find_tool\n"
                       "from kaiojit.tools import resources\n"
                       "patched = 'kaiojit.autotuner.event_timer'\n"
-                      "from kaiojit.random import xoroshiro128p_next\n")
+                      "from kaiojit.random import xoroshiro128p_next\n"
+                      "from kaiojit.runtime import fastlaunch, memory\n")
     found = sorted(_stale_references(source, DOCUMENTED_OLD_PATHS, tmp_path))
     assert found == ["probe.py:1: kaiojit.launcher", "probe.py:2: kaiojit.sass",
                      "probe.py:3: kaiojit.tools.find_tool",
-                     "probe.py:5: kaiojit.autotuner.event_timer"]
+                     "probe.py:5: kaiojit.autotuner.event_timer",
+                     "probe.py:7: kaiojit.runtime.fastlaunch"]
     assert "probe.py:6: kaiojit.random" in _stale_references(source, frozenset(), tmp_path)
 
 

@@ -292,7 +292,7 @@ typedef void (*kj_entry)(void *slots, int64_t *ctx, int64_t first, int64_t end);
 typedef struct {{ const char *name; kj_entry run; int64_t static_shared; int block_mode;
                  int cooperative; const char *const *sites; int nsites; }} kj_kernel;
 typedef struct {{ kj_entry run; void *slots; int64_t ctx[@CTX_WORDS@]; int64_t first, end;
-                 unsigned char *shared; }} kj_worker;
+                 unsigned char *shared; int64_t cluster[{H.CLUSTER_WORDS}]; }} kj_worker;
 
 #define KJ_PRINT_BYTES (1 << 20)
 #define KJ_STACK_BYTES ((size_t)512 << 20)  /* block mode keeps every thread's variables */
@@ -344,6 +344,11 @@ static int kj_run(const kj_kernel *k, const kaiojit_launch_config *c, void *slot
         w->ctx[{H.CTX_SHARED}] = ((int64_t)(intptr_t)w->shared + 1023) & ~(int64_t)1023;
         w->ctx[{H.CTX_DYN_BYTES}] = (int64_t)c->shared_bytes;
         w->ctx[{H.CTX_LAUNCH}] = (int64_t)(intptr_t)launch;
+        /* the host runs every block as a cluster of one */
+        w->ctx[{H.CTX_CLUSTER_DIM}] = w->ctx[{H.CTX_CLUSTER_DIM + 1}] = 1;
+        w->ctx[{H.CTX_CLUSTER_DIM + 2}] = 1;
+        w->cluster[{H.CLUSTER_SHARED}] = w->ctx[{H.CTX_SHARED}];
+        w->ctx[{H.CTX_CLUSTER_STATE}] = (int64_t)(intptr_t)w->cluster;
     }}
     if (rc == KAIOJIT_SUCCESS) {{
         pthread_t *tids = (pthread_t *)calloc((size_t)nworkers, sizeof(pthread_t));

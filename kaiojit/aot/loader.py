@@ -79,8 +79,8 @@ class ExportedKernel:
     def __getitem__(self, config):
         from kaiojit.launch.launcher import parse_launch_config
 
-        grid, block, stream, shared = parse_launch_config(config)
-        return lambda *args: self._launch(grid, block, stream, shared, args, None)
+        grid, block, stream, shared, cluster = parse_launch_config(config)
+        return lambda *args: self._launch(grid, block, stream, shared, args, cluster)
 
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
         self._launch(grid, block, stream, shared_mem, args, cluster)

@@ -592,7 +592,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         body = [first] + self._block(node.body)
         self.loop_depth -= 1
         bounds = [Expr("const", T.int64, attr=v) for v in (0, len(items), 1)]
-        out.append(kir.ForRange(index, *bounds, body, self.loc(node)))
+        out.append(kir.ForRange(index, *bounds, body, self.loc(node), unrolled=True))
         return out
 
     def visit_PyValue(self, node):

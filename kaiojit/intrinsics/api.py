@@ -50,7 +50,7 @@ from ..kir.intrinsics import (
     Same,
     register,
 )
-from ..lower import complexops, tma_ptx, wgmma_host
+from ..lower import cluster_host, cluster_ptx, complexops, narrowfloat, tma_ptx, wgmma_host
 from ..lower.arrays import array_slice, array_view, make_array
 from ..lower.gpu_faults import add_site, fail_assert
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
@@ -89,7 +89,7 @@ class LoweringContext(Protocol):
 
     def expr(self, e: Expr) -> ir.Value: ...
     def element_pointer(self, array: Expr, indices: Any, at: Any = None) -> ir.Value: ...
-    def alloca(self, ty: ir.Type, name: str = "") -> ir.Value: ...
+    def alloca(self, ty: ir.Type, count: Any = None, name: str = "") -> ir.Value: ...
     def thread_linear(self) -> ir.Value: ...
     def array_name(self, e: Expr) -> str | None: ...
 
@@ -114,7 +114,7 @@ class BlockContext(Protocol):
     def vote(self, *args: Any, **kwargs: Any) -> Any: ...
     def shuffle(self, *args: Any, **kwargs: Any) -> Any: ...
     def active(self, *args: Any, **kwargs: Any) -> Any: ...
-    def alloca(self, ty: ir.Type, name: str = "") -> ir.Value: ...
+    def alloca(self, ty: ir.Type, count: Any = None, name: str = "") -> ir.Value: ...
 
 
 S = TypeVar("S")
@@ -135,9 +135,10 @@ __all__ = [
     "PTR", "SCALAR", "SHARED", "BlockContext", "Expr", "Intrinsic", "Kind", "LoweringContext",
     "Operands", "PyObj", "Same", "TypingContext", "add_site", "array_slice", "array_view",
     "make_array",
-    "block_linear", "call_args", "call_builtin", "compare", "complexops", "const_int",
+    "block_linear", "call_args", "call_builtin", "cluster_host", "cluster_ptx", "compare",
+    "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",
     "fail_assert", "family_state", "float_type", "inline_asm", "ll_mem_type", "ll_type",
-    "math_call", "record_error", "register", "result_scalar", "scalar_arg", "scalar_attribute",
+    "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg", "scalar_attribute",
     "tma_ptx", "type_words", "wgmma_host",
 ]

@@ -11,13 +11,22 @@
   bulk group; ``kj.tma.commit_group()``, ``kj.tma.wait_group(n)`` (writes done) and
   ``kj.tma.wait_group_read(n)`` (sources read), ``n`` a constant; ``kj.tma.prefetch(tmap)``.
 * ``kj.fence_proxy_async()``: orders this thread's shared memory accesses with the copies.
+* Clusters (``docs/clusters.md``): ``kj.mbarrier.arrive_cluster(bar, rank)`` arrives on the
+  barrier at ``bar``'s place in the block of that rank of the cluster (releasing at cluster
+  scope); ``kj.mbarrier.wait_cluster(bar, parity)`` is ``wait`` acquiring at cluster scope (what
+  other blocks stored before they arrived is then visible; ``wait`` acquires for the block);
+  ``kj.tma.load_multicast(dst, tmap, c..., bar, mask)`` is ``kj.tma.load`` into every block of
+  the cluster whose rank has its bit set in ``mask`` (``dst`` and ``bar`` at the same places in
+  each), each block's barrier completing the bytes it received.
 * ``kj.elect_one() -> bool``: True in one active thread of each warp (its lowest active lane).
 
 On the GPU: the PTX of ``kaiojit.lower.tma_ptx`` (sm_90). On the host the copies run
 synchronously in native code (``kaiojit.tma_host``) and complete their bytes on the barrier at
 once; waits are split points of the block-synchronous lowering: every thread runs up to the
 wait first, so a wait that still cannot complete never will, and is reported
-(``ERR_MBARRIER_STUCK``) instead of hanging. ``elect_one`` is a warp operation there.
+(``ERR_MBARRIER_STUCK``) instead of hanging; in a cluster of several blocks, which run at once
+on threads of their own, another block may still complete it, so the wait yields its core
+until it does (or the launch records a fault). ``elect_one`` is a warp operation there.
 """
 
 from __future__ import annotations
@@ -26,10 +35,12 @@ from llvmlite import ir
 
 from .. import tma_host as H
 from .. import types as T
-from ..target import CTX_LAUNCH, ERR_MBARRIER_STUCK, ERR_TMA, LAUNCH_ERROR
+from ..target import CTX_LAUNCH, ERR_CLUSTER_RANK, ERR_MBARRIER_STUCK, ERR_TMA, LAUNCH_ERROR
 from .api import (I1, I32, I64, PTR, SHARED, Expr, Intrinsic, Kind, Operands, call_args, const_int,
                   counted_loop, ctx_word, inline_asm, record_error, register, scalar_arg,
                   type_words)
+from .api import cluster_host as CH
+from .api import cluster_ptx as CP
 from .api import tma_ptx as P
 
 ARCH = "sm_90"
@@ -101,13 +112,42 @@ def _coordinates(typer, args: list, nodes: list, tmap: T.TensorMapType, call, wh
 
 
 def _load_typing(typer, node):
-    what = "kj.tma.load"
-    args = call_args(typer, node, 4, 3 + P.MAX_RANK, what)
-    tmap = _tensormap(typer, args[1], node.args[1], what)
-    dst = _box(typer, args[0], node.args[0], tmap, what, "destination")
-    coords = _coordinates(typer, args[2:-1], node.args[2:-1], tmap, node, what)
-    bar = _barrier(typer, args[-1], node.args[-1], what)
-    return typer.intrinsic("tma.load", T.void, (dst, args[1], *coords, bar), node)
+    operands, _ = _load_operands(typer, node, "kj.tma.load", 0)
+    return typer.intrinsic("tma.load", T.void, operands, node)
+
+
+def _load_multicast_typing(typer, node):
+    what = "kj.tma.load_multicast"
+    operands, args = _load_operands(typer, node, what, 1)
+    mask = args[-1]
+    t = scalar_arg(typer, mask, node.args[-1], f"{what}()")
+    if not t.is_int:
+        typer.error(f"{what}() needs an integer mask of the cluster's block ranks, got "
+                    f"{type_words(t)}", node.args[-1])
+    mask = typer.coerce(mask, T.uint16, node.args[-1])
+    return typer.intrinsic("tma.load_multicast", T.void, (*operands, mask), node)
+
+
+def _load_operands(typer, node, what: str, after: int) -> tuple[tuple, list]:
+    """A load's checked operands ``(dst, tmap, coordinates..., bar)`` and all its typed
+    arguments, of which ``after`` (the multicast mask) follow the barrier."""
+    typed = call_args(typer, node, 4 + after, 3 + after + P.MAX_RANK, what)
+    args, nodes = typed[:len(typed) - after], node.args[:len(typed) - after]
+    tmap = _tensormap(typer, args[1], nodes[1], what)
+    dst = _box(typer, args[0], nodes[0], tmap, what, "destination")
+    coords = _coordinates(typer, args[2:-1], nodes[2:-1], tmap, node, what)
+    return (dst, args[1], *coords, _barrier(typer, args[-1], nodes[-1], what)), typed
+
+
+def _arrive_cluster_typing(typer, node):
+    what = "kj.mbarrier.arrive_cluster"
+    bar, rank = call_args(typer, node, 2, 2, what)
+    t = scalar_arg(typer, rank, node.args[1], f"{what}()")
+    if not t.is_int:
+        typer.error(f"{what}() needs an integer block rank, got {type_words(t)}", node.args[1])
+    return typer.intrinsic("mbarrier.arrive_cluster", T.void,
+                           (_barrier(typer, bar, node.args[0], what),
+                            typer.coerce(rank, T.uint32, node.args[1])), node)
 
 
 def _store_typing(typer, node):
@@ -166,6 +206,13 @@ def _copy_operands(load: bool):
     return check
 
 
+def _multicast_operands(e: Expr) -> str | None:
+    """tma.load_multicast: tma.load's operands, then the uint16 mask of ranks."""
+    if not e.args or e.args[-1].type != T.uint16:
+        return "the last operand must be the uint16 mask of ranks"
+    return _copy_operands(True)(Expr("intrinsic", e.type, e.args[:-1], attr="tma.load"))
+
+
 # --- the GPU -------------------------------------------------------------------------------------
 
 def _asm(fl, p: P.InlinePtx, ret: ir.Type, args: list, convergent: bool = False):
@@ -194,6 +241,17 @@ def _nvptx_load(fl, e: Expr):
     dst, tmap, *coords, bar = (fl.expr(a) for a in e.args)
     args = [_shared_address(fl, dst), tmap, *reversed(coords), _shared_address(fl, bar)]
     _asm(fl, P.tma_load(len(coords)), VOID, args)
+
+
+def _nvptx_load_multicast(fl, e: Expr):
+    dst, tmap, *coords, bar, mask = (fl.expr(a) for a in e.args)
+    args = [_shared_address(fl, dst), tmap, *reversed(coords), _shared_address(fl, bar), mask]
+    _asm(fl, CP.tma_load_multicast(len(coords)), VOID, args)
+
+
+def _nvptx_arrive_cluster(fl, e: Expr):
+    bar, rank = (fl.expr(a) for a in e.args)
+    _asm(fl, CP.mbarrier_arrive_cluster(), VOID, [_shared_address(fl, bar), rank])
 
 
 def _nvptx_store(fl, e: Expr):
@@ -263,6 +321,38 @@ def _host_load(fl, e: Expr):
     _refused(fl, e, status)
 
 
+def _host_load_multicast(fl, e: Expr):
+    """The copy into every block of the mask, one after another (a mask bit past the cluster
+    is the launch's error)."""
+    b = fl.builder
+    dst, tmap, *coords, bar, mask = e.args
+    site = CH.mark(fl, e, "kj.tma.load_multicast")
+    ranks = b.zext(fl.expr(mask), I64)
+    n = CH.size(b, fl.ctx)
+    beyond = b.lshr(ranks, n)
+    with b.if_then(b.icmp_unsigned("!=", beyond, ir.Constant(I64, 0)), likely=False):
+        cttz = fl.mod.declare("llvm.cttz.i64", I64, [I64, I1])
+        first = b.add(b.call(cttz, [beyond, ir.Constant(I1, 1)]), n)
+        record_error(fl, ERR_CLUSTER_RANK, site, first, n, fl.thread_linear())
+    values = [_data(fl, dst), fl.expr(tmap), *_host_coords(fl, coords), _data(fl, bar)]
+    with counted_loop(b, ir.Constant(I64, 0), n) as r:
+        bit = b.and_(b.lshr(ranks, r), ir.Constant(I64, 1))
+        with b.if_then(_nonzero(b, bit)):
+            there = [CH.map_pointer(fl, values[0], r), *values[1:-1],
+                     CH.map_pointer(fl, values[-1], r)]
+            status = _host_call(fl, H.SYMBOL_LOAD, I32,
+                                [PTR, PTR] + [I32] * H.MAX_RANK + [PTR], there)
+            _refused(fl, e, status)
+
+
+def _host_arrive_cluster(fl, e: Expr):
+    bar, rank = e.args
+    site = CH.mark(fl, e, "kj.mbarrier.arrive_cluster")
+    r = CH.checked_rank(fl, fl.expr(rank), site, fl.thread_linear())
+    _host_call(fl, H.SYMBOL_MBARRIER_ARRIVE, I64, [PTR],
+               [CH.map_pointer(fl, _data(fl, bar), r)])
+
+
 def _host_store(fl, e: Expr):
     tmap, *coords, src = e.args
     args = [fl.expr(tmap), *_host_coords(fl, coords), _data(fl, src)]
@@ -296,19 +386,21 @@ def _host_try_wait(bl, target, e: Expr):
 
 def _host_wait(bl, target, e: Expr):
     """Every thread has run up to here and every copy is done: a phase that has not completed
-    never will (a hang on the GPU too, or arrivals from threads the host runs later)."""
+    never will (a hang on the GPU too, or arrivals from threads the host runs later), unless
+    another block of the cluster, running on another thread, still completes it."""
     b = bl.builder
     bar, parity = e.args
-    site = bl.mod.add_site("mbarrier", e.loc, op="kj.mbarrier.wait")
+    site = bl.mod.add_site("mbarrier", e.loc, op="kj." + e.attr)
     _stop_after_a_fault(bl)
 
     def each(t):
-        done = _host_call(bl, H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32],
-                          [_data(bl, bar), bl.expr(parity)])
-        with b.if_then(b.not_(_nonzero(b, done)), likely=False):
-            record_error(bl, ERR_MBARRIER_STUCK, site, b.zext(bl.expr(parity), I64),
-                         ir.Constant(I64, 0), t)
-            b.branch(bl.exit_bb)
+        def complete():
+            done = _host_call(bl, H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32],
+                              [_data(bl, bar), bl.expr(parity)])
+            return _nonzero(b, done)
+        # every thread of the block has run up to here: a cluster of one is stuck at the
+        # first incomplete check, a larger one once all its blocks wait without progress
+        CH.blocked_wait(bl, complete, ERR_MBARRIER_STUCK, site, b.zext(bl.expr(parity), I64), t)
     bl.thread_loop(each)
 
 
@@ -353,18 +445,29 @@ register(Intrinsic(
     calls={"kj.mbarrier.try_wait_parity": _mbarrier_typing("try_wait_parity", True, T.bool_)},
     barrier=True, convergent=True, min_arch=ARCH,
     host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY,)))
-register(Intrinsic(
-    name="mbarrier.wait", operands=Operands(BARRIER, T.uint32, result=T.void),
-    lowering={"nvptx": _nvptx_mbarrier(P.mbarrier_wait_parity, convergent=True),
-              "host": _host_wait},
-    calls={"kj.mbarrier.wait": _mbarrier_typing("wait", True, T.void)},
-    barrier=True, convergent=True, min_arch=ARCH,
-    host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY,)))
+for _op, _template in (("wait", P.mbarrier_wait_parity),
+                      ("wait_cluster", CP.mbarrier_wait_parity_cluster)):
+    register(Intrinsic(
+        name=f"mbarrier.{_op}", operands=Operands(BARRIER, T.uint32, result=T.void),
+        lowering={"nvptx": _nvptx_mbarrier(_template, convergent=True), "host": _host_wait},
+        calls={f"kj.mbarrier.{_op}": _mbarrier_typing(_op, True, T.void)},
+        barrier=True, convergent=True, min_arch=ARCH,
+        host_symbols=(H.SYMBOL_MBARRIER_TRY_WAIT_PARITY, *CH.HOST_SYMBOLS)))
 register(Intrinsic(
     name="tma.load", operands=_copy_operands(True),
     lowering={"nvptx": _nvptx_load, "host": _host_load},
     calls={"kj.tma.load": _load_typing}, writes=(0,), min_arch=ARCH,
     host_symbols=(H.SYMBOL_LOAD,)))
+register(Intrinsic(
+    name="tma.load_multicast", operands=_multicast_operands,
+    lowering={"nvptx": _nvptx_load_multicast, "host": _host_load_multicast},
+    calls={"kj.tma.load_multicast": _load_multicast_typing}, writes=(0,), min_arch=ARCH,
+    host_symbols=(H.SYMBOL_LOAD,)))
+register(Intrinsic(
+    name="mbarrier.arrive_cluster", operands=Operands(BARRIER, T.uint32, result=T.void),
+    lowering={"nvptx": _nvptx_arrive_cluster, "host": _host_arrive_cluster},
+    calls={"kj.mbarrier.arrive_cluster": _arrive_cluster_typing}, min_arch=ARCH,
+    host_symbols=(H.SYMBOL_MBARRIER_ARRIVE,)))
 register(Intrinsic(
     name="tma.store", operands=_copy_operands(False),
     lowering={"nvptx": _nvptx_store, "host": _host_store},

@@ -29,11 +29,16 @@ from .api import (ARRAY, I32, I64, Expr, Intrinsic, Kind, Operands, PyObj, const
 
 ARCH = "sm_90a"
 F32 = ir.FloatType()
-M, K = 64, 16  # a wgmma of 16-bit inputs is m64nNk16
-# the input types: PTX's name -> kaiojit's type (bf16 is one line here once kj.bfloat16 exists)
-INPUT_TYPES = {"f16": T.float16}
-if getattr(T, "bfloat16", None) is not None:
-    INPUT_TYPES["bf16"] = T.bfloat16
+M, K = 64, 16  # a wgmma of 16-bit inputs is m64nNk16, of 8-bit ones m64nNk32 (32 bytes of K)
+# the input types: PTX's name -> kaiojit's type
+INPUT_TYPES = {"f16": T.float16, "bf16": T.bfloat16, "e4m3": T.float8_e4m3fn,
+               "e5m2": T.float8_e5m2}
+K_BYTES = 32  # a wgmma's K slice is 32 bytes of either operand: k16 of 16-bit, k32 of fp8
+
+
+def k_of(dtype: str) -> int:
+    """The K of one wgmma of this input type (PTX's name): 16 or 32."""
+    return K_BYTES // INPUT_TYPES[dtype].itemsize
 SWIZZLE_MODES = {None: 0, 128: 1, 64: 2, 32: 3}  # bytes -> the descriptor's bits 62-63
 MAX_WAIT_GROUP = 7  # wgmma.wait_group takes an immediate; 7 in flight is already more than used
 ACC = Kind("a 1-d float32 array", lambda t: isinstance(t, T.ArrayType)
@@ -140,17 +145,18 @@ def _mma_typing(typer, node):
     params = ("acc", "desc_a", "desc_b", "shape", "dtype", "scale_d", "scale_a", "scale_b",
               "trans_a", "trans_b")
     args = _bind(typer, node, user, params, 4)
-    shape = const_shape(typer, args["shape"])
-    if len(shape) != 3 or shape[0] != M or shape[2] != K or not (
-            8 <= shape[1] <= 256 and shape[1] % 8 == 0):
-        typer.error(f"{user}() takes shape=(64, N, 16) with N a multiple of 8 from 8 to 256, "
-                    f"got {shape}", args["shape"])
-    n = shape[1]
     dtype = dtype_arg(typer, args["dtype"]) if "dtype" in args else T.float16
     names = {t: name for name, t in INPUT_TYPES.items()}
     if dtype not in names:
-        typer.error(f"{user}() multiplies {' or '.join(map(str, INPUT_TYPES.values()))} "
+        typer.error(f"{user}() multiplies {', '.join(map(str, INPUT_TYPES.values()))} "
                     f"inputs, got {dtype}", args["dtype"])
+    k = k_of(names[dtype])
+    shape = const_shape(typer, args["shape"])
+    if len(shape) != 3 or shape[0] != M or shape[2] != k or not (
+            8 <= shape[1] <= 256 and shape[1] % 8 == 0):
+        typer.error(f"{user}() takes shape=(64, N, {k}) with N a multiple of 8 from 8 to 256 "
+                    f"for {dtype} inputs, got {shape}", args["shape"])
+    n = shape[1]
     acc = typer.expr(args["acc"])
     if not ACC.test(acc.type) or acc.type.layout != "C":
         typer.error(f"{user}() accumulates into a 1-d float32 local array of N/2 = {n // 2} "
@@ -204,7 +210,7 @@ class MmaVariant:
     trans_b: int
 
     def __str__(self) -> str:
-        return (f"m{M}n{self.n}k{K}.{self.dtype}.{self.scale_a}.{self.scale_b}."
+        return (f"m{M}n{self.n}k{k_of(self.dtype)}.{self.dtype}.{self.scale_a}.{self.scale_b}."
                 f"{self.trans_a}.{self.trans_b}")
 
     def fields(self) -> dict:
@@ -292,11 +298,12 @@ def _nvptx_mma(fl, e: Expr):
     regs = v["n"] // 2
     outs = ", ".join(f"${i}" for i in range(regs))
     a, bd, sd = regs, regs + 1, regs + 2
+    # fp8 operands are K-major only: PTX's form has no transpose immediates for them
+    trans = "" if k_of(v["dtype"]) != K else f", {v['trans_a']}, {v['trans_b']}"
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${sd}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m{M}n{v['n']}k{K}.f32.{v['dtype']}.{v['dtype']} "
-            f"{{{outs}}}, ${a}, ${bd}, p, {v['scale_a']}, {v['scale_b']}, {v['trans_a']}, "
-            f"{v['trans_b']};\n}}")
+            f"wgmma.mma_async.sync.aligned.m{M}n{v['n']}k{k_of(v['dtype'])}.f32.{v['dtype']}."
+            f"{v['dtype']} {{{outs}}}, ${a}, ${bd}, p, {v['scale_a']}, {v['scale_b']}{trans};\n}}")
     descs = [fl.expr(x) for x in e.args[1:4]]
     _tied_asm(fl, text, _acc_pointers(fl, e, regs), descs, ["l", "l", "r"])
 

@@ -243,7 +243,7 @@ def _renamed(e: Expr, names: dict[str, str], memo: dict | None = None) -> Expr:
         new = Expr("var", e.type, (), names[e.attr], e.loc, e.weak)
     else:
         new = Expr(e.op, e.type, tuple(_renamed(a, names, memo) for a in e.args), e.attr,
-                   e.loc, e.weak)
+                   e.loc, e.weak, e.param)
     memo[id(e)] = new
     return new
 

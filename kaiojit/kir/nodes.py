@@ -101,7 +101,9 @@ class While:
 
 @dataclass(slots=True, eq=False)
 class ForRange:
-    """``for var in range(start, stop, step)``; ``step`` is never zero at run time (checked)."""
+    """``for var in range(start, stop, step)``; ``step`` is never zero at run time (checked).
+    ``unrolled``: the loop must be unrolled fully (a loop over a tuple's items, whose body
+    picks the item by index: unrolled, each pick folds to a constant)."""
 
     var: str
     start: Expr
@@ -109,6 +111,7 @@ class ForRange:
     step: Expr
     body: list[Stmt]
     loc: SourceLocation | None = None
+    unrolled: bool = False
 
 
 @dataclass(slots=True, eq=False)

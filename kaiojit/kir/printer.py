@@ -100,7 +100,8 @@ def block_lines(body: list[Stmt], depth: int, lines: list[str]) -> None:
             block_lines(s.body, depth + 1, lines)
         elif kind == "ForRange":
             lines.append(f"{pad}for {s.var} in range({expr_text(s.start)}, "
-                         f"{expr_text(s.stop)}, {expr_text(s.step)}):")
+                         f"{expr_text(s.stop)}, {expr_text(s.step)}):"
+                         + ("  # unrolled" if s.unrolled else ""))
             block_lines(s.body, depth + 1, lines)
         elif kind == "Break":
             lines.append(f"{pad}break")

@@ -3,7 +3,8 @@
 A call of an autotuned kernel binds its arguments by name, computes its key (the key
 parameters' values and every argument's type), looks up the chosen config, merges the config's
 constants and launches: several microseconds. Once a positional call has launched that way,
-its launch is specialized like ``kernel[grid, block](...)``'s (:mod:`kaiojit.runtime.fastlaunch`),
+its launch is specialized like ``kernel[grid, block](...)``'s
+(:mod:`kaiojit.runtime.native.fastlaunch`),
 with the config's constants written as constants and its constexpr values compiled in, and
 kept under a *fast key*: the stream, the number of arguments and the key parameters' values
 (an array's shape, a scalar's value). A later call with that fast key is one dict lookup and
@@ -11,6 +12,11 @@ the fast form, which tests everything else the choice depends on (the arguments'
 the config's grid is a function, it is called per launch and the fast form kept per grid.
 Anything the fast form does not match goes through the autotuner's general path, which
 chooses (tuning if the key is new) and launches as before.
+
+What ``FastCalls`` reads of its tuner (:class:`kaiojit.lib.autotuner.Autotuner`): ``kernel``
+(the ``@kj.jit`` object, through the Dispatcher's public interface for launchers), ``params``,
+``call_params``, ``key`` and ``grid``; ``_args_for(config, values)`` (the kernel's arguments and
+grid under a config) and ``_call(args, stream, kwargs)`` (the general path).
 """
 
 from __future__ import annotations
@@ -132,7 +138,7 @@ def _build(tuner: Any, full: list, grid: Any, config: Any, stream: Any,
            fallback: Callable[[tuple, Any], None]) -> Any:
     """The kernel's fast form for a call of the autotuner's parameters, the config's
     constants fixed."""
-    from ..runtime.fastlaunch import FastPlan
+    from ..runtime.native.fastlaunch import FastPlan
 
     kernel = tuner.kernel
     loaded = kernel.loaded_kernel(tuple(full))

@@ -47,16 +47,20 @@ def outside_graphs(fn: Any) -> Any:
     return fn
 
 
-def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any]:
-    """``(grid, block[, stream[, dynamic_shared_bytes]])`` as ``(grid, block, stream, shared)``."""
-    if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-        raise TypeError("launch configuration is kernel[grid, block], kernel[grid, block, stream] "
-                        "or kernel[grid, block, stream, dynamic_shared_bytes]")
+def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """``(grid, block[, stream[, dynamic_shared_bytes[, cluster]]])`` as ``(grid, block,
+    stream, shared, cluster)``; the cluster (a thread-block cluster's shape, sm_90) is None
+    where not given."""
+    if not isinstance(config, tuple) or not 2 <= len(config) <= 5:
+        raise TypeError("launch configuration is kernel[grid, block], kernel[grid, block, stream], "
+                        "kernel[grid, block, stream, dynamic_shared_bytes] or kernel[grid, block, "
+                        "stream, dynamic_shared_bytes, cluster]")
     grid, block = config[0], config[1]
     stream = config[2] if len(config) > 2 else None
     shared = config[3] if len(config) > 3 else 0
+    cluster = config[4] if len(config) > 4 else None
     check_stream(stream)
-    return grid, block, stream, shared
+    return grid, block, stream, shared, cluster
 
 
 def check_stream(stream: Any) -> None:
@@ -78,7 +82,7 @@ class Launcher:
 
     A call goes through the general path (:meth:`general`: type, compile, load, check, pack,
     launch). After it, the launcher builds the runtime's fast form of that launch (a plain
-    function, see :mod:`kaiojit.runtime.fastlaunch`) and takes it as its ``__call__``; the
+    function, see :mod:`kaiojit.runtime.native.fastlaunch`) and takes it as its ``__call__``; the
     dispatcher caches that function itself under the configuration, so the next
     ``kernel[grid, block]`` returns it and a launch is that one function. A call the fast form
     does not match comes back to :meth:`relaunch`. The form is rebuilt when the arguments'
@@ -86,16 +90,17 @@ class Launcher:
     ``MAX_FAST_REBUILDS`` times.
     """
 
-    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "config", "rebuilds",
-                 "fast", "_forms")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "shared_mem", "cluster", "config",
+                 "rebuilds", "fast", "_forms")
 
     def __init__(self, dispatcher: Any, grid: Any, block: Any, stream: Any = None,
-                 shared_mem: Any = 0, config: Any = None):
+                 shared_mem: Any = 0, cluster: Any = None, config: Any = None):
         self.dispatcher = dispatcher
         self.grid = grid
         self.block = block
         self.stream = stream
         self.shared_mem = shared_mem
+        self.cluster = cluster  # a thread-block cluster's shape, or None
         self.config = config  # its key in the dispatcher's cache (None: not cached)
         self.rebuilds = 0
         self.fast: Any = None  # the generated fast form now in use, if any
@@ -112,8 +117,9 @@ class Launcher:
         d = self.dispatcher
         loaded = d.loaded_kernel(args)
         loaded.launch(self.grid, self.block, self.stream, self.shared_mem,
-                      d.passed_args(args), None)
-        self._refresh(loaded, args)
+                      d.passed_args(args), self.cluster)
+        if self.cluster is None:  # a cluster launch goes through cuLaunchKernelEx each time
+            self._refresh(loaded, args)
 
     def relaunch(self, args: tuple, caller: Any) -> None:
         """A call that the fast form ``caller`` did not match: the fast form built for
@@ -133,7 +139,7 @@ class Launcher:
         arguments of these classes is for this specialization, thread and device already
         (the launch came here for a value it could not pack)."""
         from ..runtime.backend import device_token
-        from ..runtime.fastlaunch import FastPlan
+        from ..runtime.native.fastlaunch import FastPlan
 
         classes = tuple([a.__class__ for a in args])
         token = device_token(loaded.backend.current_device())

@@ -31,10 +31,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import json
 import linecache
 import logging
-import os
 import statistics
 import sys
 import threading
@@ -44,11 +42,17 @@ from typing import Any
 
 from .. import env
 from .. import types as kt
-from ..launch.launcher import outside_graphs
-from ..launch.autotune_launch import FastCalls
+from ..errors import (
+    CompileError,
+    CudaError,
+    KaiojitError,
+    KernelError,
+    LaunchError,
+    SourceLocation,
+    user_facing,
+)
+from ..launch import FastCalls, outside_graphs
 from ..logs import log as logger
-from ..errors import (CompileError, CudaError, KaiojitError, KernelError, LaunchError,
-                     SourceLocation, user_facing)
 
 # driver errors a launch (or loading a config's specialization) returns at once for a
 # configuration the kernel cannot run with: too many resources, or PTX the JIT refuses (too
@@ -283,10 +287,9 @@ class Autotuner:
 
     @user_facing(errors=(CompileError,))
     def _tune(self, key: tuple, values: dict[str, Any], stream: Any) -> Config:
-        from ..runtime import synchronize
-        from ..runtime.graph import forbid_in_capture
+        from ..runtime import CudaGraph, synchronize
 
-        forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
+        CudaGraph.forbid_in_capture(f"kernel {self.__qualname__!r}: autotuning it for a new key times "
                           "its configurations")
         trial = _TrialArrays(values, self.outputs, self.__qualname__)
         tried: list[tuple[Config, float | None, str]] = []
@@ -368,10 +371,10 @@ class Autotuner:
     def _from_disk(self, key: tuple) -> Config | None:
         if not self.cache:
             return None
-        from ..cachefiles import load_entry
+        from ..cache import load_json
 
         try:
-            entry = json.loads(load_entry(self._disk_key(key), ".json", "autotune"))
+            entry = load_json(self._disk_key(key), "autotune")
             config = self.configs[entry["index"]]
         except (ValueError, KeyError, IndexError, TypeError):
             return None
@@ -385,13 +388,13 @@ class Autotuner:
     def _to_disk(self, key: tuple, config: Config) -> None:
         if not self.cache:
             return
-        from ..cachefiles import store_entry
+        from ..cache import store_json
 
         entry = {"index": self.configs.index(config), "config": config.describe(),
                  "key": repr(key),
                  "tried": [(c.describe(), ms, note) for c, ms, note in self.history[key]]}
-        store_entry(self._disk_key(key), ".json", json.dumps(entry).encode(),
-                               "autotune", what="autotuned choice", name=self.__qualname__)
+        store_json(self._disk_key(key), entry, "autotune", what="autotuned choice",
+                   name=self.__qualname__)
 
 
 def _log_from_env() -> bool:
@@ -447,7 +450,7 @@ def _key_value(value: Any) -> Any:
 def _disk_base(kernel: Any, configs: list[Config], key: tuple, grid: Any) -> str:
     """What a stored choice depends on besides the key: the kernel, its options, the configs."""
     from .. import __version__
-    from ..diskcache import function_fingerprint
+    from ..cache import function_fingerprint
 
     parts = [__version__, function_fingerprint(kernel.py_func), repr(kernel.options), repr(key)]
     for g in [grid] + [c.grid for c in configs]:

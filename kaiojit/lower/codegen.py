@@ -5,10 +5,15 @@ makes registers of them); arrays are ``{ptr, [n x i64] shape, [n x i64] byte str
 values (``arrays.py``). Intrinsics are lowered as their declaration in the registry says for
 the target at hand. What differs between the GPU and the host (special registers, shared
 memory, math libraries, atomics, printing, the kernel's parameter list) goes through the
-``Target`` hooks.
+``Target`` hooks; how the host lowers variables, parameters, calls and loads differs more
+deeply (hidden context arguments, one copy of a variable per thread), so the host's
+``FunctionLowering`` subclass overrides those ``lower_<op>`` methods: each class dispatches
+to its own methods (``FunctionLowering.expr_lowering``), never by matching op names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -83,11 +88,17 @@ class ModuleLowering:
             fn = self.functions[id(callee)]
             FunctionLowering(self, callee, fn, list(fn.args)).lower()
 
+    def function_type(self, kfunc: kir.KFunction) -> ir.FunctionType:
+        """The LLVM type of a device function: its parameters and result as they are (a
+        target with hidden arguments, the host, overrides this one hook)."""
+        return ir.FunctionType(ll_type(kfunc.return_type), [ll_type(t) for _, t in kfunc.params])
+
     def function_for(self, kfunc: kir.KFunction) -> ir.Function:
+        """The LLVM function of a device function, declared on first use and queued to be
+        lowered (``lower_pending``)."""
         fn = self.functions.get(id(kfunc))
         if fn is None:
-            fnty = ir.FunctionType(ll_type(kfunc.return_type),
-                                   [ll_type(t) for _, t in kfunc.params])
+            fnty = self.function_type(kfunc)
             name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
             fn = ir.Function(self.module, fnty, name=name)
             fn.linkage = "internal"
@@ -103,6 +114,17 @@ class ModuleLowering:
 
 
 class FunctionLowering:
+    """One function's body: statements and expressions lowered by the methods named after
+    their class (``lower_ForRange``) or op (``lower_load``), looked up in tables made per
+    class, so a subclass overrides a hook by defining the method."""
+
+    expr_lowering: dict[str, Callable]  # op -> lower_<op> of this class
+    stmt_lowering: dict[type, Callable]  # statement class -> lower_<class name> of this class
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _bind_lowerings(cls)
+
     def __init__(self, mod: ModuleLowering, kfunc: kir.KFunction, llfunc: ir.Function,
                  arg_values: list):
         self.mod = mod
@@ -178,8 +200,7 @@ class FunctionLowering:
     def stmt(self, s):
         if self.subprogram is not None and s.loc is not None:
             self.builder.debug_metadata = self.mod.debug_info.location(s.loc, self.subprogram)
-        method = _STMT_LOWERING[type(s)]
-        method(self, s)
+        self.stmt_lowering[type(s)](self, s)
 
     def lower_Assign(self, s: kir.Assign):
         self.builder.store(self.expr(s.value), self.vars[s.target])
@@ -245,19 +266,7 @@ class FunctionLowering:
         b.branch(head)
         b.position_at_end(head)
         i = b.load(counter)
-        lt, gt = ops.icmp_for(t, "<"), ops.icmp_for(t, ">")
-        if s.step.op == "const":
-            if s.step.attr > 0:
-                cond = lt(b, i, stop)
-            elif s.step.attr < 0:
-                cond = gt(b, i, stop)
-            else:
-                cond = ir.Constant(I1, 0)
-        else:
-            zero = ir.Constant(step.type, 0)
-            up = b.and_(gt(b, step, zero), lt(b, i, stop))
-            down = b.and_(lt(b, step, zero), gt(b, i, stop))
-            cond = b.or_(up, down)
+        cond = for_condition(b, s, t, i, stop, step)
         b.cbranch(cond, body, end)
         b.position_at_end(body)
         b.store(i, self.vars[s.var])
@@ -270,7 +279,7 @@ class FunctionLowering:
         nxt = b.add(b.load(counter), step, flags=("nsw",) if t.kind == "i" else ())
         b.store(nxt, counter)
         back = b.branch(head)
-        if s.var.startswith("$index"):  # a loop over a tuple's items: unrolled, as promised
+        if s.unrolled:  # a loop over a tuple's items: unrolled, as promised
             back.set_metadata("llvm.loop", self.mod.unroll_full_metadata())
         b.position_at_end(end)
 
@@ -288,7 +297,7 @@ class FunctionLowering:
     # --- expressions ------------------------------------------------------------------------------
 
     def expr(self, e: Expr):
-        return _EXPR_LOWERING[e.op](self, e)
+        return self.expr_lowering[e.op](self, e)
 
     def lower_const(self, e: Expr):
         if isinstance(e.type, T.StringType):
@@ -505,20 +514,32 @@ def _speculatable(e: Expr, checked: bool) -> bool:
         for x in kir.walk_expr(e))
 
 
-_STMT_LOWERING = {
-    kir.Assign: FunctionLowering.lower_Assign,
-    kir.Store: FunctionLowering.lower_Store,
-    kir.ExprStmt: FunctionLowering.lower_ExprStmt,
-    kir.If: FunctionLowering.lower_If,
-    kir.While: FunctionLowering.lower_While,
-    kir.ForRange: FunctionLowering.lower_ForRange,
-    kir.Break: FunctionLowering.lower_Break,
-    kir.Continue: FunctionLowering.lower_Continue,
-    kir.Return: FunctionLowering.lower_Return,
-}
+def for_condition(b: ir.IRBuilder, s: kir.ForRange, t: T.ScalarType, i, stop, step):
+    """Whether ``for s.var in range(start, stop, step)`` runs again with the counter at ``i``:
+    ``i < stop`` for a positive constant step, ``i > stop`` for a negative one, both tested
+    at run time against the sign of a step that is not a constant (every lowering's loop)."""
+    lt, gt = ops.icmp_for(t, "<"), ops.icmp_for(t, ">")
+    if s.step.op == "const":
+        if s.step.attr > 0:
+            return lt(b, i, stop)
+        if s.step.attr < 0:
+            return gt(b, i, stop)
+        return ir.Constant(I1, 0)
+    zero = ir.Constant(step.type, 0)
+    up = b.and_(gt(b, step, zero), lt(b, i, stop))
+    down = b.and_(lt(b, step, zero), gt(b, i, stop))
+    return b.or_(up, down)
 
-_EXPR_LOWERING = {
-    op: getattr(FunctionLowering, f"lower_{op}")
-    for op in kir.EXPR_OPS
-}
 
+def _bind_lowerings(cls: type[FunctionLowering]) -> None:
+    """``cls``'s tables: its own ``lower_<op>`` for every expression op and
+    ``lower_<Class>`` for every statement class (each must exist: a missing one fails here,
+    when the class is made, not at the first kernel that uses it)."""
+    cls.expr_lowering = {op: getattr(cls, f"lower_{op}") for op in kir.EXPR_OPS}
+    cls.stmt_lowering = {kind: getattr(cls, f"lower_{kind.__name__}")
+                         for kind in _STATEMENTS}
+
+
+_STATEMENTS = (kir.Assign, kir.Store, kir.ExprStmt, kir.If, kir.While, kir.ForRange, kir.Break,
+               kir.Continue, kir.Return)
+_bind_lowerings(FunctionLowering)

@@ -23,13 +23,14 @@ raises ``kj.KernelError``.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from llvmlite import binding as llvm
 from llvmlite import ir
 
 from .. import kir
 from .. import types as T
 from ..kir import Expr
-from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
 from . import host_sanitize
 from .codegen import FunctionLowering
@@ -151,7 +152,7 @@ class HostTarget(Target):
 
     def store(self, fl, ptr, value, dtype):
         if self.sanitize:
-            host_sanitize.track(fl, ptr, host_sanitize.WRITE)
+            host_sanitize.track(fl, ptr, host_sanitize.WRITE, value)
         super().store(fl, ptr, value, dtype)
 
     def checked_indices(self, fl, indices, shape, at, loc, given):
@@ -233,11 +234,14 @@ class HostFunctionLowering(FunctionLowering):
         self.san_spaces = host_sanitize.array_spaces(kfunc) if mod.target.sanitize else {}
         self.array_space = host_sanitize.UNKNOWN
         self.san_quiet = host_sanitize.quiet_params(kfunc) if mod.target.sanitize else {}
+        self.san_quiet_reads = host_sanitize.quiet_reads(kfunc, self.san_spaces) \
+            if mod.target.sanitize else set()
         self.array_quiet = 0
         self.san_access = None  # the access checked_indices last saw
         self.san_accesses: dict = {}  # element pointer -> its access, until tracked
         self._entry_thread = None
         self.san_state = None  # the sanitizer state's pointer, loaded at the entry
+        self.san_words: dict = {}  # its words as the function keeps them (host_sanitize)
 
     def thread_linear(self):
         if self.t is not None:
@@ -262,40 +266,52 @@ class HostFunctionLowering(FunctionLowering):
                 b.position_before(self.entry.instructions[0])
             return emit(b)
 
-    def expr(self, e: Expr):
-        op = e.op
-        if op in ("var", "param"):
-            return self.builder.load(self.vars[e.attr], typ=self.var_ll[e.attr],
-                                     name=e.attr.replace("$", "."))
-        assert not is_split_point(e, self.mod.needs_block), \
-            "barriers, warp operations and calls of functions with them are split points"
-        if op == "call":
-            fn = self.mod.function_for(e.attr)
-            hidden = [self.ctx, *self.tid]
-            return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
-        if op == "load" or (op == "intrinsic" and _indexes_operand0(e)):
-            saved = self.array_name, self.array_space, self.array_quiet
-            self.array_name = str(e.args[0])
-            self.array_space = host_sanitize.space_of(e.args[0], self.san_spaces)
-            self.array_quiet = self.san_quiet.get(e.args[0].attr, 0) \
-                if e.args[0].op == "var" else 0
-            try:
-                return super().expr(e)
-            finally:
-                self.array_name, self.array_space, self.array_quiet = saved
-        return super().expr(e)
+    # --- the hooks the host overrides -----------------------------------------------------------
 
-    def stmt(self, s):
-        if isinstance(s, kir.Store):
-            saved = self.array_name, self.array_space, self.array_quiet
-            self.array_name = str(s.array)
-            self.array_space = host_sanitize.space_of(s.array, self.san_spaces)
-            self.array_quiet = self.san_quiet.get(s.array.attr, 0) if s.array.op == "var" else 0
-            try:
-                return super().stmt(s)
-            finally:
-                self.array_name, self.array_space, self.array_quiet = saved
-        return super().stmt(s)
+    def lower_var(self, e: Expr):
+        """A variable's value: loaded with its type given, as a block-mode variable's address
+        is a per-thread element pointer (``_ThreadVars``), not a typed alloca."""
+        return self.builder.load(self.vars[e.attr], typ=self.var_ll[e.attr],
+                                 name=e.attr.replace("$", "."))
+
+    lower_param = lower_var
+
+    def lower_call(self, e: Expr):
+        """A device function's call passes the context and the thread first."""
+        assert not self.mod.needs_block(e.attr), \
+            "calls of functions with barriers or warp operations are split points"
+        fn = self.mod.function_for(e.attr)
+        hidden = [self.ctx, *self.tid]
+        return self.builder.call(fn, hidden + [self.expr(a) for a in e.args])
+
+    def lower_load(self, e: Expr):
+        with self.accessing(e.args[0], e):
+            return super().lower_load(e)
+
+    def lower_intrinsic(self, e: Expr):
+        assert not lookup(e.attr).split_point, \
+            "barriers and warp operations are split points"
+        if not _indexes_operand0(e):
+            return super().lower_intrinsic(e)
+        with self.accessing(e.args[0]):
+            return super().lower_intrinsic(e)
+
+    def lower_Store(self, s: kir.Store):
+        with self.accessing(s.array):
+            super().lower_Store(s)
+
+    @contextmanager
+    def accessing(self, array: Expr, load: Expr | None = None):
+        """While an access of ``array`` (by ``load``, for a load) is lowered: the name a
+        bounds check reports, and the checked variant's memory space and quiet flags."""
+        saved = self.array_name, self.array_space, self.array_quiet
+        self.array_name = str(array)
+        self.array_space = host_sanitize.space_of(array, self.san_spaces)
+        self.array_quiet = host_sanitize.access_quiet(self, array, load)
+        try:
+            yield
+        finally:
+            self.array_name, self.array_space, self.array_quiet = saved
 
 
 def _indexes_operand0(e: Expr) -> bool:

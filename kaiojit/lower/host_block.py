@@ -35,9 +35,9 @@ from .. import types as T
 from ..kir import Expr
 from ..kir.analysis import is_split_point
 from ..kir.intrinsics import lookup
-from . import ops
 from ..target import (
-    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR, STATUS_RETURNED,
+    CTX_BLOCK, CTX_EXITED, CTX_LAUNCH, CTX_NAMED_BARRIERS, ERR_DIVERGENT_BARRIER, LAUNCH_ERROR,
+    NAMED_BARRIERS, STATUS_RETURNED,
 )
 from .host import (
     HostFunctionLowering,
@@ -47,6 +47,7 @@ from .host import (
     record_error,
 )
 from . import host_sanitize
+from .codegen import for_condition
 from .host_hoist import Hoister
 from .llvmtypes import I1, I8, I32, I64, PTR, VOID, ll_type
 from .target import Target
@@ -123,6 +124,7 @@ class BlockLowering(HostFunctionLowering):
         self.memset(self.status, 0)
         if kf.is_kernel:
             b.store(b.ptrtoint(self.status, I64), ctx_word_ptr(b, self.ctx, CTX_EXITED))
+            self.named_barriers()
         else:
             self.pathmask = (self.llfunc.args[1], 1)
         self.exited = b.inttoptr(ctx_word(b, self.ctx, CTX_EXITED), PTR)
@@ -176,6 +178,17 @@ class BlockLowering(HostFunctionLowering):
                         val = b.load(b.gep(ptr, [t], source_etype=ll_type(pt)), typ=ll_type(pt))
                         b.store(self.convert(val, pt, kf.locals[name]), self.vars[name])
             self.thread_loop(init)
+
+    def named_barriers(self):
+        """The block's named barriers (``kj.named_barrier``): their arrival counts, zero at the
+        block's start, where every function of the block finds them (``CTX_NAMED_BARRIERS``)."""
+        b = self.builder
+        with b.goto_block(self.alloca_bb):
+            counts = b.alloca(I64, size=NAMED_BARRIERS)
+        fn = self.mod.declare("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+        b.call(fn, [counts, ir.Constant(I8, 0), ir.Constant(I64, 8 * NAMED_BARRIERS),
+                    ir.Constant(I1, 0)])
+        b.store(b.ptrtoint(counts, I64), ctx_word_ptr(b, self.ctx, CTX_NAMED_BARRIERS))
 
     def per_thread(self, llty: ir.Type, count: int = 1):
         """``count`` values of ``llty`` per thread of the block (an alloca before the body)."""
@@ -363,7 +376,7 @@ class BlockLowering(HostFunctionLowering):
                 c = self.expr(cond)
             else:
                 i = self.load_at(counter, t, lt)
-                c = self.for_test(for_stmt, vt, i, self.load_at(stop, t, lt),
+                c = for_condition(b, for_stmt, vt, i, self.load_at(stop, t, lt),
                                   self.load_at(step, t, lt))
                 with b.if_then(c):
                     b.store(i, self.vars[for_stmt.var])
@@ -383,20 +396,6 @@ class BlockLowering(HostFunctionLowering):
             b.branch(head)
         b.position_at_end(end)
 
-    def for_test(self, s: kir.ForRange, t: T.ScalarType, i, stop, step):
-        b = self.builder
-        lt, gt = ops.icmp_for(t, "<"), ops.icmp_for(t, ">")
-        if s.step.op == "const":
-            if s.step.attr > 0:
-                return lt(b, i, stop)
-            if s.step.attr < 0:
-                return gt(b, i, stop)
-            return ir.Constant(I1, 0)
-        zero = ir.Constant(step.type, 0)
-        up = b.and_(gt(b, step, zero), lt(b, i, stop))
-        down = b.and_(lt(b, step, zero), gt(b, i, stop))
-        return b.or_(up, down)
-
     # --- split points -----------------------------------------------------------------------------------
 
     def bm_split(self, target: str | None, e: Expr):
@@ -410,8 +409,8 @@ class BlockLowering(HostFunctionLowering):
         if checked and decl.name in host_sanitize.MASKED_COLLECTIVES:
             host_sanitize.check_warp_mask(self, e)
         self.intrinsic_lowering(e)(self, target, e)
-        if checked and (decl.barrier or decl.name == "sync.syncwarp"):
-            host_sanitize.bump_epoch(self)
+        if checked:
+            host_sanitize.after_sync(self, decl)
         return None
 
     def assign_each(self, target: str | None, result) -> None:
@@ -553,6 +552,8 @@ class BlockLowering(HostFunctionLowering):
             b.store(ir.Constant(I8, 1), self.at(mask, t, I8))
         self.thread_loop(publish)
         b.call(fn, [self.ctx, mask, *buffers] + ([result] if result is not None else []))
+        if self.target.sanitize:
+            host_sanitize.reload_epochs(self)  # its barriers moved the epochs on
         launch = b.inttoptr(ctx_word(b, self.ctx, CTX_LAUNCH), PTR)
         failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
         with b.if_then(failed, likely=False):

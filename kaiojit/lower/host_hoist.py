@@ -66,7 +66,8 @@ class Hoister:
             return [kir.While(Expr("const", T.bool_, attr=True), [*pre, leave, *body], s.loc)]
         if isinstance(s, kir.ForRange):
             start, stop, step = (self.expr(x, pre) for x in (s.start, s.stop, s.step))
-            return [*pre, kir.ForRange(s.var, start, stop, step, self.block(s.body), s.loc)]
+            return [*pre, kir.ForRange(s.var, start, stop, step, self.block(s.body), s.loc,
+                                       s.unrolled)]
         return [s]
 
     def expr(self, e: Expr, pre: list, top: bool = False) -> Expr:

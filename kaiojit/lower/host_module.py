@@ -30,12 +30,15 @@ class HostModule(ModuleLowering):
         super().__init__(target, options, name)
         self.sites: list[dict] = []
         self._needs_block: dict[int, bool] = {}
+        self.unchecked_body = None  # the checked variant's plain copy of the kernel, if any
         layout = shared_layout(kfunc)
         self.shared_offsets, self.static_shared_bytes = layout.offsets, layout.size
         if target.sanitize:
-            self.san_helpers = host_sanitize.SanitizerHelpers(self)
+            self.san_helpers = host_sanitize.SanitizerHelpers(
+                self, host_sanitize.shadow_granule(kfunc))
             self.san_initcheck = host_sanitize.shared_initcheck(kfunc)
-            self.add_site(host_sanitize.SANITIZE_SITE, None)  # marks the image as checked
+            # marks the image as checked, and says whether it sees every write of global memory
+            self.add_site(host_sanitize.SANITIZE_SITE, None, writes_seen=self.san_initcheck)
 
     def add_site(self, kind: str, loc, **info) -> int:
         """Record where a fault can come from: a plain dict the cpu backend names it with."""
@@ -52,20 +55,13 @@ class HostModule(ModuleLowering):
             found = self._needs_block[id(kfunc)] = uses_sync(kfunc)
         return found
 
-    def function_for(self, kfunc: kir.KFunction) -> ir.Function:
-        fn = self.functions.get(id(kfunc))
-        if fn is None:
-            if self.needs_block(kfunc):
-                fnty = block_function_type(kfunc)
-            else:
-                fnty = ir.FunctionType(ll_type(kfunc.return_type), [PTR, I32, I32, I32] +
-                                       [ll_type(t) for _, t in kfunc.params])
-            name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
-            fn = ir.Function(self.module, fnty, name=name)
-            fn.linkage = "internal"
-            self.functions[id(kfunc)] = fn
-            self.pending.append(kfunc)
-        return fn
+    def function_type(self, kfunc: kir.KFunction) -> ir.FunctionType:
+        """A device function on the host: ``(ctx, tid.x, tid.y, tid.z, params...)``, or a
+        block-mode one's type (``block_function_type``)."""
+        if self.needs_block(kfunc):
+            return block_function_type(kfunc)
+        return ir.FunctionType(ll_type(kfunc.return_type),
+                               [PTR, I32, I32, I32] + [ll_type(t) for _, t in kfunc.params])
 
     def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
         block = self.needs_block(kfunc)
@@ -75,6 +71,9 @@ class HostModule(ModuleLowering):
         else:
             body = self.target.define_kernel(self, kfunc, symbol, set())
             HostFunctionLowering(self, kfunc, body, None).lower()
+            if self.target.sanitize:
+                self.unchecked_body = host_sanitize.unchecked_copy(
+                    self, kfunc, symbol, HostFunctionLowering)
         while self.pending:
             callee = self.pending.pop()
             fn = self.functions[id(callee)]
@@ -117,11 +116,18 @@ def emit_driver(mod: HostModule, kfunc, symbol: str, body: ir.Function, block: b
         if block:
             b.call(body, [ctx, *params])
         else:
-            zero = ir.Constant(I64, 0)
-            with counted_loop(b, zero, dims[2]) as tz, counted_loop(b, zero, dims[1]) as ty, \
-                    counted_loop(b, zero, dims[0]) as tx:
-                tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
-                b.call(body, [ctx, *tid, *params])
+            def threads(fn):
+                zero = ir.Constant(I64, 0)
+                with counted_loop(b, zero, dims[2]) as tz, \
+                        counted_loop(b, zero, dims[1]) as ty, \
+                        counted_loop(b, zero, dims[0]) as tx:
+                    tid = [b.trunc(v, I32) for v in (tx, ty, tz)]
+                    b.call(fn, [ctx, *tid, *params])
+            if sanitize:  # blocks that no check can find anything in run unchecked
+                host_sanitize.versioned_threads(b, mod, kfunc, ctx, params, grid, idx, dims,
+                                                body, threads)
+            else:
+                threads(body)
         if check_errors:
             failed = b.icmp_unsigned("!=", ctx_word(b, launch, LAUNCH_ERROR), ir.Constant(I64, 0))
             with b.if_then(failed, likely=False):

@@ -124,9 +124,12 @@ def _encode_soft(fl, v, fmt: MiniFloat):
 
 
 def _decode_soft(fl, v, fmt: MiniFloat):
+    return decode_soft(fl.builder, v, fmt)
+
+
+def decode_soft(b: ir.IRBuilder, v, fmt: MiniFloat):
     """:meth:`MiniFloat.decode` in IR: a normal's exponent rebiased and mantissa shifted into
     float32's bits, a subnormal's mantissa times the smallest subnormal (exact)."""
-    b = fl.builder
     m, bias = fmt.mantissa_bits, fmt.bias
     c = b.zext(v, I32)
     sign = b.shl(b.and_(c, _c(fmt.sign_bit)), _c(32 - fmt.bits))
@@ -144,4 +147,4 @@ def _decode_soft(fl, v, fmt: MiniFloat):
     return b.bitcast(b.or_(out, sign), F32)
 
 
-__all__ = ["FP8_HARDWARE_ARCH", "float_to_bf16", "narrow", "negate", "widen"]
+__all__ = ["FP8_HARDWARE_ARCH", "decode_soft", "float_to_bf16", "narrow", "negate", "widen"]

@@ -33,12 +33,13 @@ from llvmlite import ir
 
 from .. import types as T
 from ..target import CTX_SHARED
+from . import narrowfloat
 from .host import counted_loop, ctx_word
 from .llvmtypes import I32, I64, PTR, VOID
 
 F32 = ir.FloatType()
 I16 = ir.IntType(16)
-K = 16
+K_BYTES = 32  # one wgmma's K slice: k16 of 16-bit inputs, k32 of fp8
 ROWS_PER_WARP = 16
 SWIZZLE_BYTES = {1: 128, 2: 64, 3: 32}  # the descriptor's mode -> the swizzle span in bytes
 
@@ -58,7 +59,9 @@ def mma(fl, variant: dict, dtype: T.ScalarType, acc, desc_a, desc_b, scale_d) ->
 
 
 def _load_input(b, ptr, dtype: T.ScalarType):
-    """A 16-bit input at ``ptr`` as float32 (exact)."""
+    """An input at ``ptr`` (16-bit or fp8) as float32 (exact)."""
+    if dtype.float_format is not None:  # fp8: decoded as the conversions do
+        return narrowfloat.decode_soft(b, b.load(ptr, typ=ir.IntType(8)), dtype.float_format)
     if dtype == T.float16:
         return b.fpext(b.load(ptr, typ=ir.HalfType()), F32)
     assert dtype.name == "bfloat16", dtype  # bf16: the high half of a float32
@@ -122,7 +125,7 @@ def _emulation(module: ir.Module, v: dict, dtype: T.ScalarType) -> ir.Function:
         b.store(b.select(keep, b.load(slot, typ=F32), ir.Constant(F32, 0.0)), sum_ptr)
         b.branch(total)
         b.position_at_end(total)
-        with counted_loop(b, c(0), c(K)) as k:
+        with counted_loop(b, c(0), c(K_BYTES // dtype.itemsize)) as k:
             pa = b.gep(base, [_address(b, fa, row, k, dtype.itemsize)], source_etype=ir.IntType(8))
             pb = b.gep(base, [_address(b, fb, col, k, dtype.itemsize)], source_etype=ir.IntType(8))
             prod = b.fmul(_load_input(b, pa, dtype), _load_input(b, pb, dtype))

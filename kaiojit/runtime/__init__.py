@@ -46,6 +46,7 @@ from kaiojit.runtime.stream import (
     device,
     device_count,
     select_device,
+    sm_count,
     synchronize,
 )
 from kaiojit.runtime.tensormap import TensorMap
@@ -61,6 +62,7 @@ __all__ = [
     "check_launch_config", "default_stream", "device", "device_array", "device_array_like",
     "device_count", "device_compute_capability", "driver_version", "max_ptx_version",
     "ptx_version_for_driver", "forall_config", "get_backend", "is_cuda_available", "load_kernel",
-    "register_backend", "select_device", "set_backend", "suggest_block_size", "synchronize",
+    "register_backend", "select_device", "set_backend", "sm_count", "suggest_block_size",
+    "synchronize",
     "to_device", "typeof",
 ]

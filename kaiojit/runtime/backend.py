@@ -40,6 +40,7 @@ class DeviceLimits:
     max_shared_per_block: int = 48 * 1024
     max_shared_per_block_optin: int = 227 * 1024
     max_cluster_size: int = 8
+    multiprocessor_count: int = 132  # an H100 SXM's / H200's; the cuda backend asks the device
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +55,10 @@ class LaunchConfig:
 
 @dataclass(frozen=True, slots=True)
 class FastLaunchBinding:
-    """What a generated fast launch (:mod:`kaiojit.runtime.fastlaunch`) calls for one kernel,
+    """What a generated fast launch (:mod:`kaiojit.runtime.native.fastlaunch`) calls for one kernel,
     configuration, stream and set of slots: ``call()`` launches and returns the driver's
     status, or ``call(record)`` where ``record`` is not None (a prebuilt pointer, see
-    :mod:`kaiojit.runtime.launchrecord`); ``failed(status)`` raises the error of a non-zero
+    :mod:`kaiojit.runtime.native.launchrecord`); ``failed(status)`` raises the error of a non-zero
     one. ``thread_state.token`` is the calling thread's device-selection token: the launch is
     valid while it is ``token`` (the same thread, the same device)."""
 
@@ -220,7 +221,7 @@ class LoadedKernel(Protocol):
                   plan: Any) -> Callable[..., Any] | None:
         """After a successful launch with this configuration: a plain function
         ``fast(*args)`` that repeats such launches with less work, its call mapped to the
-        kernel's parameters by ``plan`` (a :class:`kaiojit.runtime.fastlaunch.FastPlan`),
+        kernel's parameters by ``plan`` (a :class:`kaiojit.runtime.native.fastlaunch.FastPlan`),
         or None where there is no fast form."""
         ...
 

@@ -100,14 +100,15 @@ class CpuCrew:
         self._lock = threading.Lock()
 
     def run(self, fn: Any, calls: list[tuple[int, int, int, int]], threads: int,
-            launch: np.ndarray) -> None:
+            launch: np.ndarray, cluster_state: int = 0) -> None:
         """Run the host entry ``fn`` for every ``(slots, ctx, first, end)`` call, blocks of
-        ``threads`` threads; a LaunchError when the system gives fewer threads than blocks."""
+        ``threads`` threads (the blocks of one cluster, where ``cluster_state`` is its state's
+        address); a LaunchError when the system gives fewer threads than blocks."""
         from kaiojit.runtime.blockthreads import run_blocks
 
         stack = cpu_stack_bytes(threads)
         with self._lock:
-            made = run_blocks(fn, calls, stack, launch)
+            made = run_blocks(fn, calls, stack, launch, cluster_state)
         if made < len(calls):
             raise LaunchError(
                 f"the cpu backend could not start a thread for each of the {len(calls)} blocks "

@@ -26,16 +26,17 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from kaiojit.errors import CudaError, KernelError, source_position
-from kaiojit.runtime import cooperative, sanitizer
+from kaiojit.errors import CudaError, KernelError, LaunchError, source_position
+from kaiojit.runtime import clusters, cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
-from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.faults import assert_message, bounds_message
+from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import ConfigCache, check_launch_config
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
@@ -84,6 +85,10 @@ class _LaunchBuffers(threading.local):
         self.prints = np.zeros(PRINT_BUFFER_BYTES, np.uint8)
         self.ctx = [np.zeros(H.CTX_WORDS, np.int64) for _ in range(2)]
         self.shared = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+        # each worker's cluster state when it runs its blocks alone, and the one the blocks of
+        # a cluster share when they run together (kaiojit/runtime/clusters.py)
+        self.cluster = [np.zeros(H.CLUSTER_WORDS, np.int64) for _ in range(2)]
+        self.together = np.zeros(H.CLUSTER_WORDS, np.int64)
         self.checks: list[sanitizer.WorkerState] = []  # the checked variant's, per worker
         self.launch[H.LAUNCH_PRINT_CAP] = PRINT_BUFFER_BYTES
         self.launch[H.LAUNCH_PRINT_BUF] = self.prints.ctypes.data
@@ -100,6 +105,7 @@ class _LaunchBuffers(threading.local):
             ctx[H.CTX_LAUNCH] = self.launch.ctypes.data
             self.ctx.append(ctx)
             self.shared.append(np.zeros(0, np.uint8))
+            self.cluster.append(np.zeros(H.CLUSTER_WORDS, np.int64))
 
     def checks_for(self, parts: int) -> list[sanitizer.WorkerState]:
         """The sanitizer states of the first ``parts`` workers (made on first use)."""
@@ -131,6 +137,7 @@ class CpuKernel:
         self._configs = ConfigCache()
         self._run = self.code.run
         self.cooperative = cooperative.is_cooperative(image)  # it synchronizes its grid
+        self.together = clusters.runs_together(self.host)  # it needs its cluster's blocks
         self._quiet: sanitizer.QuietPlan | None = None
 
     def quiet_plan(self) -> sanitizer.QuietPlan:
@@ -198,7 +205,7 @@ class CpuKernel:
 class HostModule:
     """A host image loaded into this process: its native code and the image's entry."""
 
-    __slots__ = ("image", "code")
+    __slots__ = ("code", "image")
 
     def __init__(self, image: HostImage, code: Any):
         self.image = image
@@ -208,7 +215,7 @@ class HostModule:
 class HostFunction:
     """A host module's entry, what ``launch_typed`` runs (read as a CpuKernel is)."""
 
-    __slots__ = ("name", "host", "_run")
+    __slots__ = ("_run", "host", "name")
 
     def __init__(self, name: str, code: Any):
         self.name = name
@@ -226,6 +233,7 @@ class CpuBackend:
     def __init__(self, workers: int | None = None, sanitize: bool | None = None) -> None:
         # the checked mode: kernels compile to the host's checked variant (docs/sanitizer.md)
         self.sanitize = sanitizer.sanitize_from_env() if sanitize is None else bool(sanitize)
+        self.unwritten = sanitizer.UnwrittenMemory()  # global initcheck's (checked mode only)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
         self._buffers: dict[int, np.ndarray] = {}
@@ -239,6 +247,7 @@ class CpuBackend:
         self._crew = cooperative.CpuCrew()  # the threads of cooperative launches
         n = workers if workers is not None else min(os.cpu_count() or 1, 2)
         self._workers = [_Worker(i) for i in range(max(n, 1))]
+        self.limits = replace(self.limits, multiprocessor_count=len(self._workers))
         if not faulthandler.is_enabled():
             try:  # a crash in generated code then prints where it happened, not nothing
                 faulthandler.enable()
@@ -341,13 +350,30 @@ class CpuBackend:
         coop = getattr(kernel, "cooperative", None)
         if coop is None:  # a HostFunction of the module API: its image says
             coop = any(site["kind"] == cooperative.GRID_SYNC_SITE for site in host.sites)
+        together = False  # the blocks of each cluster at once (kaiojit/runtime/clusters.py)
+        if clusters.cluster_size(config.cluster) > 1:
+            together = getattr(kernel, "together", None)
+            if together is None:  # a HostFunction of the module API: its image says
+                together = clusters.runs_together(host)
         if coop:  # a grid barrier: every block on a thread of its own, all at once
+            if together:
+                raise LaunchError(f"kernel {kernel.name!r} synchronizes its grid and uses its "
+                                  "cluster's blocks: the cpu backend runs one or the other")
             launch[H.LAUNCH_GRID_BARRIER] = 0
             parts = nblocks
+            local.ensure_workers(parts)
+        elif together:  # a cluster's blocks at once, a thread each
+            parts = clusters.cluster_size(config.cluster)
             local.ensure_workers(parts)
         bounds = [nblocks * i // parts for i in range(parts + 1)]
         checks = local.checks_for(parts) if sanitizer.is_checked(host) else None
         quiet = 0
+        unwritten = None
+        if self.unwritten:
+            if isinstance(kernel, CpuKernel):
+                unwritten = self.unwritten.for_launch(kernel.quiet_plan().ranges(slots_address))
+            else:  # the module API's launch: which memory it writes is not known
+                self.unwritten.clear()
         if checks is not None and isinstance(kernel, CpuKernel):
             quiet = kernel.quiet_plan().bits(slots_address, config.grid, config.block)
         calls = []
@@ -358,14 +384,20 @@ class CpuBackend:
             ctx[H.CTX_SHARED] = local.shared_for(w, shared_bytes)
             ctx[H.CTX_DYN_BYTES] = config.shared_mem
             if checks is not None:
-                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet)
+                checks[w].begin_launch(int(ctx[H.CTX_SHARED]), shared_bytes, quiet,
+                                       None if unwritten is None else unwritten[0])
                 ctx[H.CTX_CHECK] = checks[w].address
+            if not together:
+                clusters.set_alone(ctx, local.cluster[w], config.cluster)
             calls.append((slots_address, ctx.ctypes.data, bounds[w], bounds[w + 1]))
         run = kernel._run
         if parts == 1 and not block_mode:
             run(*calls[0])
         elif coop:
             self._crew.run(run, calls, bx * by * bz, launch)
+        elif together:
+            clusters.run_clusters(self._crew, run, slots_address, local.ctx[:parts], config,
+                                  local.together, launch)
         else:
             done = threading.Semaphore(0)
             for w, call in enumerate(calls):
@@ -380,6 +412,9 @@ class CpuBackend:
                 sys.stdout.write(f"[kaiojit: print output of {kernel.name} truncated: "
                                  f"{used - PRINT_BUFFER_BYTES} bytes lost]\n")
             sys.stdout.flush()
+        if unwritten is not None:
+            self.unwritten.after_launch(
+                unwritten[1], checks is not None and host.sites[0].get("writes_seen", False))
         fatal = kernel_error(kernel, config, launch) if launch[H.LAUNCH_ERROR] else None
         if checks is not None:
             fatal = sanitizer.launch_error(kernel, config, checks, fatal)
@@ -393,11 +428,14 @@ class CpuBackend:
         ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
             self._buffers[ptr] = buf
+        if self.sanitize:
+            self.unwritten.allocated(ptr, nbytes)
         return ptr
 
     def free(self, ptr: int, device: int) -> None:
         with self._lock:
             self._buffers.pop(ptr, None)
+        self.unwritten.forget(ptr)
 
     @property
     def live_allocations(self) -> int:
@@ -406,8 +444,12 @@ class CpuBackend:
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memmove(dst, src, nbytes)
+            self.unwritten.written(dst, nbytes)
 
-    memcpy_dtoh = memcpy_htod
+    def memcpy_dtoh(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        if nbytes:
+            ctypes.memmove(dst, src, nbytes)
+
     memcpy_dtod = memcpy_htod
 
     def memcpy_peer(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
@@ -427,6 +469,7 @@ class CpuBackend:
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             ctypes.memset(ptr, byte, nbytes)
+            self.unwritten.written(ptr, nbytes)
 
     def pointer_device(self, ptr: int) -> int:
         with self._lock:
@@ -497,6 +540,15 @@ def _check_device(device: int) -> None:
         raise ValueError(f"no device {device}: the cpu backend has one device, 0")
 
 
+def named_barrier_message(kernel: str, op: str, arrived: int, count: int, where: str) -> str:
+    """Why a named barrier stopped the block: its last phase cannot complete any more."""
+    return (f"kernel {kernel!r}: {op}() at {where}: only {arrived} of its {count} threads (a "
+            "warp counts 32) arrived in its last phase and every thread of the block has run "
+            "up to here: on the GPU this hangs. (The cpu backend runs the threads of an if's "
+            "branch before the other branch's: an arrive must come before the sync it "
+            "completes in program order.)")
+
+
 def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
     """The KernelError for the fault native code recorded in ``launch``."""
     from kaiojit import target as H
@@ -515,12 +567,25 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:
         msg = bounds_message(kernel.name, site, int(launch[H.LAUNCH_INDEX]),
                              int(launch[H.LAUNCH_EXTENT]), block, thread)
+    elif launch[H.LAUNCH_ERROR] == H.ERR_CLUSTER_RANK:
+        msg = clusters.rank_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
+                                    int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
+                                    f"thread {thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_CLUSTER_STUCK or (
+            launch[H.LAUNCH_ERROR] == H.ERR_MBARRIER_STUCK
+            and clusters.cluster_size(config.cluster) > 1):
+        msg = clusters.stuck_message(kernel.name, site["op"], clusters.cluster_size(
+            config.cluster), f"{where}, block {block}, thread {thread}{source}")
     elif launch[H.LAUNCH_ERROR] in (H.ERR_TMA, H.ERR_MBARRIER_STUCK):
         from kaiojit.tma_host import device_fault
 
         msg = device_fault(kernel.name, site["op"], int(launch[H.LAUNCH_ERROR]) == H.ERR_TMA,
                            int(launch[H.LAUNCH_INDEX]), f"{where}, block {block}, thread "
                            f"{thread}{source}")
+    elif launch[H.LAUNCH_ERROR] == H.ERR_NAMED_BARRIER:
+        msg = named_barrier_message(kernel.name, site["op"], int(launch[H.LAUNCH_INDEX]),
+                                    int(launch[H.LAUNCH_EXTENT]), f"{where}, block {block}, "
+                                    f"thread {thread}{source}")
     else:
         msg = (f"kernel {kernel.name!r}: divergent {site['op']}() in block {block}: some threads "
                f"of the block reached the barrier at {where} and thread {thread} did not (a "

@@ -18,7 +18,8 @@ from typing import Any
 
 from kaiojit import env
 from kaiojit.errors import CudaError
-from kaiojit.runtime import driver, launchrecord
+from kaiojit.runtime import driver
+from kaiojit.runtime.native import launchrecord
 from kaiojit.runtime.backend import (
     DeviceLimits, Dim3, FastLaunchBinding, device_token, launch_context,
 )
@@ -71,7 +72,8 @@ class CudaBackend:
         self._default_device = 0
         self._lock = threading.Lock()
         self._launch = driver.entry_point("cuLaunchKernel", driver.LAUNCH_PROTO)
-        # KAIOJIT_LAUNCH: native (default), ex, ctypes or bindings (kaiojit.runtime.launchrecord)
+        # KAIOJIT_LAUNCH: native (default), ex, ctypes or bindings
+        # (kaiojit.runtime.native.launchrecord)
         self.launch_mode = launchrecord.launch_mode(env.get("KAIOJIT_LAUNCH"))
         self.launch_through_bindings = self.launch_mode == "bindings"
         self._launch_ex_address = 0
@@ -141,6 +143,7 @@ class CudaBackend:
                 max_shared_per_block_optin=get(
                     a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 max_cluster_size=8 if self.compute_capability(device)[0] >= 9 else 0,
+                multiprocessor_count=get(a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
             )
             self._limits[device] = limits
         return limits
@@ -281,7 +284,8 @@ class CudaBackend:
     def fast_launch_binding(self, fn: CudaFunction, grid: Dim3, block: Dim3, shared_mem: int,
                             stream: int, slots: ArgSlots) -> FastLaunchBinding | None:
         """``cuLaunchKernelEx`` through a prebuilt record, called by a builtin function
-        (``KAIOJIT_LAUNCH=native``, the default) or by the ctypes trampoline (``ex``), or
+        (``KAIOJIT_LAUNCH=native``, the default, where ``kaiojit.runtime.native.available()``)
+        or by the ctypes trampoline (``ex``, and ``native`` elsewhere), or
         ``cuLaunchKernel`` through ctypes with prebuilt pointers (``ctypes``); none under
         ``bindings``, whose launches all go through ``launch_typed``."""
         if self.launch_through_bindings:
@@ -304,7 +308,7 @@ class CudaBackend:
         record, pointer = launchrecord.make_record(self._launch_ex_address, fn.handle, grid,
                                                    block, shared_mem, stream,
                                                    slots.params_address)
-        if self.launch_mode == "native":
+        if launchrecord.uses_builtin(self.launch_mode):
             return FastLaunchBinding(launchrecord.native_launcher(record, slots, fn), None,
                                      failed, self._tls, token, (record, slots))
         return FastLaunchBinding(launchrecord.trampoline(), pointer, failed, self._tls, token,

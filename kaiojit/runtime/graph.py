@@ -156,6 +156,18 @@ class CudaGraph:
         self.nodes = 0  # launches (graph nodes) in the last capture
         self.updates = 0  # captures that updated the instantiated graph in place
 
+    @staticmethod
+    def is_capturing() -> bool:
+        """Whether a CUDA graph capture is open in this thread (kaiojit's or PyTorch's): a
+        library asks before work a capture forbids (compiling, allocating, synchronizing)."""
+        return capturing()
+
+    @staticmethod
+    def forbid_in_capture(what: str) -> None:
+        """Raise kaiojit's LaunchError for ``what`` (work a capture forbids, such as
+        autotuning a new key) where a capture is open in this thread."""
+        forbid_in_capture(what)
+
     def capture(self, stream: Any) -> _Capture:
         """A context manager: launches on ``stream`` (a ``kj.Stream`` or another library's
         stream, not the legacy default stream) inside it are recorded into this graph."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
-
 from typing import Any
 
 from kaiojit.target import HostImage, link_c_functions, register_host_symbols
@@ -25,6 +24,7 @@ RUN_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int
                             ctypes.c_int64)
 
 OWN_SYMBOL_PREFIX = "kaiojit_"  # native functions kaiojit itself defines (kaiojit.tma_host)
+SANITIZER_PREFIX = "kaiojit_san_"  # those of the checked mode (kaiojit.runtime.sanitizer)
 _LOAD_LOCK = threading.Lock()  # MCJIT's engine creation and linking are not thread-safe
 
 
@@ -47,7 +47,12 @@ def load_host_image(image: HostImage) -> HostCode:
     from llvmlite import binding as llvm
 
     register_host_symbols()
-    if any(name.startswith(OWN_SYMBOL_PREFIX) for name in image.symbols):
+    own = [name for name in image.symbols if name.startswith(OWN_SYMBOL_PREFIX)]
+    if any(name.startswith(SANITIZER_PREFIX) for name in own):
+        from kaiojit.runtime import sanitizer  # the checked mode's shadow functions
+
+        sanitizer.register_symbols()
+    if any(not name.startswith(SANITIZER_PREFIX) for name in own):
         from kaiojit import tma_host  # kaiojit's own native functions: the tensor copies
 
         tma_host.register_symbols()

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from kaiojit import env
 from kaiojit import types as kt
 from kaiojit.errors import CudaError, LaunchError
-from kaiojit.runtime import cooperative, fastlaunch
+from kaiojit.runtime import cooperative
 from kaiojit.runtime.args import ArgPacker, StagedArray
 from kaiojit.runtime.backend import (
     DeviceLimits,
@@ -32,6 +32,7 @@ from kaiojit.runtime.backend import (
     launch_context,
 )
 from kaiojit.runtime.graph import forbid_in_capture
+from kaiojit.runtime.native import fastlaunch
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
 from kaiojit.runtime.torchstream import StreamChoice
@@ -355,7 +356,7 @@ class ModuleKernel:
         """After a successful :meth:`launch` with this configuration: a plain function
         ``fast(*args)`` that repeats such launches with less work, for calls mapped to the
         kernel's parameters by ``plan``, and hands other calls to ``plan.fallback`` (see
-        :mod:`kaiojit.runtime.fastlaunch`); None where there is no fast form."""
+        :mod:`kaiojit.runtime.native.fastlaunch`); None where there is no fast form."""
         device = self.backend.current_device()
         if self.cooperative:
             return None  # each launch checks its grid and zeroes the barrier

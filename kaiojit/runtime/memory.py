@@ -202,12 +202,20 @@ class DeviceArray:
         if not self.is_host_memory:
             raise AttributeError("a DeviceArray in device memory has no __array_interface__; "
                                  "copy_to_host() makes a NumPy array of it")
+        self._exported()
         return self._interface()
+
+    def _exported(self) -> None:
+        """Other code may write this memory now: the checked mode's initcheck of it ends."""
+        unwritten = getattr(self.backend, "unwritten", None)
+        if unwritten:
+            unwritten.forget(self.ptr)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
         if copy:
             raise BufferError("kaiojit's __dlpack__ does not copy")
+        self._exported()
         return dlpack.to_dlpack_capsule(self, self.backend.dlpack_device_type())
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -18,10 +18,10 @@ from typing import Any
 from kaiojit.errors import CudaError
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, device_token
 from kaiojit.runtime.faults import FaultWatch
-from kaiojit.runtime.launchrecord import (
-    LaunchConfigStruct, make_record, native_launcher, trampoline,
+from kaiojit.runtime.native.launchrecord import (
+    LaunchConfigStruct, make_record, native_launcher, trampoline, uses_builtin,
 )
-from kaiojit.runtime.launchrecord import launch_mode as parse_launch_mode
+from kaiojit.runtime.native.launchrecord import launch_mode as parse_launch_mode
 from kaiojit.runtime.launch import ModuleKernel, load_kernel
 from kaiojit.runtime.slots import ArgSlots
 from kaiojit.target import TargetSpec, ptx_version_for
@@ -262,7 +262,7 @@ class MockBackend:
         callback = DRIVER_ENTRY(entry)
         record, pointer = make_record(ctypes.cast(callback, ctypes.c_void_p).value, handle,
                                       grid, block, shared_mem, stream, slots.params_address)
-        if self.launch_mode == "native":
+        if uses_builtin(self.launch_mode):
             return FastLaunchBinding(native_launcher(record, slots, callback), None, failed,
                                      self._tls, token, (record, slots, callback))
         return FastLaunchBinding(trampoline(), pointer, failed, self._tls, token,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,37 @@ def is_checked(host: Any) -> bool:
     return bool(sites) and sites[0].get("kind") == "sanitize"
 
 
+_NATIVE: dict[str, int] | None = None  # the shadow functions' addresses, once compiled
+_NATIVE_ENGINE: Any = None  # what owns their code
+_NATIVE_LOCK = threading.Lock()
+
+
+def register_symbols() -> None:
+    """Make the shadow functions that checked kernels call (``kaiojit_san_*``) known to
+    MCJIT's symbol resolution: compiled once per process, at the first checked load."""
+    global _NATIVE, _NATIVE_ENGINE
+    from llvmlite import binding as llvm
+
+    with _NATIVE_LOCK:
+        if _NATIVE is None:
+            from kaiojit.sanitizer_shadow import native_module
+            from kaiojit.target import host_target_machine
+
+            tm = host_target_machine()
+            ref = llvm.parse_assembly(native_module(llvm.get_process_triple(),
+                                                    str(tm.target_data)))
+            ref.verify()
+            pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+            pb.getModulePassManager().run(ref, pb)
+            engine = llvm.create_mcjit_compiler(ref, tm)
+            engine.finalize_object()
+            _NATIVE_ENGINE = engine
+            _NATIVE = {fn.name: engine.get_function_address(fn.name)
+                       for fn in ref.functions if not fn.is_declaration}
+    for name, address in _NATIVE.items():
+        llvm.add_symbol(name, address)
+
+
 class WorkerState:
     """One worker's sanitizer state and shadows (kept between launches: epochs tell old
     records from new ones, so nothing is cleared per launch but the finding record)."""
@@ -61,25 +93,118 @@ class WorkerState:
         self.words = np.zeros(H.SAN_WORDS, np.int64)
         self.table = np.zeros(TABLE_ENTRIES * TABLE_WORDS, np.int64)
         self.shadow = np.zeros(0, np.int64)
+        self.warp_sync = np.zeros(H.SAN_MAX_THREADS, np.int64)
+        self.words[H.SAN_WARP_SYNC] = self.warp_sync.ctypes.data
         self.words[H.SAN_TABLE] = self.table.ctypes.data
         self.words[H.SAN_TABLE_MASK] = TABLE_ENTRIES - 1
         self.address = self.words.ctypes.data
 
-    def begin_launch(self, shared_base: int, shared_bytes: int, quiet: int) -> None:
+    def begin_launch(self, shared_base: int, shared_bytes: int, quiet: int,
+                     unwritten: np.ndarray | None = None) -> None:
         w = self.words
         if shared_bytes * SHARED_WORDS > self.shadow.size:
             self.shadow = np.zeros(shared_bytes * SHARED_WORDS, np.int64)
         if w[H.SAN_EPOCH] > EPOCH_LIMIT:  # start the epochs over, and so every record
             self.shadow.fill(0)
             self.table.fill(0)
+            self.warp_sync.fill(0)
             w[H.SAN_EPOCH] = 0
         w[H.SAN_EPOCH] += 1
         w[H.SAN_LAUNCH_EPOCH] = w[H.SAN_EPOCH]
         w[H.SAN_SHARED_BASE] = shared_base
         w[H.SAN_SHARED_BYTES] = shared_bytes
         w[H.SAN_SHARED_SHADOW] = self.shadow.ctypes.data
-        w[H.SAN_COUNTS:H.SAN_WORDS] = 0
+        w[H.SAN_COUNTS:H.SAN_BARRIER_EPOCH] = 0  # the finding record
         w[H.SAN_QUIET] = quiet
+        w[H.SAN_UNINIT] = 0 if unwritten is None else unwritten.ctypes.data
+        w[H.SAN_UNINIT_COUNT] = 0 if unwritten is None else unwritten.size // 3
+
+
+class UnwrittenMemory:
+    """A checked backend's allocations that nothing has written all of yet (what global
+    initcheck knows): per allocation its size and, once part of it is written, a byte per
+    byte (1: written). Host copies and memsets mark what they write; a checked launch passes
+    the allocations its array arguments touch (``SAN_UNINIT``), its stores mark bytes and its
+    reads of unmarked ones are findings. An allocation leaves once all of it is written, or
+    when memory is handed to code that the checks do not see (a kernel run unchecked, an
+    export to NumPy or DLPack): it then counts as written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sizes: dict[int, int] = {}
+        self._bits: dict[int, np.ndarray] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._sizes)
+
+    def allocated(self, ptr: int, nbytes: int) -> None:
+        if nbytes > 0:
+            with self._lock:
+                self._sizes[ptr] = nbytes
+
+    def forget(self, ptr: int) -> None:
+        """The allocation at or around ``ptr`` counts as written from now on."""
+        with self._lock:
+            for base in self._overlapping(ptr, ptr + 1):
+                self._drop(base)
+
+    def clear(self) -> None:
+        """Everything counts as written (memory went where the checks do not see)."""
+        with self._lock:
+            self._sizes.clear()
+            self._bits.clear()
+
+    def written(self, ptr: int, nbytes: int) -> None:
+        if not self._sizes or nbytes <= 0:
+            return
+        with self._lock:
+            for base in self._overlapping(ptr, ptr + nbytes):
+                size = self._sizes[base]
+                lo, hi = max(ptr - base, 0), min(ptr + nbytes - base, size)
+                if lo == 0 and hi == size:
+                    self._drop(base)
+                    continue
+                bits = self._bitmap(base)
+                bits[lo:hi] = 1
+                if bits.all():
+                    self._drop(base)
+
+    def for_launch(self, ranges: list[tuple[int, int]]) -> tuple[np.ndarray, list[int]] | None:
+        """The (base, end, bitmap) triples of the allocations that ``ranges`` (a launch's
+        array arguments) touch, and their bases; None if there are none."""
+        if not self._sizes:
+            return None
+        with self._lock:
+            bases = sorted({base for lo, hi in ranges for base in self._overlapping(lo, hi)})
+            if not bases:
+                return None
+            table = np.zeros(3 * len(bases), np.int64)
+            for k, base in enumerate(bases):
+                table[3 * k:3 * k + 3] = (base, base + self._sizes[base],
+                                          self._bitmap(base).ctypes.data)
+        return table, bases
+
+    def after_launch(self, bases: list[int], seen: bool) -> None:
+        """A launch over ``bases`` ended: drop what it wrote all of, or (``seen`` False: its
+        writes were not all watched) all of them."""
+        with self._lock:
+            for base in bases:
+                bits = self._bits.get(base)
+                if not seen or (bits is not None and bits.all()):
+                    self._drop(base)
+
+    def _overlapping(self, lo: int, hi: int) -> list[int]:
+        return [base for base, size in self._sizes.items() if base < hi and lo < base + size]
+
+    def _bitmap(self, base: int) -> np.ndarray:
+        bits = self._bits.get(base)
+        if bits is None:
+            bits = self._bits[base] = np.zeros(self._sizes[base], np.uint8)
+        return bits
+
+    def _drop(self, base: int) -> None:
+        self._sizes.pop(base, None)
+        self._bits.pop(base, None)
 
 
 class QuietPlan:
@@ -101,6 +226,15 @@ class QuietPlan:
         self.slots = layout.slot_count
 
     def bits(self, slots_address: int, grid: tuple, block: tuple) -> int:
+        ranges = self.ranges(slots_address)
+        ranges.sort()
+        if any(ranges[i + 1][0] < ranges[i][1] for i in range(len(ranges) - 1)):
+            return 0  # arguments overlap: every access is checked
+        one_dim = grid[1] == grid[2] == block[1] == block[2] == 1
+        return QUIET_READ_ONLY | (QUIET_PRIVATE if one_dim else 0)
+
+    def ranges(self, slots_address: int) -> list[tuple[int, int]]:
+        """The byte ranges of the launch's array arguments (none for empty ones)."""
         words = (ctypes.c_int64 * self.slots).from_address(slots_address)
         ranges = []
         for first, ndim, itemsize, strided in self.arrays:
@@ -115,11 +249,7 @@ class QuietPlan:
                 low, high = 0, itemsize * int(np.prod(shape))
             ptr = words[first]
             ranges.append((ptr + low, ptr + high))
-        ranges.sort()
-        if any(ranges[i + 1][0] < ranges[i][1] for i in range(len(ranges) - 1)):
-            return 0  # arguments overlap: every access is checked
-        one_dim = grid[1] == grid[2] == block[1] == block[2] == 1
-        return QUIET_READ_ONLY | (QUIET_PRIVATE if one_dim else 0)
+        return ranges
 
 
 def launch_error(kernel: Any, config: Any, states: list[WorkerState],
@@ -185,6 +315,11 @@ def describe(kernel: Any, config: Any, w: np.ndarray) -> str:
                 f"{site['array']!r} (size {shape[dim]}): index {index} of a {_space(site)}"
                 f"array of shape {shape} at {_where(site)}, block {block}, thread {thread}"
                 f"{_source(site)}")
+    if kind == H.SAN_KIND_INIT and int(w[H.SAN_DETAIL]) == H.INIT_GLOBAL:
+        return (f"{head}read of uninitialized global memory: array {site['array']!r} at "
+                f"index {index} (shape {shape}) at {_where(site)}, block {block}, thread "
+                f"{thread}: no kernel or copy wrote this element of its kj.device_array "
+                f"before{_source(site)}")
     if kind == H.SAN_KIND_INIT:
         return (f"{head}read of uninitialized shared memory: array {site['array']!r} at "
                 f"index {index} (shape {shape}) at {_where(site)}, block {block}, thread "
@@ -232,4 +367,5 @@ def _ranges(lanes: list[int]) -> str:
     return ", ".join(out)
 
 
-__all__ = ["ENV", "WorkerState", "is_checked", "launch_error", "sanitize_from_env"]
+__all__ = ["ENV", "UnwrittenMemory", "WorkerState", "is_checked", "launch_error", "register_symbols",
+           "sanitize_from_env"]

@@ -159,6 +159,14 @@ def device_count() -> int:
     return get_backend().device_count()
 
 
+def sm_count(device: int | None = None) -> int:
+    """The multiprocessors of ``device`` (default: the current one): the grid of a persistent
+    kernel, one block per SM. The cpu backend's are its worker threads."""
+    backend = get_backend()
+    return backend.device_limits(backend.current_device() if device is None else device)\
+        .multiprocessor_count
+
+
 def select_device(device: int) -> None:
     """Make ``device`` current in this thread and the default of threads started later."""
     backend = get_backend()

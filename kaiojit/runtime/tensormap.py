@@ -25,10 +25,11 @@ from kaiojit.runtime.layout import contiguous_strides
 _DTYPES = {
     "uint8": "UINT8", "int8": "UINT8", "bool": "UINT8", "uint16": "UINT16", "int16": "UINT16",
     "uint32": "UINT32", "int32": "INT32", "uint64": "UINT64", "int64": "INT64",
-    "float16": "FLOAT16", "float32": "FLOAT32", "float64": "FLOAT64",
+    "float16": "FLOAT16", "float32": "FLOAT32", "float64": "FLOAT64", "bfloat16": "BFLOAT16",
+    "float8_e4m3fn": "UINT8", "float8_e5m2": "UINT8",  # fp8: bytes to the copy engine
 }
 _ITEMSIZE = {"UINT8": 1, "UINT16": 2, "UINT32": 4, "INT32": 4, "UINT64": 8, "INT64": 8,
-             "FLOAT16": 2, "FLOAT32": 4, "FLOAT64": 8}
+             "FLOAT16": 2, "FLOAT32": 4, "FLOAT64": 8, "BFLOAT16": 2}
 _SWIZZLE_BYTES = {None: 0, "none": 0, 32: 32, 64: 64, 128: 128, "32B": 32, "64B": 64,
                   "128B": 128}
 _INTERLEAVE_BYTES = {None: 0, "none": 0, 16: 16, 32: 32, "16B": 16, "32B": 32}

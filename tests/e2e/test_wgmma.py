@@ -294,7 +294,7 @@ def desc_sbo(acc, da):
 @pytest.mark.parametrize("fn, snippet, words", [
     (mma_shape, "(64, 100, 16)", "shape=(64, N, 16) with N a multiple of 8"),
     (mma_trans, "1)", "trans_b=1 (an MN-major operand) is not supported"),
-    (mma_dtype, "kj.float32)", "multiplies float16 or bfloat16 inputs, got float32"),
+    (mma_dtype, "kj.float32)", "multiplies float16, bfloat16, float8_e4m3fn, float8_e5m2 inputs, got float32"),
     (mma_acc, "da, da, da", "accumulates into a 1-d float32 local array of N/2 = 32"),
     (mma_keyword, "2)", "has no argument 'scale'"),
     (wait_acc, "acc)", "acc must be the accumulator"),

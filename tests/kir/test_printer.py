@@ -48,7 +48,7 @@ kernel k_control(out: float32[::1], x: float32[::1], n: int32) -> void:
     a = $swap30_4_0
     b = $swap30_4_1
     out[i] = float32((clamp(acc, float64(-1.0), float64(1.0)) if (a < b) else float64((-acc))))
-    for $index32_13 in range(int64(0), int64(2), int64(1)):
+    for $index32_13 in range(int64(0), int64(2), int64(1)):  # unrolled
         v = (int64(16) if ($index32_13 == int64(0)) else int64(8))
         out[i] = (out[i] + float32(v))
 

@@ -219,7 +219,9 @@ def test_split_points_are_the_barriers_and_warp_collectives():
                      "warp.shfl_down", "warp.shfl_xor", "warp.all", "warp.any", "warp.ballot", "warp.uni",
                      "warp.activemask", "warp.elect_one", "mbarrier.wait",
                      "mbarrier.try_wait_parity", "tc.mma.bf16", "tc.mma.f16", "tc.mma.tf32",
-                     "tc.ldmatrix", "cg.grid_sync"}
+                     "tc.ldmatrix", "cg.grid_sync", "named_barrier.sync", "named_barrier.arrive",
+                     "stmatrix", "cluster.sync", "cluster.arrive", "cluster.arrive_relaxed",
+                     "cluster.wait", "mbarrier.wait_cluster"}
     assert all(d.convergent for d in declared() if d.split_point)
 
 

@@ -53,7 +53,8 @@ def test_too_many_blocks_is_a_launch_error(backend):
     threads = 32
     n = 64
     x = kj.to_device(rng.standard_normal(n).astype(np.float32))
-    tmp, out = kj.device_array(n, np.float32), kj.device_array(n, np.float32)
+    # poisoned, not kj.device_array: one block of 32 reads tmp elements no thread wrote
+    tmp, out = (kj.to_device(np.full(n, np.nan, np.float32)) for _ in range(2))
     rotate_twice[1, threads](x, tmp, out)
     limit = rotate_twice.max_cooperative_grid_blocks(threads)
     assert limit > 0

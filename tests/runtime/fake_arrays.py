@@ -195,7 +195,7 @@ def c_getter_type(name: str, attributes: tuple[str, ...]) -> type:
     returns NULL) where that entry is missing."""
     global _getter_engine
     if _getter_engine is None:
-        from kaiojit.runtime.cbuiltins import compile_ir
+        from kaiojit.runtime.native.cbuiltins import compile_ir
 
         _getter_engine = compile_ir(_GETTER_IR, ("PyObject_CallFunctionObjArgs",))
     getter = _getter_engine.get_function_address("kaiojit_fake_getter")
@@ -222,8 +222,8 @@ class CMemory(_CMemoryBase):
 class CArray(_CArrayBase):
     """A CuPy-like array over a DeviceArray whose ``dtype``, ``_c_contiguous``, ``data`` (a
     :class:`CMemory`), ``shape``, ``ndim`` and ``size`` are C getters of its class, as in
-    CuPy's Cython ``ndarray``: what :mod:`kaiojit.runtime.getset_reader` calls. ``set`` changes
-    what a getter returns."""
+    CuPy's Cython ``ndarray``: what :mod:`kaiojit.runtime.native.getset_reader` calls. ``set``
+    changes what a getter returns."""
 
     def __init__(self, array, device: int | None = None):
         self.array = array

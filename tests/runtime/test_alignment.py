@@ -11,7 +11,7 @@ import pytest
 
 import kaiojit as kj
 from kaiojit.runtime.backend import set_backend
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native.fastlaunch import source_of
 from tests.runtime.fake_arrays import TORCH_DTYPES, Tensor
 
 

@@ -12,9 +12,9 @@ import pytest
 
 import kaiojit as kj
 from kaiojit import types as kt
-from kaiojit.runtime import dlpack_exchange as dx
 from kaiojit.runtime.dlpack import K_DL_CPU
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native import dlpack_exchange as dx
+from kaiojit.runtime.native.fastlaunch import source_of
 from tests.runtime.fake_arrays import ExchangeTensor, Tensor
 
 F32, F64 = kt.SCALARS["float32"], kt.SCALARS["float64"]

@@ -1,5 +1,6 @@
-"""The launch fast path (kaiojit.runtime.fastlaunch) on the mock backend: it packs exactly the
-bytes the general path packs, and any change of argument kind, thread or device falls back."""
+"""The launch fast path (kaiojit.runtime.native.fastlaunch) on the mock backend: it packs exactly
+the bytes the general path packs, and any change of argument kind, thread or device falls
+back."""
 
 from __future__ import annotations
 

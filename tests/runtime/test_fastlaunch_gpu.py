@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.runtime import dlpack_exchange, getset_reader
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native import dlpack_exchange, getset_reader
+from kaiojit.runtime.native.fastlaunch import source_of
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng()

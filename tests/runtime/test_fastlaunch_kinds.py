@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import kaiojit as kj
-from kaiojit.runtime import launchrecord
+from kaiojit.runtime.native import launchrecord
 from kaiojit.runtime.backend import set_backend
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native.fastlaunch import source_of
 from kaiojit.runtime.mock import MockBackend
 from kaiojit.errors import TypingError
 from tests.runtime.fake_arrays import CArray, Tensor, ndarray

@@ -1,5 +1,5 @@
 """The native reader of CuPy arrays through their classes' C getters
-(``kaiojit/runtime/getset_reader.py``), on the mock backend, with ``fake_arrays.CArray``: a
+(``kaiojit/runtime/native/getset_reader.py``), on the mock backend, with ``fake_arrays.CArray``: a
 class whose attributes are C getters, as CuPy's Cython ``ndarray``'s are. Each miss is a
 ``False`` with no exception left set, and the same reader reads the array again once it is
 what the reader was built for."""
@@ -14,8 +14,8 @@ import pytest
 
 import kaiojit as kj
 from kaiojit import types as kt
-from kaiojit.runtime import getset_reader as gr
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native import getset_reader as gr
+from kaiojit.runtime.native.fastlaunch import source_of
 from tests.runtime.fake_arrays import CArray, CMemory, Memory, ndarray
 
 RNG = np.random.default_rng()

@@ -145,6 +145,21 @@ def test_a_pytorch_capture_counts_too(mock, monkeypatch):
         saxpy[1, 64](_device(64), _device(64), np.float32(1.0), np.int32(64))
 
 
+def test_the_public_capture_query_sees_kaiojits_captures_and_pytorchs(mock, monkeypatch):
+    """``kj.CudaGraph.is_capturing`` / ``forbid_in_capture``: what a kernel library asks."""
+    what = f"made-up work {RNG.integers(1 << 30)}"
+    assert not kj.CudaGraph.is_capturing()
+    kj.CudaGraph.forbid_in_capture(what)  # no capture open: nothing raised
+    stream, g = kj.Stream(), kj.CudaGraph()
+    with g.capture(stream):
+        assert kj.CudaGraph.is_capturing()
+        with pytest.raises(kj.LaunchError, match=f"^{what}, which a CUDA graph capture forbids"):
+            kj.CudaGraph.forbid_in_capture(what)
+    assert not kj.CudaGraph.is_capturing()
+    monkeypatch.setattr(graph_module, "_torch_capturing", lambda: True)
+    assert kj.CudaGraph.is_capturing()
+
+
 def test_capture_needs_a_stream_of_its_own_and_a_capturing_backend(mock):
     with pytest.raises(kj.LaunchError, match="legacy default stream cannot be captured"):
         kj.CudaGraph().capture(0)

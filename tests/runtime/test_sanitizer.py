@@ -3,6 +3,7 @@ of bug, each with its exact report, and the same kernels fixed, which pass clean
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -12,13 +13,9 @@ import kaiojit as kj
 from kaiojit.runtime import CpuBackend, set_backend
 from kaiojit.runtime.sanitizer import sanitize_from_env
 
-HERE = __file__
-
 
 def line_of(fn, text: str) -> int:
     """The file line of the first source line of ``fn`` that contains ``text``."""
-    import inspect
-
     lines, start = inspect.getsourcelines(fn.py_func)
     for k, line in enumerate(lines):
         if text in line:
@@ -44,14 +41,19 @@ def poisoned(n: int, dtype=np.float32):
     return kj.to_device(np.full(n, np.nan if np.dtype(dtype).kind == "f" else -7, dtype))
 
 
-def expect(kernel, text: str, launch) -> str:
+def expect(kernel, text: str, launch, more: str | None = None) -> str:
     """Run ``launch`` and return its KernelError's message, which must start with ``text``
-    (``{line:...}`` fields name lines of the kernel)."""
+    (``{line:...}`` fields name lines of the kernel) and, given ``more`` ("3 memcheck"), end
+    with that count of the launch's other findings."""
     with pytest.raises(kj.KernelError) as info:
         launch()
     message = str(info.value)
     want = re.sub(r"\{line:([^}]*)\}", lambda m: str(line_of(kernel, m.group(1))), text)
-    assert message.startswith(want.format(file=HERE)), message
+    assert message.startswith(want.format(file=inspect.getsourcefile(kernel.py_func))), message
+    if more is not None:
+        n = int(more.split()[0])
+        tail = f"(and {n} more finding{'s' * (n != 1)} in this launch: {more})"
+        assert message.endswith(tail), message
     return message
 
 

@@ -19,8 +19,8 @@ import kaiojit as kj
 from kaiojit import types as kt
 from kaiojit.launch.launcher import Launcher
 from kaiojit.runtime import dlpack, interop
-from kaiojit.runtime import dlpack_exchange as dx
-from kaiojit.runtime.fastlaunch import source_of
+from kaiojit.runtime.native import dlpack_exchange as dx
+from kaiojit.runtime.native.fastlaunch import source_of
 
 pytest.importorskip("ml_dtypes")  # bfloat16 and fp8 values are ml_dtypes scalars
 

@@ -1,12 +1,12 @@
 """Reading CuPy arrays at launch through their C getters, in native code.
 
-CuPy 14 publishes no DLPack C exchange API (:mod:`kaiojit.runtime.dlpack_exchange`), and the
+CuPy 14 publishes no DLPack C exchange API (:mod:`kaiojit.runtime.native.dlpack_exchange`), and the
 facts a launch needs of a ``cupy.ndarray`` are Cython attributes: ``dtype``,
 ``_c_contiguous``, ``shape``, and its ``data`` (a ``MemoryPointer``) with ``ptr`` and
 ``device_id``. Read from Python each is a generic attribute lookup that ends in a C getter,
 ~25 ns apiece, ~220 ns an array. Each of those attributes is a ``getset_descriptor`` of the
 class: its ``PyGetSetDef`` holds the getter's C function and closure. The builtin made here,
-one per fast form (:mod:`kaiojit.runtime.fastlaunch`), calls those functions directly. For
+one per fast form (:mod:`kaiojit.runtime.native.fastlaunch`), calls those functions directly. For
 each array it:
 
 1. tests the array's class (``PyObject_Type``) against the one the fast form was built for
@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.runtime import cbuiltins
+from kaiojit.runtime.native import guard
+from kaiojit.runtime.native.reader import Reader, alignment_test, entry_fields, spec_fields
 
 # the facts read of an array, and of its ``data`` (``MemoryPointer``), in the order of the
 # reader's getter slots (a vector's rank and length are read from ``ndim`` and ``size``, as
@@ -45,96 +46,53 @@ from kaiojit.runtime import cbuiltins
 ARRAY_ATTRIBUTES = ("dtype", "_c_contiguous", "data", "shape", "ndim", "size")
 MEMORY_ATTRIBUTES = ("ptr", "device_id")
 
-_READER_IR = """
-%Getter = type { ptr, ptr }
-%Entry = type { ptr, ptr, ptr, [8 x %Getter], i64, i64, i64, i64 }
-%Spec = type { i64, ptr, i64, ptr, ptr }
-
-declare ptr @PyTuple_GetItem(ptr, i64)
+_DECLARATIONS = """
 declare i64 @PyTuple_Size(ptr)
-declare ptr @PyCapsule_GetPointer(ptr, ptr)
-declare ptr @PyObject_Type(ptr)
-declare void @Py_DecRef(ptr)
-declare void @PyErr_Clear()
 declare ptr @PyErr_Occurred()
-declare ptr @PyBool_FromLong(i64)
 declare i64 @PyLong_AsUnsignedLongLong(ptr)
 declare i64 @PyLong_AsLongLong(ptr)
 declare i64 @PyLong_AsSsize_t(ptr)
 
 ; getter %which of entry %e (ARRAY_ATTRIBUTES, then MEMORY_ATTRIBUTES) called on %obj
 define internal ptr @get(ptr %e, i32 %which, ptr %obj) {
-  %fn.at = getelementptr %Entry, ptr %e, i32 0, i32 3, i32 %which, i32 0
+  %getter = getelementptr %Entry, ptr %e, i32 0, i32 $(Entry.getters), i32 %which
+  %fn.at = getelementptr %Getter, ptr %getter, i32 0, i32 $(Getter.get)
   %fn = load ptr, ptr %fn.at
-  %closure.at = getelementptr %Entry, ptr %e, i32 0, i32 3, i32 %which, i32 1
+  %closure.at = getelementptr %Getter, ptr %getter, i32 0, i32 $(Getter.closure)
   %closure = load ptr, ptr %closure.at
   %value = call ptr %fn(ptr %obj, ptr %closure)
   ret ptr %value
 }
+"""
 
-; the C function of a METH_FASTCALL builtin read(*arrays): self is (capsule of a %Spec, owners)
-define ptr @kaiojit_read_getset_arrays(ptr %self, ptr %args, i64 %nargs) {
-start:
-  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
-  %no.capsule = icmp eq ptr %capsule, null
-  br i1 %no.capsule, label %fail, label %open
-open:
-  %spec = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
-  %no.spec = icmp eq ptr %spec, null
-  br i1 %no.spec, label %fail, label %count
-count:
-  %count.n = load i64, ptr %spec
-  %count.ok = icmp eq i64 %count.n, %nargs
-  br i1 %count.ok, label %setup, label %miss
-setup:
-  %buffer.at = getelementptr %Spec, ptr %spec, i32 0, i32 1
-  %buffer = load ptr, ptr %buffer.at
-  %device.at = getelementptr %Spec, ptr %spec, i32 0, i32 2
-  %device = load i64, ptr %device.at
-  %true.at = getelementptr %Spec, ptr %spec, i32 0, i32 3
-  %true = load ptr, ptr %true.at
-  %entries.at = getelementptr %Spec, ptr %spec, i32 0, i32 4
-  %entries = load ptr, ptr %entries.at
-  br label %next.array
-next.array:
-  %i = phi i64 [ 0, %setup ], [ %i.next, %written ]
-  %all.read = icmp eq i64 %i, %count.n
-  br i1 %all.read, label %hit, label %class.test
-class.test:
-  %e = getelementptr %Entry, ptr %entries, i64 %i
-  %obj.at = getelementptr ptr, ptr %args, i64 %i
-  %obj = load ptr, ptr %obj.at
-  %type = call ptr @PyObject_Type(ptr %obj)
-  call void @Py_DecRef(ptr %type)
-  %want.type = load ptr, ptr %e
-  %type.ok = icmp eq ptr %type, %want.type
-  br i1 %type.ok, label %dtype, label %miss
-dtype:
-  %dt = call ptr @get(ptr %e, i32 0, ptr %obj)
+# one argument (the prologue, shared with the other reader, is in reader.py)
+_BODY = """
+read:
+  %dt = call ptr @get(ptr %entry, i32 0, ptr %obj)
   %dt.null = icmp eq ptr %dt, null
   br i1 %dt.null, label %error, label %dtype.test
 dtype.test:
-  %want.dt.at = getelementptr %Entry, ptr %e, i32 0, i32 1
+  %want.dt.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.dtype)
   %want.dt = load ptr, ptr %want.dt.at
   %dt.ok = icmp eq ptr %dt, %want.dt
   call void @Py_DecRef(ptr %dt)
   br i1 %dt.ok, label %contiguity, label %miss
 contiguity:
-  %cc = call ptr @get(ptr %e, i32 1, ptr %obj)
+  %cc = call ptr @get(ptr %entry, i32 1, ptr %obj)
   %cc.null = icmp eq ptr %cc, null
   br i1 %cc.null, label %error, label %contiguity.test
 contiguity.test:
-  %cc.ok = icmp eq ptr %cc, %true
+  %cc.ok = icmp eq ptr %cc, %spec.true
   call void @Py_DecRef(ptr %cc)
   br i1 %cc.ok, label %data, label %miss
 data:
-  %mp = call ptr @get(ptr %e, i32 2, ptr %obj)
+  %mp = call ptr @get(ptr %entry, i32 2, ptr %obj)
   %mp.null = icmp eq ptr %mp, null
   br i1 %mp.null, label %error, label %data.class
 data.class:
   %mp.type = call ptr @PyObject_Type(ptr %mp)
   call void @Py_DecRef(ptr %mp.type)
-  %want.mp.type.at = getelementptr %Entry, ptr %e, i32 0, i32 2
+  %want.mp.type.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.memory_cls)
   %want.mp.type = load ptr, ptr %want.mp.type.at
   %mp.type.ok = icmp eq ptr %mp.type, %want.mp.type
   br i1 %mp.type.ok, label %memory.read, label %data.miss
@@ -142,8 +100,8 @@ data.miss:
   call void @Py_DecRef(ptr %mp)
   br label %miss
 memory.read:
-  %ptr.obj = call ptr @get(ptr %e, i32 6, ptr %mp)
-  %dev.obj = call ptr @get(ptr %e, i32 7, ptr %mp)
+  %ptr.obj = call ptr @get(ptr %entry, i32 6, ptr %mp)
+  %dev.obj = call ptr @get(ptr %entry, i32 7, ptr %mp)
   call void @Py_DecRef(ptr %mp)
   %ptr.null = icmp eq ptr %ptr.obj, null
   %dev.null = icmp eq ptr %dev.obj, null
@@ -162,25 +120,25 @@ pointer.values:
   %conversion.bad = icmp ne ptr %conversion.failed, null
   br i1 %conversion.bad, label %error, label %device.test
 device.test:
-  %dev.ok = icmp eq i64 %dev, %device
+  %dev.ok = icmp eq i64 %dev, %spec.device_id
   br i1 %dev.ok, label %rank.choice, label %miss
 rank.choice:
-  %ndim.at = getelementptr %Entry, ptr %e, i32 0, i32 5
+  %ndim.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.ndim)
   %ndim = load i64, ptr %ndim.at
-  %offset.at = getelementptr %Entry, ptr %e, i32 0, i32 4
+  %offset.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.offset)
   %offset = load i64, ptr %offset.at
-  %slot = getelementptr i8, ptr %buffer, i64 %offset
+  %slot = getelementptr i8, ptr %spec.buffer, i64 %offset
   %extents = getelementptr i8, ptr %slot, i64 8
   %is.vector = icmp eq i64 %ndim, 1
   br i1 %is.vector, label %vector, label %shape
 vector:
-  %rank.obj = call ptr @get(ptr %e, i32 4, ptr %obj)
+  %rank.obj = call ptr @get(ptr %entry, i32 4, ptr %obj)
   %rank.obj.null = icmp eq ptr %rank.obj, null
   br i1 %rank.obj.null, label %error, label %vector.size
 vector.size:
   %vector.rank = call i64 @PyLong_AsLongLong(ptr %rank.obj)
   call void @Py_DecRef(ptr %rank.obj)
-  %size.obj = call ptr @get(ptr %e, i32 5, ptr %obj)
+  %size.obj = call ptr @get(ptr %entry, i32 5, ptr %obj)
   %size.obj.null = icmp eq ptr %size.obj, null
   br i1 %size.obj.null, label %error, label %vector.values
 vector.values:
@@ -197,7 +155,7 @@ vector.write:
   store i64 %size, ptr %extents, align 1
   br label %alignment
 shape:
-  %shape.obj = call ptr @get(ptr %e, i32 3, ptr %obj)
+  %shape.obj = call ptr @get(ptr %entry, i32 3, ptr %obj)
   %shape.null = icmp eq ptr %shape.obj, null
   br i1 %shape.null, label %error, label %rank.test
 rank.test:
@@ -231,37 +189,10 @@ extents.read:
   br i1 %extent.bad, label %error, label %alignment
 alignment:
   %row.extent = phi i64 [ 0, %vector.write ], [ %last, %extents.read ]
-  %itemsize.at = getelementptr %Entry, ptr %e, i32 0, i32 6
-  %itemsize = load i64, ptr %itemsize.at
-  %row = mul i64 %row.extent, %itemsize
-  %both = or i64 %pointer, %row
-  %low = and i64 %both, ALIGN_MASK
-  %misaligned = icmp ne i64 %low, 0
-  %aligned.at = getelementptr %Entry, ptr %e, i32 0, i32 7
-  %aligned.flag = load i64, ptr %aligned.at
-  %wants.aligned = icmp ne i64 %aligned.flag, 0
-  %alignment.ok = xor i1 %misaligned, %wants.aligned
-  br i1 %alignment.ok, label %written, label %miss
-written:
-  %i.next = add i64 %i, 1
-  br label %next.array
-error:
-  call void @PyErr_Clear()
-  br label %miss
-hit:
-  %yes = call ptr @PyBool_FromLong(i64 1)
-  ret ptr %yes
-miss:
-  %no = call ptr @PyBool_FromLong(i64 0)
-  ret ptr %no
-fail:
-  ret ptr null
-}
-"""
+""" + alignment_test("written")
 
-_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyCapsule_GetPointer", "PyObject_Type",
-                   "Py_DecRef", "PyErr_Clear", "PyErr_Occurred", "PyBool_FromLong",
-                   "PyLong_AsUnsignedLongLong", "PyLong_AsLongLong", "PyLong_AsSsize_t")
+_SYMBOLS = ("PyTuple_Size", "PyErr_Occurred", "PyLong_AsUnsignedLongLong", "PyLong_AsLongLong",
+            "PyLong_AsSsize_t")
 
 
 class _Getter(ctypes.Structure):
@@ -273,16 +204,15 @@ class Entry(ctypes.Structure):
     getters (``ARRAY_ATTRIBUTES``, then ``MEMORY_ATTRIBUTES``), its slot's byte offset in the
     buffer, its rank, element size, and whether the kernel was specialized as aligned."""
 
-    _fields_ = [("cls", ctypes.c_void_p), ("dtype", ctypes.c_void_p),
-                ("memory_cls", ctypes.c_void_p), ("getters", _Getter * 8),
-                ("offset", ctypes.c_int64), ("ndim", ctypes.c_int64),
-                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+    _fields_ = entry_fields(("dtype", ctypes.c_void_p), ("memory_cls", ctypes.c_void_p),
+                            ("getters", _Getter * 8), ("ndim", ctypes.c_int64))
 
 
 class Spec(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
-                ("device_id", ctypes.c_int64), ("true", ctypes.c_void_p),
-                ("entries", ctypes.c_void_p)]
+    """A reader's arrays, the device they must be on, and ``True`` (what ``_c_contiguous``
+    returns of a contiguous array)."""
+
+    _fields_ = spec_fields(("device_id", ctypes.c_int64), ("true", ctypes.c_void_p))
 
 
 class _GetSetDescr(ctypes.Structure):
@@ -314,17 +244,20 @@ class ArrayRead:
     offset: int
 
 
-_READER = cbuiltins.CompiledMethod(
-    _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1)), _PYTHON_SYMBOLS,
-    "kaiojit_read_getset_arrays",
-    "Read arrays through their classes' C getters into a parameter buffer.")
+_READER = Reader("kaiojit_read_getset_arrays",
+                 "Read arrays through their classes' C getters into a parameter buffer.",
+                 Spec, Entry, _BODY, symbols=_SYMBOLS, declarations=_DECLARATIONS)
 _getters: dict[tuple[type, str], tuple[int, int, Any] | None] = {}
 
 
 def c_getter(cls: type, name: str) -> tuple[int, int, Any] | None:
     """``(function, closure, descriptor)`` of the C getter that ``getattr(x, name)`` calls for
     an ``x`` of class ``cls``, or None where that attribute is not a C getter (a property, a
-    plain attribute, a getter-less descriptor). The descriptor is returned to be kept alive."""
+    plain attribute, a getter-less descriptor). The descriptor is returned to be kept alive.
+    None too where this interpreter's object layout is not the one read here
+    (:func:`kaiojit.runtime.native.guard.available`)."""
+    if not guard.available():
+        return None
     key = (cls, name)
     try:
         return _getters[key]
@@ -356,7 +289,7 @@ def readable(cls: type, memory_cls: type) -> bool:
 def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners: Any) -> Any:
     """The builtin ``read(*arrays) -> bool`` for ``arrays``, writing into the buffer at
     ``buffer_address``, which ``owners`` keep alive."""
-    entries = (Entry * len(arrays))()
+    entries = _READER.entries(len(arrays))
     keep: list[Any] = []
     for entry, a in zip(entries, arrays, strict=True):
         found = ([c_getter(a.cls, n) for n in ARRAY_ATTRIBUTES]
@@ -370,10 +303,8 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
         entry.offset, entry.ndim = a.offset, a.ndim
         entry.itemsize, entry.aligned = a.scalar.itemsize, int(a.aligned)
         keep += [a.cls, a.dtype, a.memory_cls]
-    spec = Spec(len(arrays), buffer_address, device_id, id(True), ctypes.addressof(entries))
-    method = _READER.method()
-    return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, tuple(keep),
-                                  *owners)
+    return _READER.builtin(entries, buffer_address, tuple(keep), *owners, device_id=device_id,
+                           true=id(True))
 
 
 __all__ = ["ARRAY_ATTRIBUTES", "MEMORY_ATTRIBUTES", "ArrayRead", "c_getter", "readable",

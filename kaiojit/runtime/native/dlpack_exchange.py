@@ -9,7 +9,7 @@ is meant for exactly this: a library launching its own kernel on a framework's a
 
 Read through the tensor's Python attributes, the facts a launch needs of one ``torch.Tensor``
 cost five calls into PyTorch's bindings, ~0.4-0.5 µs. The launch fast form
-(:mod:`kaiojit.runtime.fastlaunch`) instead calls one builtin ``read(a0, a1, ...)`` made here
+(:mod:`kaiojit.runtime.native.fastlaunch`) instead calls one builtin ``read(a0, a1, ...)`` made here
 per fast form, whose C function, for each array:
 
 1. tests the array's class (``PyObject_Type``) against the one the fast form was built for
@@ -35,92 +35,42 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.runtime import cbuiltins
 from kaiojit.runtime.dlpack import (
     K_DL_CUDA,
+    DLTensor,
     _capsule_is_valid,
     _capsule_pointer,
 )
+from kaiojit.runtime.native import guard
+from kaiojit.runtime.native.reader import Reader, alignment_test, entry_fields, spec_fields
 
 API_CAPSULE_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")
 API_MAJOR = 1  # the DLPackExchangeAPI layout read here
 
-_READER_IR = """
-%Entry = type { ptr, ptr, i64, i32, i32, i64, i64 }
-%Spec = type { i64, ptr, i32, i32, ptr }
-%DLTensor = type { ptr, i32, i32, i32, i32, ptr, ptr, i64 }
-
-declare ptr @PyTuple_GetItem(ptr, i64)
-declare ptr @PyCapsule_GetPointer(ptr, ptr)
-declare ptr @PyObject_Type(ptr)
-declare void @Py_DecRef(ptr)
-declare void @PyErr_Clear()
-declare ptr @PyBool_FromLong(i64)
-
-; the C function of a METH_FASTCALL builtin read(*arrays): self is (capsule of a %Spec, owners)
-define ptr @kaiojit_read_arrays(ptr %self, ptr %args, i64 %nargs) {
-start:
-  %dl = alloca %DLTensor, align 8
-  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
-  %no.capsule = icmp eq ptr %capsule, null
-  br i1 %no.capsule, label %fail, label %open
-open:
-  %spec = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
-  %no.spec = icmp eq ptr %spec, null
-  br i1 %no.spec, label %fail, label %count
-count:
-  %count.at = getelementptr %Spec, ptr %spec, i32 0, i32 0
-  %count.n = load i64, ptr %count.at
-  %count.ok = icmp eq i64 %count.n, %nargs
-  br i1 %count.ok, label %setup, label %miss
-setup:
-  %buffer.at = getelementptr %Spec, ptr %spec, i32 0, i32 1
-  %buffer = load ptr, ptr %buffer.at
-  %devtype.at = getelementptr %Spec, ptr %spec, i32 0, i32 2
-  %devtype = load i32, ptr %devtype.at
-  %devid.at = getelementptr %Spec, ptr %spec, i32 0, i32 3
-  %devid = load i32, ptr %devid.at
-  %entries.at = getelementptr %Spec, ptr %spec, i32 0, i32 4
-  %entries = load ptr, ptr %entries.at
-  br label %next.array
-next.array:
-  %i = phi i64 [ 0, %setup ], [ %i.next, %written ]
-  %all.read = icmp eq i64 %i, %count.n
-  br i1 %all.read, label %hit, label %class.test
-class.test:
-  %entry = getelementptr %Entry, ptr %entries, i64 %i
-  %obj.at = getelementptr ptr, ptr %args, i64 %i
-  %obj = load ptr, ptr %obj.at
-  %type = call ptr @PyObject_Type(ptr %obj)
-  call void @Py_DecRef(ptr %type)
-  %want.type.at = getelementptr %Entry, ptr %entry, i32 0, i32 0
-  %want.type = load ptr, ptr %want.type.at
-  %type.ok = icmp eq ptr %type, %want.type
-  br i1 %type.ok, label %export, label %miss
-export:
-  %fn.at = getelementptr %Entry, ptr %entry, i32 0, i32 1
+# one argument (the prologue, shared with the other reader, is in reader.py)
+_BODY = """
+read:
+  %fn.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.export)
   %fn = load ptr, ptr %fn.at
   %rc = call i32 %fn(ptr %obj, ptr %dl)
   %rc.ok = icmp eq i32 %rc, 0
   br i1 %rc.ok, label %facts, label %error
-error:
-  call void @PyErr_Clear()
-  br label %miss
 facts:
-  %dl.devtype.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 1
+  %dl.device = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.device)
+  %dl.devtype.at = getelementptr %DLDevice, ptr %dl.device, i32 0, i32 $(DLDevice.device_type)
   %dl.devtype = load i32, ptr %dl.devtype.at
-  %dl.devid.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 2
+  %dl.devid.at = getelementptr %DLDevice, ptr %dl.device, i32 0, i32 $(DLDevice.device_id)
   %dl.devid = load i32, ptr %dl.devid.at
-  %dl.ndim.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 3
+  %dl.ndim.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.ndim)
   %dl.ndim = load i32, ptr %dl.ndim.at
-  %dl.dtype.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 4
-  %dl.dtype = load i32, ptr %dl.dtype.at
-  %want.ndim.at = getelementptr %Entry, ptr %entry, i32 0, i32 3
+  %dl.dtype.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.dtype)
+  %dl.dtype = load i32, ptr %dl.dtype.at  ; code, bits and lanes as one word (dtype_word)
+  %want.ndim.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.ndim)
   %want.ndim = load i32, ptr %want.ndim.at
-  %want.dtype.at = getelementptr %Entry, ptr %entry, i32 0, i32 4
+  %want.dtype.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.dtype)
   %want.dtype = load i32, ptr %want.dtype.at
-  %devtype.ok = icmp eq i32 %dl.devtype, %devtype
-  %devid.ok = icmp eq i32 %dl.devid, %devid
+  %devtype.ok = icmp eq i32 %dl.devtype, %spec.device_type
+  %devid.ok = icmp eq i32 %dl.devid, %spec.device_id
   %ndim.ok = icmp eq i32 %dl.ndim, %want.ndim
   %dtype.ok = icmp eq i32 %dl.dtype, %want.dtype
   %device.ok = and i1 %devtype.ok, %devid.ok
@@ -128,9 +78,9 @@ facts:
   %facts.ok = and i1 %device.ok, %kind.ok
   br i1 %facts.ok, label %layout, label %miss
 layout:
-  %shape.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 5
+  %shape.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.shape)
   %shape = load ptr, ptr %shape.at
-  %strides.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 6
+  %strides.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.strides)
   %strides = load ptr, ptr %strides.at
   %ndim = sext i32 %dl.ndim to i64
   %has.strides = icmp ne ptr %strides, null
@@ -154,36 +104,25 @@ stride.test:
 stride.fits:
   br label %stride.loop
 alignment:
-  %data.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 0
+  %data.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.data)
   %data = load ptr, ptr %data.at
-  %offset.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 7
+  %offset.at = getelementptr %DLTensor, ptr %dl, i32 0, i32 $(DLTensor.byte_offset)
   %byte.offset = load i64, ptr %offset.at
   %base = ptrtoint ptr %data to i64
   %pointer = add i64 %base, %byte.offset
   %has.rows = icmp sgt i64 %ndim, 1
-  br i1 %has.rows, label %row.bytes, label %alignment.test
-row.bytes:
+  br i1 %has.rows, label %last.row, label %alignment.test
+last.row:
   %last = sub i64 %ndim, 1
-  %row.extent.at = getelementptr i64, ptr %shape, i64 %last
-  %row.extent = load i64, ptr %row.extent.at
-  %itemsize.at = getelementptr %Entry, ptr %entry, i32 0, i32 5
-  %itemsize = load i64, ptr %itemsize.at
-  %row = mul i64 %row.extent, %itemsize
+  %last.extent.at = getelementptr i64, ptr %shape, i64 %last
+  %last.extent = load i64, ptr %last.extent.at
   br label %alignment.test
 alignment.test:
-  %row.or.zero = phi i64 [ 0, %alignment ], [ %row, %row.bytes ]
-  %both = or i64 %pointer, %row.or.zero
-  %low = and i64 %both, ALIGN_MASK
-  %misaligned = icmp ne i64 %low, 0
-  %aligned.at = getelementptr %Entry, ptr %entry, i32 0, i32 6
-  %aligned.flag = load i64, ptr %aligned.at
-  %wants.aligned = icmp ne i64 %aligned.flag, 0
-  %alignment.ok = xor i1 %misaligned, %wants.aligned
-  br i1 %alignment.ok, label %write, label %miss
-write:
-  %slot.offset.at = getelementptr %Entry, ptr %entry, i32 0, i32 2
+  %row.extent = phi i64 [ 0, %alignment ], [ %last.extent, %last.row ]
+""" + alignment_test("write") + """write:
+  %slot.offset.at = getelementptr %Entry, ptr %entry, i32 0, i32 $(Entry.offset)
   %slot.offset = load i64, ptr %slot.offset.at
-  %slot = getelementptr i8, ptr %buffer, i64 %slot.offset
+  %slot = getelementptr i8, ptr %spec.buffer, i64 %slot.offset
   store i64 %pointer, ptr %slot, align 1
   %extents = getelementptr i8, ptr %slot, i64 8
   br label %extent.loop
@@ -198,37 +137,21 @@ extent.copy:
   store i64 %value, ptr %to, align 1
   %j.next = add i64 %j, 1
   br label %extent.loop
-written:
-  %i.next = add i64 %i, 1
-  br label %next.array
-hit:
-  %true = call ptr @PyBool_FromLong(i64 1)
-  ret ptr %true
-miss:
-  %false = call ptr @PyBool_FromLong(i64 0)
-  ret ptr %false
-fail:
-  ret ptr null
-}
 """
-
-_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyObject_Type", "Py_DecRef",
-                   "PyErr_Clear", "PyBool_FromLong")
 
 
 class Entry(ctypes.Structure):
     """One array of a reader: its class, the class's export function, where its pointer and
     extents go in the buffer, and what the specialization expects of it."""
 
-    _fields_ = [("cls", ctypes.c_void_p), ("export", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32),
-                ("itemsize", ctypes.c_int64), ("aligned", ctypes.c_int64)]
+    _fields_ = entry_fields(("export", ctypes.c_void_p), ("ndim", ctypes.c_int32),
+                            ("dtype", ctypes.c_uint32))
 
 
 class Spec(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int64), ("buffer", ctypes.c_void_p),
-                ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
-                ("entries", ctypes.c_void_p)]
+    """A reader's arrays and the device they must be on."""
+
+    _fields_ = spec_fields(("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32))
 
 
 class _ApiHeader(ctypes.Structure):
@@ -255,10 +178,10 @@ class ArrayRead:
     offset: int
 
 
-_READER = cbuiltins.CompiledMethod(
-    _READER_IR.replace("ALIGN_MASK", str(kt.ALIGN_BYTES - 1)), _PYTHON_SYMBOLS,
-    "kaiojit_read_arrays",
-    "Read arrays through their DLPack exchange API into a parameter buffer.")
+_READER = Reader("kaiojit_read_arrays",
+                 "Read arrays through their DLPack exchange API into a parameter buffer.",
+                 Spec, Entry, _BODY, structs=(DLTensor,),
+                 allocas="  %dl = alloca %DLTensor, align 8")
 _exports: dict[type, int | None] = {}
 
 
@@ -267,6 +190,8 @@ def export_function(cls: type) -> int | None:
     publishes no exchange API of a version read here. Only a class that defines the API
     itself counts: a subclass (a tensor subclass with its own ``__torch_function__``) keeps
     the attribute reads, which honour its overrides."""
+    if not guard.available():  # the Python path: the class's attribute reads
+        return None
     try:
         return _exports[cls]
     except KeyError:
@@ -295,7 +220,7 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
     """The builtin ``read(*arrays) -> bool`` for ``arrays`` (each class must have an
     :func:`export_function`), writing into the buffer at ``buffer_address``, which
     ``owners`` keep alive."""
-    entries = (Entry * len(arrays))()
+    entries = _READER.entries(len(arrays))
     for entry, a in zip(entries, arrays):
         export = export_function(a.cls)
         if export is None:
@@ -303,12 +228,9 @@ def reader(arrays: list[ArrayRead], buffer_address: int, device_id: int, *owners
         entry.cls, entry.export, entry.offset = id(a.cls), export, a.offset
         entry.ndim, entry.dtype = a.ndim, dtype_word(a.dtype)
         entry.itemsize, entry.aligned = a.dtype.itemsize, int(a.aligned)
-    spec = Spec(len(arrays), buffer_address, device_type, device_id,
-                ctypes.addressof(entries))
-    method = _READER.method()
     classes = tuple(a.cls for a in arrays)  # the entries hold their addresses
-    return cbuiltins.make_builtin(method, ctypes.addressof(spec), spec, entries, classes,
-                                  *owners)
+    return _READER.builtin(entries, buffer_address, classes, *owners, device_type=device_type,
+                           device_id=device_id)
 
 
 __all__ = ["ArrayRead", "dtype_word", "export_function", "reader"]

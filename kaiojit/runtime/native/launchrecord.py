@@ -1,6 +1,6 @@
 """The driver call of a fast launch: one prebuilt record per launcher, one foreign call.
 
-A generated fast launch (:mod:`kaiojit.runtime.fastlaunch`) ends in the driver call. Every
+A generated fast launch (:mod:`kaiojit.runtime.native.fastlaunch`) ends in the driver call. Every
 argument of that call except the parameter bytes is fixed once the launcher exists: the
 ``CUfunction``, the grid, block, dynamic shared memory, stream, and the address of the
 launcher's ``void*[]``. So they are written once into a :class:`LaunchRecord` (a
@@ -12,7 +12,7 @@ Two trampolines make that call, compiled once per process for the host through l
 (MCJIT):
 
 - the *native* one is the C function of a builtin Python function
-  (:mod:`kaiojit.runtime.cbuiltins`, ``METH_NOARGS``) made per launcher, whose ``self`` holds
+  (:mod:`kaiojit.runtime.native.cbuiltins`, ``METH_NOARGS``) made per launcher, whose ``self`` holds
   the record; calling it is a builtin call with no argument conversion (~40 ns instead of
   ctypes' ~300 ns). It releases the GIL
   around the driver call (``PyEval_SaveThread``/``PyEval_RestoreThread``), as ctypes does, so
@@ -38,7 +38,8 @@ import threading
 from typing import Any
 
 from kaiojit import env
-from kaiojit.runtime import cbuiltins
+from kaiojit.runtime.native import cbuiltins, guard
+from kaiojit.runtime.native.irstruct import expand
 
 LAUNCH_MODES = env.LAUNCH_MODES
 DEFAULT_LAUNCH_MODE = "native"
@@ -109,12 +110,17 @@ def make_record(entry: int, function: int, grid: tuple[int, int, int],
 # --- the trampoline, compiled once per process ---------------------------------------------------
 
 _TRAMPOLINE_IR = """
+$(types)
+
 define i32 @kaiojit_launch_record(ptr %record) {
-  %entry.at = getelementptr inbounds i8, ptr %record, i64 ENTRY_OFFSET
+  %entry.at = getelementptr inbounds %LaunchRecord, ptr %record,
+              i32 0, i32 $(LaunchRecord.entry)
   %entry = load ptr, ptr %entry.at, align 8
-  %function.at = getelementptr inbounds i8, ptr %record, i64 FUNCTION_OFFSET
+  %function.at = getelementptr inbounds %LaunchRecord, ptr %record,
+                 i32 0, i32 $(LaunchRecord.function)
   %function = load ptr, ptr %function.at, align 8
-  %params.at = getelementptr inbounds i8, ptr %record, i64 PARAMS_OFFSET
+  %params.at = getelementptr inbounds %LaunchRecord, ptr %record,
+               i32 0, i32 $(LaunchRecord.params)
   %params = load ptr, ptr %params.at, align 8
   %rc = call i32 %entry(ptr %record, ptr %function, ptr %params, ptr null)
   ret i32 %rc
@@ -125,20 +131,13 @@ define i32 @kaiojit_launch_stub(ptr %config, ptr %function, ptr %params, ptr %ex
 }
 
 ; the C function of a METH_NOARGS builtin: self is (capsule of the record, owners...)
-declare ptr @PyTuple_GetItem(ptr, i64)
-declare ptr @PyCapsule_GetPointer(ptr, ptr)
+SELF_DECLARATIONS
 declare ptr @PyEval_SaveThread()
 declare void @PyEval_RestoreThread(ptr)
 declare ptr @PyLong_FromLong(i64)
 
 define ptr @kaiojit_launch_native(ptr %self, ptr %unused) {
-  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
-  %no.capsule = icmp eq ptr %capsule, null
-  br i1 %no.capsule, label %fail, label %read
-read:
-  %record = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
-  %no.record = icmp eq ptr %record, null
-  br i1 %no.record, label %fail, label %launch
+OPEN_SELF
 launch:
   %status = call i32 @kaiojit_launch_record_nogil(ptr %record)
   %wide = sext i32 %status to i64
@@ -159,17 +158,17 @@ define i32 @kaiojit_launch_record_nogil(ptr %record) {
 _lock = threading.Lock()
 _compiled: dict[str, Any] = {}
 LAUNCH_CALL = ctypes.CFUNCTYPE(ctypes.c_int)  # no argtypes: the record goes as a c_void_p
-_PYTHON_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer", "PyEval_SaveThread",
-                   "PyEval_RestoreThread", "PyLong_FromLong")
+_PYTHON_SYMBOLS = (*cbuiltins.SELF_SYMBOLS, "PyEval_SaveThread", "PyEval_RestoreThread",
+                   "PyLong_FromLong")
 
 
 def _compile() -> dict[str, Any]:
     with _lock:
         if _compiled:
             return _compiled
-        text = (_TRAMPOLINE_IR.replace("ENTRY_OFFSET", str(LaunchRecord.entry.offset))
-                .replace("FUNCTION_OFFSET", str(LaunchRecord.function.offset))
-                .replace("PARAMS_OFFSET", str(LaunchRecord.params.offset)))
+        text = expand(_TRAMPOLINE_IR, (LaunchRecord,)).replace(
+            "SELF_DECLARATIONS", cbuiltins.SELF_DECLARATIONS).replace(
+            "OPEN_SELF", cbuiltins.open_self("record", "launch"))
         engine = cbuiltins.compile_ir(text, _PYTHON_SYMBOLS)
         _compiled["engine"] = engine  # owns the code
         _compiled["trampoline"] = LAUNCH_CALL(
@@ -193,6 +192,13 @@ def stub_entry() -> int:
     return (_compiled or _compile())["stub"]
 
 
+def uses_builtin(mode: str) -> bool:
+    """Whether launches of form ``mode`` go through the builtin trampoline: ``native``, where
+    the native helpers may be used (:func:`kaiojit.runtime.native.available`); otherwise
+    they take the ctypes trampoline of ``ex``."""
+    return mode == "native" and guard.available()
+
+
 def native_launcher(record: LaunchRecord, *owners: Any) -> Any:
     """A builtin function ``launch() -> status`` that calls ``record``'s entry point with the
     GIL released. It keeps ``record`` and ``owners`` (what the record points into) alive."""
@@ -201,4 +207,5 @@ def native_launcher(record: LaunchRecord, *owners: Any) -> Any:
 
 
 __all__ = ["DEFAULT_LAUNCH_MODE", "LAUNCH_MODES", "LaunchConfigStruct", "LaunchRecord",
-           "launch_mode", "make_record", "native_launcher", "stub_entry", "trampoline"]
+           "launch_mode", "make_record", "native_launcher", "stub_entry", "trampoline",
+           "uses_builtin"]

@@ -12,10 +12,10 @@ has worked, the same launch is specialized into a plain function ``fast(*args)``
 - one ``struct.Struct.pack_into`` writing every parameter into the fast form's own parameter
   buffer (a DeviceArray's pointer and shape as its ready-made ``launch_bytes``);
 - where arrays' classes publish DLPack's C exchange API (``torch.Tensor``), one native call
-  that reads, tests and writes all of them (:mod:`kaiojit.runtime.dlpack_exchange`) in place
+  that reads, tests and writes all of them (:mod:`kaiojit.runtime.native.dlpack_exchange`) in place
   of their attribute reads;
 - one call of the backend's launch entry with a prebuilt record (a builtin function around
-  ``cuLaunchKernelEx`` on cuda, see :mod:`kaiojit.runtime.launchrecord` and
+  ``cuLaunchKernelEx`` on cuda, see :mod:`kaiojit.runtime.native.launchrecord` and
   :class:`~kaiojit.runtime.backend.FastLaunchBinding`).
 
 Anything else (another kind, another thread or device, a value the format cannot pack, such
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaiojit import types as kt
-from kaiojit.runtime import dlpack_exchange, getset_reader
 from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
 from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
+from kaiojit.runtime.native import dlpack_exchange, getset_reader
 from kaiojit.runtime.slots import ArgSlots
 
 # what a guard or the packing raises for a value of another kind: the general path's to handle
@@ -289,7 +289,7 @@ def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str,
 def _exchange(code: _Code, v: str, t: kt.ArrayType, cls: type) -> None:
     """An array whose class publishes DLPack's C exchange API (``torch.Tensor`` in PyTorch
     2.11): one native call after the packing reads every such array of the launch, tests it
-    and writes its slots (:mod:`kaiojit.runtime.dlpack_exchange`); the packing leaves pad
+    and writes its slots (:mod:`kaiojit.runtime.native.dlpack_exchange`); the packing leaves pad
     bytes there."""
     offset = code.native_slot(t.ndim)
     code.reads.append((v, dlpack_exchange.ArrayRead(cls, t.ndim, t.dtype, bool(t.align), offset)))
@@ -307,7 +307,7 @@ def _torch(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
 def _cupy(code: _Code, v: str, i: int, t: kt.ArrayType, value: Any) -> None:
     """A CuPy array: where its class's attributes are C getters (CuPy's Cython class), one
     native call after the packing reads it with the launch's other such arrays
-    (:mod:`kaiojit.runtime.getset_reader`); otherwise class, dtype, C-contiguity and device
+    (:mod:`kaiojit.runtime.native.getset_reader`); otherwise class, dtype, C-contiguity and device
     tested, the pointer read from ``a.data.ptr``."""
     memory_cls = value.data.__class__
     if getset_reader.readable(value.__class__, memory_cls):

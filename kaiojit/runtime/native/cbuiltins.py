@@ -1,11 +1,11 @@
 """Python builtin functions whose C function is host code kaiojit compiles from LLVM IR.
 
-The launch fast path calls two such builtins (:mod:`kaiojit.runtime.launchrecord`'s launch
-trampoline, :mod:`kaiojit.runtime.dlpack_exchange`'s array reader): a builtin call costs
-~40 ns where a ctypes call costs ~300 ns, because CPython calls the C function directly with
-no argument conversion. The IR is compiled once per process with MCJIT; it calls only
-functions of CPython's stable ABI, bound by address from this process (``ctypes.pythonapi``),
-so the same text serves Python 3.11 and 3.12.
+The launch fast path calls such builtins (:mod:`.launchrecord`'s launch trampoline, the array
+readers of :mod:`.reader`): a builtin call costs ~40 ns where a ctypes call costs ~300 ns,
+because CPython calls the C function directly with no argument conversion. The IR is compiled
+once per process with MCJIT; it calls functions of CPython's C API bound by address from this
+process (``ctypes.pythonapi``), so the same text serves every version
+:func:`kaiojit.runtime.native.available` accepts.
 
 A builtin is ``PyCFunction_NewEx(&method_def, self, NULL)``: ``self`` is a tuple whose first
 item is a capsule of the native data the C function reads (a launch record, an array spec)
@@ -36,6 +36,7 @@ def compile_ir(text: str, python_symbols: tuple[str, ...]) -> Any:
     (``python_symbols``) bound to this interpreter's. The engine owns the code: keep it."""
     # imported here: a process that only loads exported kernels (kaiojit.aot) never needs it
     from llvmlite import binding as llvm
+
     from kaiojit.runtime.hostjit import _LOAD_LOCK, _engine_target_machine
 
     for name in python_symbols:  # the C API of this process, by address
@@ -72,6 +73,25 @@ class CompiledMethod:
         return self._compiled[1]
 
 
+SELF_SYMBOLS = ("PyTuple_GetItem", "PyCapsule_GetPointer")
+SELF_DECLARATIONS = """declare ptr @PyTuple_GetItem(ptr, i64)
+declare ptr @PyCapsule_GetPointer(ptr, ptr)"""
+
+
+def open_self(data: str, then: str) -> str:
+    """IR for the start of a builtin's C function: the native data of its ``self`` (made by
+    :func:`make_builtin`) into ``%<data>``, then a branch to ``%<then>``; where there is none
+    (a Python error is set) a branch to ``%fail``, which the function defines to return
+    NULL. Needs ``SELF_DECLARATIONS`` in the module."""
+    return f"""  %capsule = call ptr @PyTuple_GetItem(ptr %self, i64 0)
+  %no.capsule = icmp eq ptr %capsule, null
+  br i1 %no.capsule, label %fail, label %open
+open:
+  %{data} = call ptr @PyCapsule_GetPointer(ptr %capsule, ptr null)
+  %no.{data} = icmp eq ptr %{data}, null
+  br i1 %no.{data}, label %fail, label %{then}"""
+
+
 def make_builtin(method: MethodDef, data_address: int, *owners: Any) -> Any:
     """A builtin function of ``method`` whose ``self`` is ``(capsule of data_address,
     *owners)``."""
@@ -87,5 +107,5 @@ _cfunction_new.restype = ctypes.py_object
 _cfunction_new.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
 
 
-__all__ = ["METH_FASTCALL", "METH_NOARGS", "CompiledMethod", "MethodDef", "compile_ir",
-           "make_builtin"]
+__all__ = ["METH_FASTCALL", "METH_NOARGS", "SELF_DECLARATIONS", "SELF_SYMBOLS", "CompiledMethod",
+           "MethodDef", "compile_ir", "make_builtin", "open_self"]
