@@ -10,9 +10,11 @@ import functools
 import sys
 
 from . import types
+from . import execsource as _execsource
 from .logs import set_log_level
 from .options import VERSION as _VERSION
 from .options import CompileOptions as _CompileOptions
+from .options import launch_bounds_of as _launch_bounds_of
 from .target import TargetSpec as _TargetSpec
 from .target import check_arch as _check_arch, ptx_version_for as _ptx_version_for
 from .errors import (
@@ -92,6 +94,7 @@ from .types import (
 )
 
 __version__ = _VERSION
+_execsource.install()  # kernels built by exec() from a string keep their source
 
 __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and the library's
     # (vectorize, reduce) load on first use
@@ -110,7 +113,7 @@ __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time
-__all__ += ["cuda", "void"]  # numba's namespace and spelling (issue 28)
+__all__ += ["cuda", "void", "guvectorize"]  # numba's namespace and spelling (issue 28)
 __all__ += ["clusterBlockIdx", "clusterDim", "clusterGridDim", "clusterIdx"]  # issue 32
 
 
@@ -146,7 +149,7 @@ intp, uintp = int64, uint64
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
-        coarsen: bool = True, **unknown):
+        coarsen: bool = True, launch_bounds=None, **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
@@ -156,6 +159,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     ``prefetch=False`` leaves out the L2 prefetches a one-element-a-thread kernel gets ahead
     of its loads on sm_90 and later; ``coarsen=False`` leaves out the coarse entry that
     launches such a kernel's large grids with a quarter of the blocks (docs/semantics.md).
+    ``launch_bounds=128`` (or ``(128, 2)``, ``(128, 2, 4)``) bounds the block's threads (and
+    asks for blocks per SM, blocks per cluster), as CUDA C's ``__launch_bounds__``.
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
@@ -164,7 +169,8 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
                               link=_link_files(link), prefetch=bool(prefetch),
-                              coarsen=bool(coarsen))
+                              coarsen=bool(coarsen),
+                              launch_bounds=_launch_bounds_of(launch_bounds))
 
     @_user_facing(errors=(CompileError,))
     def decorate(pyfunc, sigs=()):
@@ -264,7 +270,7 @@ def __getattr__(name: str):
     if name == "Dispatcher":  # the compiler: loaded by the first @kj.jit, not by the import
         value = globals()[name] = importlib.import_module("kaiojit.dispatcher").Dispatcher
         return value
-    if name in ("reduce", "vectorize"):  # library kernels: loaded on first use (they need NumPy)
+    if name in ("reduce", "vectorize", "guvectorize"):  # library kernels: loaded on first use
         return getattr(importlib.import_module("kaiojit.lib.ufunc"), name)
     if name in ("Config", "autotune", "occupancy"):  # tuning: loaded on first use
         module = "kaiojit.launch.occupancy_api" if name == "occupancy" else "kaiojit.lib.autotuner"
@@ -303,7 +309,8 @@ _RUNTIME_NAMES = frozenset({
     "select_device", "set_backend", "sm_count", "suggest_block_size", "synchronize", "to_device",
     "typeof",
 })
-_LAZY = frozenset({"reduce", "vectorize", "Config", "autotune", "occupancy", "runtime"})
+_LAZY = frozenset({"reduce", "vectorize", "guvectorize", "Config", "autotune", "occupancy",
+                   "runtime"})
 
 
 def __dir__() -> list[str]:

@@ -321,6 +321,14 @@ def emit_ptx(module, meta: Metadata) -> str:
                   "(kj.warpgroup.reg_alloc / reg_dealloc), which ptxas ignores unless it knows "
                   "the kernel's register count at entry: pass @kj.jit(max_registers=...) (65536 "
                   "/ the block's threads, rounded down to a multiple of 8)", PerformanceWarning)
+    bounds = meta.options.launch_bounds
+    if bounds and not meta.device:
+        directives = [f".maxntid {bounds[0]}, 1, 1"]
+        if len(bounds) > 1:
+            directives.append(f".minnctapersm {bounds[1]}")
+        if len(bounds) > 2:
+            directives.append(f".maxclusterrank {bounds[2]}")
+        text = _with_directives(text, meta.symbol, directives)
     return text
 
 
@@ -333,11 +341,17 @@ def _nvptx_machine(meta: Metadata):
 
 def _with_maxnreg(ptx_text: str, symbol: str, n: int) -> str:
     """Put ``.maxnreg n`` after the kernel's parameter list (before its body)."""
+    return _with_directives(ptx_text, symbol, [f".maxnreg {int(n)}"])
+
+
+def _with_directives(ptx_text: str, symbol: str, directives: list[str]) -> str:
+    """Put performance-tuning directives after the kernel's parameter list, each on a line."""
     start = ptx_text.find(f".entry {symbol}(")
     if start < 0:
         return ptx_text
     close = ptx_text.find(")", start)
-    return ptx_text[: close + 1] + f"\n.maxnreg {int(n)}" + ptx_text[close + 1:]
+    lines = "".join(f"\n{d}" for d in directives)
+    return ptx_text[: close + 1] + lines + ptx_text[close + 1:]
 
 
 # --- the host stages ------------------------------------------------------------------------------

@@ -387,8 +387,9 @@ class Dispatcher:
             misfits = (f": parameter {name!r} is {p}, got {a}" for name, p, a
                        in zip(params, self._eager[0].args, arg_types) if not accepts(p, a))
             which = next(misfits, "")
-        raise ArgumentError(f"{self.__qualname__} was compiled for {sigs}; no signature "
-                            f"accepts ({got}){which}")
+        raise ArgumentError(f"No matching definition for argument type(s) ({got}): "
+                            f"{self.__qualname__} was compiled for {sigs}; no signature "
+                            f"accepts them{which}")
 
 
 def constexpr_params(pyfunc, specialize, device: bool) -> tuple[str, ...]:

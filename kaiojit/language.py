@@ -71,7 +71,7 @@ shared = Namespace("shared", "array")
 local = Namespace("local", "array")
 const = Namespace("const", "array_like")
 cg = Namespace("cg", "this_grid")  # cooperative groups: kj.cg.this_grid().sync()
-atomic = Namespace("atomic", "add sub max min exch and_ or_ xor inc dec cas")
+atomic = Namespace("atomic", "add sub max min nanmax nanmin exch and_ or_ xor inc dec cas")
 wgmma = Namespace(
     "wgmma", "fence commit_group wait_group descriptor mma_async fence_proxy_async acc_to_a")
 

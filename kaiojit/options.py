@@ -29,6 +29,24 @@ class CompileOptions:
     prefetch: bool = True  # L2 prefetches ahead of a streaming kernel's loads (nvptx.py)
     coarsen: bool = True  # a coarse entry beside an elementwise kernel (kir/coarsen.py)
     link: tuple[str, ...] = ()  # foreign device code to link (kaiojit/linking.py)
+    # (max threads per block[, min blocks per SM[, max blocks per cluster]]): PTX's .maxntid,
+    # .minnctapersm, .maxclusterrank (numba's and CUDA C's __launch_bounds__)
+    launch_bounds: tuple[int, ...] = ()
+
+
+def launch_bounds_of(value) -> tuple[int, ...]:
+    """``launch_bounds=`` as a tuple of 1 to 3 positive ints (an int is the first)."""
+    if value is None:
+        return ()
+    bounds = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(bounds) > 3:
+        raise ValueError(f"Got {len(bounds)} launch bounds: {bounds}. A maximum of three are "
+                         "supported: (max_threads_per_block, min_blocks_per_sm, "
+                         "max_blocks_per_cluster)")
+    for b in bounds:
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"launch bounds are positive integers, got {value!r}")
+    return bounds
 
 
 @dataclass(frozen=True, slots=True)

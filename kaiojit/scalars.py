@@ -22,6 +22,13 @@ class Type:
 
     __slots__ = ()
 
+    def __init__(self, *args, name: str | None = None, **kwargs):
+        """numba's ``types.Type(name=...)``: a type class of the user's own (a subclass that
+        numba's extension API registers) names itself. kaiojit's types are made by their own
+        ``__new__`` (tuples) or ``__init__`` (dataclasses): the arguments are theirs."""
+        if name is not None:
+            object.__setattr__(self, "name", name)
+
     @property
     def is_scalar(self) -> bool:
         return False

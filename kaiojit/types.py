@@ -34,13 +34,42 @@ def from_dtype(dtype) -> ScalarType:
 
 
 @dataclass(frozen=True, slots=True)
+class SubarrayType(Type):
+    """A record field that is a fixed-shape array of numbers (NumPy's ``('f4', (3, 2))``):
+    ``r.h`` is a C-contiguous view of it, in the record's memory."""
+
+    dtype: ScalarType
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+    @property
+    def align(self) -> int:
+        return self.dtype.align
+
+    @property
+    def itemsize(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n * self.dtype.itemsize
+
+    @property
+    def np_dtype(self):  # -> numpy.dtype
+        import numpy as np
+
+        return np.dtype((self.dtype.np_dtype, self.shape))
+
+
+@dataclass(frozen=True, slots=True)
 class RecordType(Type):
     """A NumPy structured dtype of numeric fields (no nesting), laid out as NumPy lays it out:
     ``fields`` are ``(name, scalar type, byte offset)`` in offset order. As an array's dtype it
     is the element type; as a value, ``a[i]`` refers to the element in memory (numba's record
     references: assigning ``r.x`` writes the array)."""
 
-    fields: tuple[tuple[str, ScalarType, int], ...]
+    fields: tuple[tuple[str, ScalarType | SubarrayType, int], ...]
     itemsize: int
     aligned: bool
 
@@ -56,11 +85,19 @@ class RecordType(Type):
         """The alignment of an element: its widest field's if aligned, else 1 (packed)."""
         return max((t.align for _, t, _ in self.fields), default=1) if self.aligned else 1
 
-    def field(self, name: str) -> tuple[ScalarType, int] | None:
+    def field(self, name: str) -> tuple[ScalarType | SubarrayType, int] | None:
         for n, t, o in self.fields:
             if n == name:
                 return t, o
         return None
+
+    def __getitem__(self, spec) -> ArrayType:
+        """``rec[:]``: the type of an array of these records, as numba spells it."""
+        return ScalarType.__getitem__(self, spec)
+
+    @property
+    def name(self) -> str:
+        return str(self)
 
     @property
     def np_dtype(self):  # -> numpy.dtype
@@ -73,20 +110,24 @@ class RecordType(Type):
 
 
 def record_from_dtype(dt) -> RecordType:
-    """The RecordType of a structured NumPy dtype (numeric fields only, no nesting)."""
+    """The RecordType of a structured NumPy dtype: fields of numbers and fixed-shape arrays
+    of numbers (no nested records)."""
     fields = []
     for name, info in dt.fields.items():
         fdt, offset = info[0], info[1]
+        shape = None
+        if fdt.subdtype is not None:
+            fdt, shape = fdt.subdtype
         if fdt.fields is not None or fdt.subdtype is not None:
-            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is "
-                            f"{'a record' if fdt.fields is not None else 'a subarray'} (records "
-                            "of numbers only)")
+            raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is a record "
+                            "(records of numbers and arrays of numbers only)")
         try:
             ft = SCALARS[fdt.name]
         except KeyError:
             raise TypeError(f"kaiojit has no type for dtype {dt}: field {name!r} is {fdt}") \
                 from None
-        fields.append((name, ft, int(offset)))
+        fields.append((name, ft if shape is None else SubarrayType(ft, tuple(shape)),
+                       int(offset)))
     fields.sort(key=lambda f: f[2])
     return RecordType(tuple(fields), dt.itemsize, bool(dt.isalignedstruct))
 
@@ -194,6 +235,8 @@ def param_parts(t: Type) -> tuple[str, ...]:
         return (PARAM_PTR,) + ("int64",) * n
     if isinstance(t, TensorMapType):
         return (PARAM_TENSORMAP,)
+    if isinstance(t, RecordType):  # a record scalar: the address of a copy on the device
+        return (PARAM_PTR,)
     raise TypeError(f"type {t} cannot be a kernel parameter")
 
 

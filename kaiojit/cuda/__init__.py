@@ -16,6 +16,7 @@ import math
 from .. import language as _L
 from .. import types  # noqa: F401  numba.cuda.types
 from ..errors import CompileError, KernelError, TypingError  # noqa: F401
+from .args import In, InOut, Out  # noqa: F401
 from .atomics import atomic  # noqa: F401
 from .decorators import (  # noqa: F401
     compile,
@@ -24,6 +25,7 @@ from .decorators import (  # noqa: F401
     compile_ptx,
     compile_ptx_for_current_device,
     jit,
+    vectorize,
 )
 from .host import (  # noqa: F401
     as_cuda_array,
@@ -96,25 +98,6 @@ cbrt = math.cbrt  # numba's cuda.cbrt: the kernel language's math.cbrt
 
 
 
-def In(ary):
-    """An array the kernel only reads: copied to the device, never back."""
-    return to_device(ary)
-
-
-def Out(ary):
-    """An array the kernel writes: a host array is copied back after the launch."""
-    return ary
-
-
-InOut = Out
-
-
-def guvectorize(*args, **kwargs):
-    """numba's generalized ufuncs: not in kaiojit yet (docs/porting.md)."""
-    raise NotImplementedError("kaiojit.cuda has no guvectorize yet: write the kernel with "
-                              "@cuda.jit, or see docs/porting.md")
-
-
 HAS_NUMBA = False  # kaiojit does not need numba: tests that need numba's CPU jit skip
 implementation = "kaiojit"
 CudaSupportError = RuntimeError
@@ -131,10 +114,10 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 
 
 _FROM_KAIOJIT = frozenset({
-    "vectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
-                         "bf16"})
+                         "bf16", "args", "devicearray"})
 
 
 def __getattr__(name: str):

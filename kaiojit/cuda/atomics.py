@@ -19,7 +19,7 @@ def compare_and_swap(ary, old, val):
 
 atomic = SimpleNamespace(
     **{name: getattr(_L.atomic, name)
-       for name in ("add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec",
-                    "cas")},
+       for name in ("add", "sub", "max", "min", "nanmax", "nanmin", "exch", "and_", "or_",
+                    "xor", "inc", "dec", "cas")},
     compare_and_swap=compare_and_swap,
 )

@@ -20,8 +20,8 @@ from .dispatcher import numba_dispatcher
 from .linkable import link_paths
 
 # numba options kaiojit accepts and records, with no effect on the code it makes yet
-_RECORDED = ("inline", "forceinline", "lto", "launch_bounds", "cc", "abi",
-             "shared_memory_carveout", "boundscheck", "extensions", "nopython")
+_RECORDED = ("inline", "forceinline", "lto", "cc", "abi",
+             "shared_memory_carveout", "boundscheck", "nopython")
 
 
 def _signature(sig: Any) -> str | T.Signature:
@@ -42,7 +42,8 @@ def signatures(func_or_sig: Any) -> tuple:
 
 
 def _kj_options(debug, opt, lineinfo, cache, link, kws: dict) -> dict:
-    options = {k: kws.pop(k) for k in ("fastmath", "max_registers") if k in kws}
+    options = {k: kws.pop(k) for k in ("fastmath", "max_registers", "launch_bounds")
+               if k in kws}
     for k in _RECORDED:
         kws.pop(k, None)
     if kws:
@@ -61,20 +62,51 @@ def jit(func_or_sig=None, device: bool = False, inline="never", forceinline: boo
         launch_bounds=None, lto=None, **kws):
     """numba's ``cuda.jit``: a kernel (or with ``device=True`` a device function), lazy or
     compiled eagerly for the signature(s) given."""
+    if launch_bounds is not None:
+        kws["launch_bounds"] = launch_bounds
+    _check_carveout(kws.get("shared_memory_carveout"))
+    extensions = list(kws.pop("extensions", None) or ())
     options = _kj_options(debug, opt, lineinfo, cache, link, kws)
     if func_or_sig is None:
         return lambda fn: jit(fn, device=device, debug=debug, opt=opt, lineinfo=lineinfo,
-                              cache=cache, link=link, **options_back(options))
+                              cache=cache, link=link, extensions=extensions,
+                              **options_back(options))
+
+    def made(disp):
+        disp = numba_dispatcher(disp)
+        disp.extensions.extend(extensions)
+        return disp
     if callable(func_or_sig) and not isinstance(func_or_sig, T.Type):
-        return numba_dispatcher(_kj_jit(device=device, **options)(func_or_sig))
+        return made(_kj_jit(device=device, **options)(func_or_sig))
     sigs = signatures(func_or_sig)
     decorate = _kj_jit(list(sigs), device=device, **options)
-    return lambda fn: numba_dispatcher(decorate(fn))
+    return lambda fn: made(decorate(fn))
+
+
+_CARVEOUTS = ("MaxL1", "MaxShared", "default")
+
+
+def _check_carveout(carveout) -> None:
+    """numba's check of ``shared_memory_carveout``: a percentage of the unified L1/shared
+    memory (-1 for the default) or one of its names. kaiojit records it: the driver's
+    preference is not set yet (docs/porting.md)."""
+    if carveout is None:
+        return
+    if isinstance(carveout, str):
+        if carveout not in _CARVEOUTS:
+            raise ValueError(f"Invalid carveout value: {carveout!r} (an int from -1 to 100, "
+                             f"or one of {', '.join(_CARVEOUTS)})")
+        return
+    if isinstance(carveout, bool) or not isinstance(carveout, int):
+        raise TypeError(f"shared_memory_carveout is an int or a string, got {carveout!r}")
+    if not -1 <= carveout <= 100:
+        raise ValueError(f"shared_memory_carveout must be between -1 and 100, got {carveout}")
 
 
 def options_back(options: dict) -> dict:
     """The options of :func:`_kj_options` that :func:`jit` takes through ``**kws``."""
-    return {k: options[k] for k in ("fastmath", "max_registers") if k in options}
+    return {k: options[k] for k in ("fastmath", "max_registers", "launch_bounds")
+            if k in options and options[k] != ()}
 
 
 def _target(cc) -> TargetSpec:
@@ -89,7 +121,8 @@ def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True
     ``output`` is ``"ptx"`` or ``"ltoir"`` (kaiojit gives LLVM IR text for the latter)."""
     if output not in ("ptx", "ltoir"):
         raise NotImplementedError(f"Unsupported output type: {output}")
-    options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath})
+    options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath,
+                                                             "launch_bounds": launch_bounds})
     disp = pyfunc if isinstance(pyfunc, Dispatcher) else _kj_jit(**options)(pyfunc)
     spec = _target(cc)
     sig = _signature(sig)
@@ -103,7 +136,8 @@ def compile_ptx(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = 
                 forceinline: bool = False, launch_bounds=None):
     """numba's ``cuda.compile_ptx``: ``(ptx, return type)``; a kernel unless ``device``."""
     return compile(pyfunc, sig, debug=debug, lineinfo=lineinfo, device=device,
-                   fastmath=fastmath, cc=cc, opt=opt, abi=abi, output="ptx")
+                   fastmath=fastmath, cc=cc, opt=opt, abi=abi, output="ptx",
+                   launch_bounds=launch_bounds)
 
 
 def compile_for_current_device(pyfunc, sig, **kws):
@@ -122,3 +156,28 @@ def compile_all(pyfunc, sig, **kws):
 def _current_cc():
     from .host import get_current_device
     return get_current_device().compute_capability
+
+
+_VECTORIZE_OPTIONS = frozenset({"fastmath", "opt", "debug", "lineinfo", "max_registers",
+                                "cache"})
+
+
+def vectorize(signatures=None, target: str = "cuda", **options):
+    """numba's ``vectorize`` for the CUDA target: kaiojit's ``kj.vectorize``, with numba's
+    handling of its options (``nopython`` is redundant: a RuntimeWarning; an option it does
+    not know is a KeyError)."""
+    import warnings
+
+    from ..lib.ufunc import vectorize as kj_vectorize
+
+    if "nopython" in options:
+        options.pop("nopython")
+        warnings.warn("nopython kwarg for cuda target is redundant", RuntimeWarning,
+                      stacklevel=2)
+    unknown = sorted(set(options) - _VECTORIZE_OPTIONS)
+    if unknown:
+        raise KeyError(f"Unrecognized options: {', '.join(unknown)}")
+    if signatures is not None and callable(signatures) and not isinstance(
+            signatures, (str, T.Signature)):
+        return kj_vectorize(target=target, **options)(signatures)
+    return kj_vectorize(signatures, target=target, **options)

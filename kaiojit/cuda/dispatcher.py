@@ -15,7 +15,31 @@ from ..dispatcher import Dispatcher
 class CUDADispatcher(Dispatcher):
     """A kernel or device function with numba's inspection and specialization API."""
 
-    extensions: tuple = ()
+    @property
+    def extensions(self) -> list:
+        """numba's dispatcher extensions: objects whose ``prepare_args(ty, val, stream=,
+        retr=)`` each launch calls on every argument, in order, before packing it (it returns
+        the type and value to pass; callables it appends to ``retr`` run after the launch)."""
+        found = self.__dict__.get("_extensions")
+        if found is None:
+            found = self.__dict__["_extensions"] = []
+        return found
+
+    def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0):
+        """numba's ``forall``: ``ntasks`` threads; none is a launch of nothing (numba's), a
+        negative count numba's ValueError. ``tpb`` is the block size (0: by occupancy)."""
+        if ntasks < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
+        if ntasks == 0:
+            return _no_launch
+        if tpb:
+            return self[-(-ntasks // tpb), tpb, stream or None, sharedmem]
+        return super().forall(ntasks, stream=stream or None, shared_mem=sharedmem)
+
+    def __getitem__(self, config):
+        launcher = super().__getitem__(config)
+        extensions = self.__dict__.get("_extensions")
+        return _ExtendedLauncher(launcher, extensions) if extensions else launcher
 
     def _arg_tuples(self) -> list[tuple]:
         return [sig.args for sig in Dispatcher.signatures.fget(self)]
@@ -37,10 +61,15 @@ class CUDADispatcher(Dispatcher):
         return getattr(self, "_specializations", {})
 
     def specialize(self, *args) -> CUDADispatcher:
-        """A dispatcher compiled for the types of ``args`` only (numba's ``specialize``)."""
+        """A dispatcher compiled for the types of ``args`` only (numba's ``specialize``):
+        values, or types themselves (``f.specialize(float32[::1])``). A dispatcher with
+        signatures, or one made by ``specialize``, is specialized already: RuntimeError."""
         from ..runtime import typeof
 
-        argtypes = tuple(typeof(a) for a in args)
+        if self._eager:  # a specialization has its one signature too
+            raise RuntimeError(f"Dispatcher already specialized: {self.__qualname__} has "
+                               f"its signature(s) {[str(s) for s in self._eager]}")
+        argtypes = tuple(a if isinstance(a, T.Type) else typeof(a) for a in args)
         specs = self.__dict__.setdefault("_specializations", {})
         found = specs.get(argtypes)
         if found is None:
@@ -50,12 +79,21 @@ class CUDADispatcher(Dispatcher):
             specs[argtypes] = found
         return found
 
+    def _compiled_for(self, signature):
+        """A kernel compiled for ``signature``; a device function compiled on its own (numba
+        inspects a device function's PTX as the ``.func`` it compiles)."""
+        if self.device:
+            if isinstance(signature, tuple):
+                signature = T.Signature(signature)
+            return self.compile_device(signature)
+        return self.compile(signature)
+
     def _stage_by_args(self, stage: str, signature):
         if signature is not None:
-            return self.compile(signature).stage(stage)
+            return self._compiled_for(signature).stage(stage)
         out = {}
         for args in self._arg_tuples():
-            out[args] = self.compile(T.Signature(args)).stage(stage)
+            out[args] = self._compiled_for(T.Signature(args)).stage(stage)
         return out
 
     def inspect_asm(self, signature=None):
@@ -109,6 +147,38 @@ class CUDADispatcher(Dispatcher):
             print(f"{self.__name__} {args}", file=out)
             print("-" * 80, file=out)
             print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+def _no_launch(*args) -> None:
+    """``forall(0)``: no thread, no launch."""
+
+
+class _ExtendedLauncher:
+    """A launch through numba's dispatcher extensions (``CUDADispatcher.extensions``)."""
+
+    __slots__ = ("extensions", "launcher")
+
+    def __init__(self, launcher, extensions: list):
+        self.launcher = launcher
+        self.extensions = tuple(extensions)
+
+    def __call__(self, *args):
+        from ..runtime import typeof
+
+        stream = getattr(self.launcher, "stream", None) or 0
+        retr: list = []
+        prepared = []
+        for value in args:
+            try:
+                ty = typeof(value)
+            except TypeError:
+                ty = None
+            for ext in self.extensions:
+                ty, value = ext.prepare_args(ty, value, stream=stream, retr=retr)
+            prepared.append(value)
+        self.launcher(*prepared)
+        for after in retr:
+            after()
 
 
 def numba_dispatcher(dispatcher: Dispatcher) -> CUDADispatcher:

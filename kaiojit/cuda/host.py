@@ -251,8 +251,9 @@ def managed_array_like(ary, stream: Any = 0, attach_global: bool = True):
 
 
 def _is_f(ary) -> bool:
-    flags = getattr(ary, "flags", None)
-    return flags is not None and not flags["C_CONTIGUOUS"] and flags["F_CONTIGUOUS"]
+    from ..runtime.memory import like_order
+
+    return like_order(ary) == "F"
 
 
 @contextlib.contextmanager

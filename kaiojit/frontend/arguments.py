@@ -60,6 +60,12 @@ def dtype_arg(typer, node) -> T.ScalarType:
     v = r.value if isinstance(r, PyObj) else None
     if isinstance(v, T.ScalarType):
         return v
+    if getattr(r, "op", None) == "const" and isinstance(r.type, T.StringType):  # "int32"
+        try:
+            return T.from_dtype(r.attr)
+        except TypeError:
+            typer.error(f"Invalid NumPy dtype specified: {r.attr!r} (kaiojit has no type "
+                        "for it)", node)
     try:
         if v is not None and not isinstance(v, (int, float)):
             return T.from_dtype(v)

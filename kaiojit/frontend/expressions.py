@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import enum
 
 from .. import types as T
 from ..errors import UnsupportedError
@@ -169,6 +170,9 @@ class ExpressionTyping:
         each middle operand (a ``reuse`` node when it is not pure: evaluated once, as Python
         does) is first evaluated in the comparison on its left, which dominates the rest of
         the chain; a false comparison skips the operands after it (Python's short circuit)."""
+        folded = _enum_comparison(self, node)
+        if folded is not None:
+            return folded
         left = self.expr(node.left)
         left_node = node.left
         chained = len(node.ops) > 1
@@ -240,13 +244,20 @@ class ExpressionTyping:
                     loc=self.loc(node), weak=weak)
 
     def visit_Subscript(self, node):
-        base = self.expr(node.value)
+        held = self.visit(node.value)
+        if isinstance(held, PyObj) and isinstance(held.value, enum.EnumMeta):  # Color["red"]
+            key = self.expr(node.slice)
+            if key.op != "const" or key.attr not in held.value.__members__:
+                self.error(f"{held.value.__name__}[...] takes the name of one of its members, "
+                           "a string literal", node.slice)
+            return PyObj(held.value[key.attr])
+        base = self.pyobj_to_expr(held, node.value) if isinstance(held, PyObj) else held
         if isinstance(base.type, T.TupleType):
             idx = self.visit(node.slice)
             if isinstance(idx, PyObj):
                 idx = self.pyobj_to_expr(idx, node.slice)
             if idx.op != "const" or not isinstance(idx.attr, int):
-                self.error("a tuple index must be a constant integer", node.slice)
+                return self.tuple_at(base, idx, node)
             n = len(base.type.elements)
             i = idx.attr
             if not -n <= i < n:
@@ -271,6 +282,41 @@ class ExpressionTyping:
         layout = "C" if at.layout == "C" else "A"
         vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
         return self.intrinsic("array.view", vt, (base, *indices), node)
+
+    def tuple_at(self, base: Expr, idx: Expr, node) -> Expr:
+        """``t[i]`` at a run-time index ``i`` (numba's UniTuple indexing): the items, of one
+        type once unified, picked by a chain of selects (``i`` from ``-n``, as Python; an
+        index out of range gives the last item, as numba does not check either)."""
+        if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in "iu"):
+            self.error(f"a tuple index must be an integer, got {type_words(idx.type)}",
+                       node.slice)
+        n = len(base.type.elements)
+        if n == 0:
+            self.error("index of an empty tuple", node)
+        if base.op not in ("tuple", "var"):
+            self.error("a tuple indexed at a run-time index must be a name or a tuple "
+                       "display", node.value)
+        items = [self.tuple_item(base, i) for i in range(n)]
+        t, weak = items[0].type, items[0].weak
+        for item in items[1:]:
+            if not isinstance(item.type, T.ScalarType) or not isinstance(t, T.ScalarType):
+                if item.type != t:
+                    self.error("a tuple indexed at a run-time index must hold items of one "
+                               f"type, not {type_words(base.type)}", node.value)
+                continue
+            t, weak = self.unify(t, weak, item.type, item.weak, "the tuple's items",
+                                 self.loc(node))
+        loc = self.loc(node)
+        i = self.coerce(idx, T.int64, node) if idx.type != T.int64 else idx
+        pick = self.coerce(items[-1], t, node)
+        for k in range(n - 2, -1, -1):
+            hit = Expr("binop", T.bool_, (
+                Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=k)), attr="=="),
+                Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=k - n)), attr="==")),
+                attr="|", loc=loc)
+            pick = Expr("select", t, (hit, self.coerce(items[k], t, node), pick), loc=loc)
+        pick.weak = weak
+        return pick
 
     def array_slice(self, base: Expr, node) -> Expr:
         """``a[i, 1:n:2]``, ``a[:, j]``: a view (integers drop a dimension, slices keep one).
@@ -351,3 +397,19 @@ def _mixed_sign_64(a: Expr, b: Expr) -> bool:
         return False
     kinds = {a.type.kind, b.type.kind}
     return kinds == {"i", "u"} and T.uint64 in (a.type, b.type)
+
+
+_ENUM_FOLDS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+               ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+
+
+def _enum_comparison(typer, node: ast.Compare) -> Expr | None:
+    """``Color.red == Color.green``, ``a is Color.red``: members of plain Enum classes are
+    constants of the kernel (numba's enum members), compared when the kernel is typed."""
+    if len(node.ops) != 1 or type(node.ops[0]) not in _ENUM_FOLDS:
+        return None
+    sides = [typer.visit(n) for n in (node.left, node.comparators[0])]
+    if not all(isinstance(r, PyObj) and isinstance(r.value, enum.Enum) for r in sides):
+        return None
+    value = _ENUM_FOLDS[type(node.ops[0])](sides[0].value, sides[1].value)
+    return Expr("const", T.bool_, attr=bool(value), loc=typer.loc(node))

@@ -12,6 +12,7 @@ import ast
 
 from .. import kir
 from .. import types as T
+from ..errors import UnsupportedError
 from ..kir import Expr
 from .values import type_words
 
@@ -32,11 +33,22 @@ def field_name(typer, rt: T.RecordType, index_node) -> str:
 
 def get_field(typer, rec: Expr, name: str, node) -> Expr:
     ft = _field_type(typer, rec.type, name, node)
+    if isinstance(ft, T.SubarrayType):  # r.h: a view of the field's array
+        return typer.intrinsic("record.view", T.ArrayType(ft.dtype, len(ft.shape), "C"),
+                               (rec,), node, param=name)
     return typer.intrinsic("record.get", ft, (rec,), node, param=name)
 
 
 def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
     ft = _field_type(typer, rec.type, name, node)
+    if isinstance(ft, T.SubarrayType):
+        if (value.op == "intrinsic" and value.attr == "record.view"
+                and value.args[0].type.field(value.param)[0] == ft):  # r.h = s.h
+            e = typer.intrinsic("record.assign", T.void, (rec, value), node, param=name)
+            return kir.ExprStmt(e, typer.loc(node))
+        typer.error(f"field {name!r} is an array ({ft}): assign its elements "
+                    f"(r.{name}[i] = v), or a field of its shape (r.{name} = s.{name})",
+                    node, UnsupportedError)
     if not isinstance(value.type, T.ScalarType):
         typer.error(f"cannot store {type_words(value.type)} into field {name!r} ({ft})", node)
     value = typer.coerce(value, ft, node) if typer.final else value
@@ -59,9 +71,16 @@ def field_target(typer, target) -> tuple[Expr, str] | None:
     return None
 
 
-def _field_type(typer, rt: T.RecordType, name: str, node) -> T.ScalarType:
+def _field_type(typer, rt: T.RecordType, name: str, node) -> T.ScalarType | T.SubarrayType:
     found = rt.field(name)
     if found is None:
         names = ", ".join(repr(n) for n, _, _ in rt.fields)
         typer.error(f"the record has no field {name!r} (its fields: {names})", node)
     return found[0]
+
+
+def assign_record(typer, arr: Expr, indices: list, value: Expr, node) -> kir.ExprStmt:
+    """``a[i] = r``: the whole record copied into the element."""
+    dest = element_ref(typer, arr, tuple(indices), node)
+    e = typer.intrinsic("record.assign", T.void, (dest, value), node, param="")
+    return kir.ExprStmt(e, typer.loc(node))

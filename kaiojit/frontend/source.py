@@ -9,6 +9,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ..errors import CompileError, SourceLocation
+from ..execsource import exec_source
 
 
 @dataclass(slots=True)
@@ -55,6 +56,10 @@ def function_source(pyfunc) -> FunctionSource:
     try:
         src_lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
+        result = _exec_function_source(pyfunc)
+        if result is not None:
+            setattr(pyfunc, _SOURCE_ATTR, (code, result))
+            return result
         raise CompileError(
             f"cannot compile {pyfunc.__qualname__!r}: its source code is not available "
             f"(defined in {filename!r}); kaiojit reads kernels from source files or notebook cells"
@@ -80,11 +85,38 @@ def function_source(pyfunc) -> FunctionSource:
     return result
 
 
+def _exec_function_source(pyfunc) -> FunctionSource | None:
+    """The function's definition in the string ``exec()`` compiled it from (see
+    ``execsource``): the ``def`` of its name on its first line, at any nesting."""
+    code = pyfunc.__code__
+    found = exec_source(code)
+    if found is None:
+        return None
+    filename, text = found
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.FunctionDef) and node.name == code.co_name
+                and _first_line(node) == code.co_firstlineno):
+            return FunctionSource(node, filename, text.splitlines(keepends=True), 0)
+    return None
+
+
+def _first_line(fdef: ast.FunctionDef) -> int:
+    """The line CPython gives a function's code object: its first decorator's, else its
+    ``def``'s."""
+    return fdef.decorator_list[0].lineno if fdef.decorator_list else fdef.lineno
+
+
 def _lambda_source(pyfunc) -> FunctionSource:
     """A lambda's source, as the function ``def <lambda>(args): return body``: the lambda
     node of its file on its first line whose parameters and body position match its code's."""
     code = pyfunc.__code__
     lines = linecache.getlines(code.co_filename)
+    if not lines and (exec_found := exec_source(code)) is not None:
+        lines = exec_found[1].splitlines(keepends=True)
     try:
         tree = ast.parse("".join(lines))
     except (SyntaxError, ValueError):

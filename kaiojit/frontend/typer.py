@@ -17,12 +17,13 @@ from .. import kir
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
-from . import records
+from . import iteration, records
 from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .parameters import signature_problem
 from .unbound import first_unbound_use, zero_trip_reads
+from .ufunc_calls import ufunc_statement
 from .unroll import static_for
 from .values import (
     INT_LITERAL_RANGE,
@@ -368,6 +369,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a string used as a comment
+        loop = ufunc_statement(self, node)  # np.sin(x, out): a loop over out (ufunc_calls.py)
+        if loop is not None:
+            return self._block(loop)
         e = self.expr(node.value)
         return kir.ExprStmt(e, self.loc(node))
 
@@ -420,6 +424,8 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
                 self.error(
                     f"assignment needs {arr.type.ndim} indices for a {arr.type.ndim}-d array, "
                     f"got {len(indices)}", target)
+            if isinstance(value.type, T.RecordType) and value.type == arr.type.dtype:
+                return [records.assign_record(self, arr, indices, value, node)]
             val = self._scalar_for_store(value, arr.type.dtype, node)
             return [kir.Store(arr, indices, val, self.loc(node))]
         if isinstance(target, ast.Tuple):
@@ -490,7 +496,7 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
 
     def visit_While(self, node):
         if node.orelse:
-            self.error("'while ... else' is not supported in kernels", node, UnsupportedError)
+            return self._block(iteration.without_else(node))
         cond = self.truth(self.expr(node.test), node.test)
         self.loop_depth += 1
         body = self._block(node.body)
@@ -499,12 +505,17 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
 
     def visit_For(self, node):
         if node.orelse:
-            self.error("'for ... else' is not supported in kernels", node, UnsupportedError)
+            return self._block(iteration.without_else(node))
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
         if isinstance(fn, PyObj) and isinstance(fn.value, StaticRange):
             return static_for(self, node)  # unrolled here (kaiojit/frontend/unroll.py)
+        if isinstance(fn, PyObj) and fn.value in (enumerate, zip):
+            return self._block(iteration.indexed_loop(self, node))
         if not (isinstance(fn, PyObj) and fn.value is range):
+            seq = self.visit(it)
+            if isinstance(seq, Expr) and isinstance(seq.type, T.ArrayType):
+                return self._block(iteration.indexed_loop(self, node))
             return self._for_over_tuple(node)
         if it.keywords or not 1 <= len(it.args) <= 3:
             self.error("range() takes 1 to 3 positional arguments", it)
@@ -583,6 +594,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         bounds = [Expr("const", T.int64, attr=v) for v in (0, len(items), 1)]
         out.append(kir.ForRange(index, *bounds, body, self.loc(node), unrolled=True))
         return out
+
+    def visit_PyValue(self, node):
+        return PyObj(node.value)  # a Python object the loop rewrites put in (iteration.py)
 
     def visit_Break(self, node):
         if not self.loop_depth:

@@ -51,7 +51,7 @@ from ..kir.intrinsics import (
     register,
 )
 from ..lower import cluster_host, cluster_ptx, complexops, narrowfloat, tma_ptx, wgmma_host
-from ..lower.arrays import array_slice, array_view
+from ..lower.arrays import array_slice, array_view, make_array
 from ..lower.gpu_faults import add_site, fail_assert
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
 from ..lower.host_warp import warp_exchange, warp_word
@@ -135,6 +135,7 @@ __all__ = [
     "ANY_TARGET", "ARRAY", "BFLOAT", "FLOAT", "I1", "I8", "I16", "I32", "I64", "INT", "PRINTABLE",
     "PTR", "SCALAR", "SHARED", "BlockContext", "Expr", "Intrinsic", "Kind", "LoweringContext",
     "Operands", "PyObj", "Same", "TypingContext", "add_site", "array_slice", "array_view",
+    "make_array",
     "block_linear", "call_args", "call_builtin", "cluster_host", "cluster_ptx", "compare",
     "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",

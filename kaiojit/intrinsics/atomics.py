@@ -1,7 +1,11 @@
 """Atomics on global or shared arrays, returning the old value: ``kj.atomic.add, sub, max, min,
-exch, and_, or_, xor, inc, dec`` as ``(array, index, value)`` and ``kj.atomic.cas(array, index,
-old, value)``. Each writes through its array operand (operand 0); the target lowers the
-read-modify-write itself (``Target.atomic``)."""
+nanmax, nanmin, exch, and_, or_, xor, inc, dec`` as ``(array, index, value)`` and
+``kj.atomic.cas(array, index, old, value)``. Each writes through its array operand (operand 0);
+the target lowers the read-modify-write itself (``Target.atomic``).
+
+Floats: ``max``/``min`` are Python's (and numba's) ``max(old, value)``: a NaN already in memory
+stays, a NaN value leaves memory as it is; ``nanmax``/``nanmin`` ignore NaNs (a NaN in memory
+is replaced by the value), as NumPy's ``nanmax``. On integers the two pairs are the same."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from .api import ANY_TARGET, Expr, Intrinsic, call_args, register, scalar_arg, t
 
 INT_ONLY = {"and", "or", "xor", "inc", "dec"}
 DTYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)
-OPS = ("add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec", "cas")
+OPS = ("add", "sub", "max", "min", "nanmax", "nanmin", "exch", "and_", "or_", "xor", "inc", "dec", "cas")
 
 
 def _typing(user_name: str):

@@ -204,7 +204,8 @@ _declare("cmath.rect", Operands(FLOAT, Same(0), result=COMPLEX), _lower_rect,
          calls={cmath.rect: _rect})
 for _name in complexops.CMATH_COMPLEX:
     _declare(f"cmath.{_name}", Operands(COMPLEX, result=Same(0)), _lower_cmath(_name),
-             calls={getattr(cmath, _name): _cmath_unary(_name)})
+             calls={getattr(cmath, _name): _cmath_unary(_name)} if hasattr(cmath, _name)
+             else None)  # log2: NumPy's np.log2 of a complex number only
 for _name in ("isnan", "isinf", "isfinite"):
     _declare(f"cmath.{_name}", Operands(COMPLEX, result=T.bool_), _lower_test(_name),
              calls={getattr(cmath, _name): _cmath_real(_name, lambda t: T.bool_)})

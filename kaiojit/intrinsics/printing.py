@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from .api import (ANY_TARGET, I32, PRINTABLE, Expr, Intrinsic, Operands, convert, register,
+from .api import (ANY_TARGET, PRINTABLE, Expr, Intrinsic, Operands, convert, register,
                   type_words)
 
 
@@ -51,9 +51,10 @@ def _lower(fl, e: Expr):
                 v = convert(fl, v, t, T.float64)
             elif t.bits < 64:
                 v = fl.builder.fpext(v, ir.DoubleType())
-        elif t.is_bool:
-            parts.append("%d")
-            v = fl.builder.zext(v, I32)
+        elif t.is_bool:  # as Python writes it: True / False
+            parts.append("%s")
+            v = fl.builder.select(v, fl.target.string_pointer(fl, "True"),
+                                  fl.target.string_pointer(fl, "False"))
         elif t.kind == "i":
             parts.append("%lld")
             v = convert(fl, v, t, T.int64)

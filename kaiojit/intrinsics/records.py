@@ -13,7 +13,7 @@ import math
 from llvmlite import ir
 
 from .. import types as T
-from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, register
+from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, make_array, register
 
 
 def _field(e: Expr, rec_type: T.RecordType) -> tuple[str, T.ScalarType, int]:
@@ -32,7 +32,7 @@ def _check_ref(e: Expr) -> str | None:
     return None if e.type == at.dtype else f"result is {e.type}, expected {at.dtype}"
 
 
-def _check_field(setter: bool):
+def _check_field(setter: bool, view: bool = False):
     def check(e: Expr) -> str | None:
         rt = e.args[0].type if e.args else None
         if not isinstance(rt, T.RecordType):
@@ -40,6 +40,12 @@ def _check_field(setter: bool):
         found = rt.field(e.param)
         if found is None:
             return f"the record has no field {e.param!r}"
+        if isinstance(found[0], T.SubarrayType) != view:
+            return f"field {e.param!r} is {found[0]}"
+        if view:
+            ft = found[0]
+            return None if len(e.args) == 1 and e.type == T.ArrayType(
+                ft.dtype, len(ft.shape), "C") else f"views {ft} as {e.type}"
         if setter:
             ok = len(e.args) == 2 and e.args[1].type == found[0] and e.type == T.void
             return None if ok else f"stores {e.args[-1].type} into a {found[0]} field"
@@ -76,6 +82,56 @@ def _lower_set(fl, e: Expr):
     fl.target.store_packed(fl, ptr, b.zext(v, I8) if ft.is_bool else v, align)
 
 
+def _lower_view(fl, e: Expr):
+    """``r.h`` of an array field: its address and constant shape, C-contiguous."""
+    rt = e.args[0].type
+    _, ft, offset = _field(e, rt)
+    ptr = fl.builder.gep(fl.expr(e.args[0]), [ir.Constant(I64, offset)], source_etype=I8)
+    shape = [ir.Constant(I64, n) for n in ft.shape]
+    return make_array(fl.builder, ptr, shape, ft.dtype, "C")
+
+
+def _check_assign(e: Expr) -> str | None:
+    """(destination record, source): a record of its type, or (param: a field of the
+    destination that is an array) the view of a field of the same array type."""
+    if len(e.args) != 2 or not isinstance(e.args[0].type, T.RecordType):
+        return "takes a destination record and a source"
+    if e.param == "":
+        return None if e.args[1].type == e.args[0].type else \
+            f"copies a {e.args[1].type} into a {e.args[0].type}"
+    found = e.args[0].type.field(e.param)
+    src = e.args[1]
+    if found is None or not isinstance(found[0], T.SubarrayType):
+        return f"field {e.param!r} is not an array field"
+    if not (src.op == "intrinsic" and src.attr == "record.view"
+            and src.args[0].type.field(src.param)[0] == found[0]):
+        return f"the source of field {e.param!r} is not a field of its type"
+    return None
+
+
+def _lower_assign(fl, e: Expr):
+    """A whole record, or an array field from a field of the same shape: the bytes moved
+    (memmove: ``a[i] = a[i]`` is one region)."""
+    b = fl.builder
+    dest_rec, src = e.args
+    dest = fl.expr(dest_rec)
+    if e.param:
+        _, ft, offset = _field(e, dest_rec.type)
+        dest = b.gep(dest, [ir.Constant(I64, offset)], source_etype=I8)
+        source = b.extract_value(fl.expr(src), 0)
+        nbytes = ft.itemsize
+    else:
+        source, nbytes = fl.expr(src), dest_rec.type.itemsize
+    ptr = ir.PointerType()
+    move = fl.mod.declare("llvm.memmove.p0.p0.i64", ir.VoidType(),
+                          [ptr, ptr, I64, ir.IntType(1)])
+    b.call(move, [dest, source, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+
+
+register(Intrinsic(name="record.assign", operands=_check_assign,
+                   lowering={ANY_TARGET: _lower_assign}, writes=(0,), param=str))
+register(Intrinsic(name="record.view", operands=_check_field(False, view=True),
+                   lowering={ANY_TARGET: _lower_view}, pure=True, view=True, param=str))
 register(Intrinsic(name="record.ref", operands=_check_ref, lowering={ANY_TARGET: _lower_ref},
                    pure=True, view=True))
 register(Intrinsic(name="record.get", operands=_check_field(False),

@@ -287,15 +287,22 @@ def _tan_parts(fl, pt, x, y):
     return b_, fl.builder.fneg(a)
 
 
-def _log10_parts(fl, pt, x, y):
-    re, im = _log_parts(fl, pt, x, y)
-    scale = _fc(re, 1.0 / math.log(10.0))
-    return fl.builder.fmul(re, scale), fl.builder.fmul(im, scale)
+def _log_base_parts(base: float):
+    """log10 and NumPy's log2 of a complex number: log(z) / log(base)."""
+    def lower(fl, pt, x, y):
+        re, im = _log_parts(fl, pt, x, y)
+        scale = _fc(re, 1.0 / math.log(base))
+        return fl.builder.fmul(re, scale), fl.builder.fmul(im, scale)
+    return lower
+
+
+_log10_parts = _log_base_parts(10.0)
 
 
 # name -> (x, y) -> (re, im): the cmath functions of one complex number with a complex result
 CMATH_COMPLEX = {
     "exp": _exp_parts, "log": _log_parts, "log10": _log10_parts, "sqrt": _sqrt_parts,
+    "log2": _log_base_parts(2.0),  # NumPy's (cmath has no log2)
     "sin": _trig_parts("sin"), "cos": _trig_parts("cos"), "tan": _tan_parts,
     "sinh": _trig_parts("sinh"), "cosh": _trig_parts("cosh"), "tanh": _tanh_parts,
 }

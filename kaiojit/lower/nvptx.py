@@ -168,6 +168,13 @@ class NVPTXTarget(Target):
 
     def math(self, fl, name, t, args):
         base = _LIBDEVICE_NAMES.get(name, name)
+        fast = getattr(fl.options, "fastmath", False)
+        if fast and name == "tanh" and t == T.float32 and arch_has(self.arch, "sm_75"):
+            # libdevice has no fast tanhf: PTX's tanh.approx.f32 (sm_75 on), as nvcc's
+            # --use_fast_math gives (max. relative error 2**-11)
+            f32 = ll_type(t)
+            asm = ir.InlineAsm(ir.FunctionType(f32, [f32]), "tanh.approx.f32 $0, $1;", "=f,f")
+            return fl.builder.call(asm, args)
         if name == "hypot" and t == T.float32 and not getattr(fl.options, "fastmath", False):
             # __nv_hypotf is up to 3 ulp off (1.0101524 for hypot(0.71428573, 0.71428573),
             # where the host and NumPy give 1.0101526): in float64, rounded once at the end
@@ -187,6 +194,9 @@ class NVPTXTarget(Target):
 
     def atomic(self, fl, op, dtype, ptr, vals):
         return atomic_rmw(fl, op, dtype, ptr, vals, scope="device")
+
+    def string_pointer(self, fl, text):
+        return fl.builder.addrspacecast(string_constant(fl.mod, text, GLOBAL), PTR)
 
     def print(self, fl, fmt, values):
         b = fl.builder

@@ -70,8 +70,8 @@ class Target:
             if t.align:
                 aligned_rows(b, t, shape, strides)
             return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
-        if isinstance(t, T.TensorMapType):
-            return next(args)
+        if isinstance(t, (T.TensorMapType, T.RecordType)):
+            return next(args)  # a record refers to its element in memory, as a[i] does
         raise TypeError(f"type {t} cannot be a kernel parameter")
 
     @staticmethod
@@ -141,6 +141,12 @@ class Target:
     def print(self, fl, fmt: str, values: list):
         raise UnsupportedError(f"print on {self.name}")
 
+    def string_pointer(self, fl, text: str):
+        """A generic pointer to the NUL-terminated constant ``text`` (a ``%s`` operand of
+        ``print``)."""
+        zero = ir.Constant(ir.IntType(32), 0)
+        return fl.builder.gep(string_constant(fl.mod, text), [zero, zero])  # the first char
+
     def check_arch(self, decl, loc) -> None:
         """Raise a located error if this target's arch is below ``decl.min_arch``."""
 
@@ -186,16 +192,50 @@ def atomic_rmw(fl, op: str, dtype: T.ScalarType, ptr, vals: list, scope: str = "
         res = b.extract_value(pair, 0)
         return b.bitcast(res, ll_type(dtype)) if dtype.is_float else res
     (v,) = vals
+    if dtype.is_float and op in ("max", "min"):
+        return _float_max_min(fl, op, dtype, ptr, v, ordering)
     if dtype.is_float:
-        rmw = {"add": "fadd", "sub": "fsub", "max": "fmax", "min": "fmin", "exch": "xchg"}[op]
+        rmw = {"add": "fadd", "sub": "fsub", "nanmax": "fmax", "nanmin": "fmin",
+               "exch": "xchg"}[op]
     else:
         signed = dtype.kind == "i"
         rmw = {
             "add": "add", "sub": "sub", "exch": "xchg", "and": "and", "or": "or", "xor": "xor",
             "max": "max" if signed else "umax", "min": "min" if signed else "umin",
+            "nanmax": "max" if signed else "umax", "nanmin": "min" if signed else "umin",
             "inc": "uinc_wrap", "dec": "udec_wrap",
         }[op]
     return b.atomic_rmw(rmw, ptr, v, ordering)
+
+
+def _float_max_min(fl, op: str, dtype: T.ScalarType, ptr, v, ordering: str):
+    """Python's ``max(old, v)`` (``min``) as a compare-and-swap loop: ``v`` is stored only
+    where it compares greater (less) than what memory holds, so a NaN in memory stays and a
+    NaN ``v`` changes nothing (LLVM's ``atomicrmw fmax`` is maxnum, NumPy's nanmax)."""
+    b = fl.builder
+    ity = ir.IntType(dtype.bits)
+    start = b.block
+    loop = b.append_basic_block("atomic.minmax.loop")
+    swap = b.append_basic_block("atomic.minmax.swap")
+    done = b.append_basic_block("atomic.minmax.done")
+    first = b.load_atomic(ptr, "monotonic", dtype.bits // 8, typ=ity)
+    b.branch(loop)
+    b.position_at_end(loop)
+    cur_bits = b.phi(ity)
+    cur_bits.add_incoming(first, start)
+    cur = b.bitcast(cur_bits, ll_type(dtype))
+    better = b.fcmp_ordered(">" if op == "max" else "<", v, cur)
+    b.cbranch(better, swap, done)
+    b.position_at_end(swap)
+    pair = b.cmpxchg(ptr, cur_bits, b.bitcast(v, ity), ordering, "monotonic")
+    seen = b.extract_value(pair, 0)
+    cur_bits.add_incoming(seen, swap)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    result = b.phi(ity)
+    result.add_incoming(cur_bits, loop)
+    result.add_incoming(cur_bits, swap)
+    return b.bitcast(result, ll_type(dtype))
 
 
 __all__ = ["Target", "string_constant", "atomic_rmw"]

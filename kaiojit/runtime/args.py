@@ -57,6 +57,8 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return lambda v: t
     if issubclass(cls, DeviceArray):
         return operator.attrgetter("kaiojit_type")
+    if issubclass(cls, np.void):  # a record scalar (numba passes it by reference)
+        return _typeof_record
     if issubclass(cls, np.generic):
         try:
             t = kt.from_dtype(np.dtype(cls))
@@ -82,6 +84,13 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         ex = instance_extractor(v)
         return ex(v)[3] if ex is not None else fail(v)
     return by_instance
+
+
+def _typeof_record(v: np.void) -> kt.Type:
+    if v.dtype.fields is None:
+        raise TypeError(f"kaiojit cannot pass a NumPy void scalar of dtype {v.dtype} to a "
+                        "kernel (records, structured dtypes, only)")
+    return kt.from_dtype(v.dtype)
 
 
 def _unsupported(cls: type) -> Callable[[Any], kt.Type]:
@@ -119,7 +128,40 @@ class StagedArray:
             self.device_array.copy_to_host(self.host, stream=stream)
 
 
-Writer = Callable[[ArgSlots, Any, int], "StagedArray | None"]
+class StagedRecord:
+    """A NumPy record scalar (``arr[i]`` of a structured array, a view of its element)
+    copied to the device for one launch; after it, the kernel's writes go back into the
+    element, field by field (once the launch's stream has finished)."""
+
+    __slots__ = ("record", "device_array")
+
+    def __init__(self, record: np.void, device_array: DeviceArray):
+        self.record = record
+        self.device_array = device_array
+
+    def copy_back(self, stream: int | None) -> None:
+        back = self.device_array.copy_to_host(stream=stream)
+        if stream is not None:
+            self.device_array.backend.stream_synchronize(stream)
+        for name in self.record.dtype.names:
+            try:
+                self.record[name] = back[0][name]
+            except (TypeError, ValueError):
+                return  # a read-only record (a copy made by the caller): nothing to write
+
+
+def _record_writer(slot: int, t: kt.RecordType, name: str) -> Writer:
+    def write(slots: ArgSlots, value: Any, device: int) -> StagedRecord:
+        if not isinstance(value, np.void) or value.dtype.fields is None or \
+                kt.from_dtype(value.dtype) != t:
+            raise TypeError(f"parameter {name!r} is a record ({t}): got {_describe(value)}")
+        staged = StagedRecord(value, to_device(np.array([value], dtype=value.dtype)))
+        slots.u64[slot] = staged.device_array.launch_info[0]
+        return staged
+    return write
+
+
+Writer = Callable[[ArgSlots, Any, int], "StagedArray | StagedRecord | None"]
 
 
 def _int_writer(slot: int, t: kt.ScalarType, name: str) -> Writer:
@@ -346,6 +388,8 @@ class ArgPacker:
             return _array_writer(slot, t, name, written)
         if isinstance(t, kt.TensorMapType):
             return _tensormap_writer(slot, t, name)
+        if isinstance(t, kt.RecordType):
+            return _record_writer(slot, t, name)
         raise TypeError(f"parameter {name!r}: type {t} cannot be a kernel parameter")
 
     def pack(self, slots: ArgSlots, args: Sequence[Any], device: int) -> list[StagedArray] | None:

@@ -163,6 +163,12 @@ class CpuKernel:
                   device: int | None = None) -> LaunchConfig:
         config = check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
                                      self.name, self.host.static_shared_bytes)
+        bounds = getattr(getattr(self.image, "options", None), "launch_bounds", ())
+        threads = config.block[0] * config.block[1] * config.block[2]
+        if bounds and threads > bounds[0]:  # the driver refuses such a launch on the GPU
+            raise CudaError("CUDA_ERROR_INVALID_VALUE", "invalid argument",
+                            f"kernel {self.name!r}: a block of {threads} threads is more than "
+                            f"its launch bound of {bounds[0]}")
         if self.cooperative:
             limit = cooperative.cpu_max_blocks(
                 config.block, self.host.static_shared_bytes + config.shared_mem)

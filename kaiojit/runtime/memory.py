@@ -374,14 +374,30 @@ def device_array(shape: int | Sequence[int], dtype: Any = np.float64, order: str
     return array
 
 
+def like_order(a: Any) -> str:
+    """The order of an array made like ``a``, as NumPy's ``empty_like`` (order 'K') takes
+    it: C unless ``a`` is F-contiguous, or, not contiguous, has its strides growing along
+    its dimensions (an F array's view)."""
+    if isinstance(a, DeviceArray):
+        layout = a.kaiojit_type.layout
+        if layout != "A":
+            return layout
+    else:
+        flags = getattr(a, "flags", None)
+        if flags is None or flags["C_CONTIGUOUS"]:
+            return "C"
+        if flags["F_CONTIGUOUS"]:
+            return "F"
+    strides = [abs(s) for s, n in zip(a.strides, a.shape) if n > 1]
+    return "F" if len(strides) > 1 and strides == sorted(strides) and \
+        strides[0] != strides[-1] else "C"
+
+
 @user_facing(errors=_BAD_INPUT)
 def device_array_like(a: Any, stream: Any = None) -> DeviceArray:
-    """An uninitialized array with the shape and dtype of ``a`` (C order unless ``a`` is F)."""
-    order = "F" if getattr(a, "flags", None) is not None and not a.flags.c_contiguous \
-        and a.flags.f_contiguous else "C"
-    if isinstance(a, DeviceArray):
-        order = "F" if a.kaiojit_type.layout == "F" else "C"
-    return device_array(a.shape, a.dtype, order=order, stream=stream)
+    """An uninitialized array with the shape and dtype of ``a``, in the order NumPy's
+    ``empty_like`` would give it (:func:`like_order`)."""
+    return device_array(a.shape, a.dtype, order=like_order(a), stream=stream)
 
 
 @user_facing(errors=_BAD_INPUT)

@@ -105,3 +105,24 @@ def test_numba_type_sets():
     assert t.number_domain == t.integer_domain | t.real_domain | t.complex_domain
     assert t.longlong in t.signed_domain and t.Array(t.uint16, 1, "C").dtype in t.unsigned_domain
     assert t.float16 not in t.real_domain and t.bool_ not in t.integer_domain
+
+
+def test_specialize_takes_types_and_refuses_twice():
+    def store(x):
+        x[0] = 1
+
+    lazy = cuda.jit(store)
+    f32 = lazy.specialize(float32[::1])
+    assert lazy.specialize(float32[::1]) is f32 and len(lazy.specializations) == 1
+    assert lazy.specialize(cuda.int32[::1]) is not f32 and len(lazy.specializations) == 2
+    with pytest.raises(RuntimeError, match="Dispatcher already specialized"):
+        f32.specialize(float32[::1])
+    with pytest.raises(RuntimeError, match="Dispatcher already specialized"):
+        cuda.jit("void(float32[::1])")(store).specialize(float32[::1])
+
+
+def test_no_matching_definition_is_numbas_words():
+    eager = cuda.jit(["void(float32[::1])", "void(float64[::1])"])(lambda x: None)
+    with pytest.raises(TypeError, match=r"No matching definition for argument type\(s\) "
+                                        r"\(complex128\[::1\]\)"):
+        eager[1, 1](np.zeros(2, np.complex128))

@@ -38,13 +38,13 @@ def test_loops_over_tuples(kj_backend):
     np.testing.assert_allclose(out.copy_to_host(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_loop_over_a_non_tuple_is_located():
+def test_loop_over_a_scalar_is_located():
     def bad(out, x):
         for v in x:
             out[0] = v
 
     with pytest.raises(kj.UnsupportedError, match="loop over range\\(...\\) or a tuple"):
-        kj.compile_ptx(bad, "void(float32[::1], float32[::1])")
+        kj.compile_ptx(bad, "void(float32[::1], float32)")
 
 
 PROGRESSION = tuple(range(5, 5 + 3 * 40, 3))

@@ -16,11 +16,13 @@ def say(x, k):
 
 
 def test_print_output(kj_backend, capfd):
-    x = rng.uniform(1, 2, 3)
+    x = rng.uniform(1, 2, 3) * rng.choice([-1, 1], 3)
+    x[:2] = abs(x[:2]) * [1, -1]  # a bool prints as Python prints it: True and False both
     say[1, 32](kj.to_device(x), np.int32(-7))
     kj.synchronize()
     out = capfd.readouterr().out.splitlines()
-    assert sorted(out) == sorted(f"thread {i} value {x[i]:f} k -7 ok 1" for i in range(3))
+    assert sorted(out) == sorted(f"thread {i} value {x[i]:f} k -7 ok {x[i] > 0}"
+                                 for i in range(3))
 
 
 @kj.jit(debug=True)

@@ -77,7 +77,8 @@ def test_record_types_follow_numpy_offsets():
         assert [(n, str(t), o) for n, t, o in rt.fields] == [
             (n, str(dt.fields[n][0]), dt.fields[n][1]) for n, _ in FIELDS]
         assert rt.itemsize == dt.itemsize and rt.np_dtype == dt
-    with pytest.raises(TypeError, match=r"field 'p' is a record \(records of numbers only\)"):
+    with pytest.raises(TypeError, match=r"field 'p' is a record \(records of numbers and "
+                                        r"arrays of numbers only\)"):
         kt.from_dtype(np.dtype([("p", [("a", "f4")])]))
     with pytest.raises(TypeError, match=r"field 's' is \|S4"):
         kt.from_dtype(np.dtype([("s", "S4")]))

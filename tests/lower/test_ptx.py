@@ -193,8 +193,9 @@ def test_print_uses_vprintf_with_a_format_string():
     ptx = ptx_of(k_print, "void(float32[::1], int32)")
     assert ".extern .func  (.param .b32 func_retval0) vprintf" in ptx or "vprintf" in ptx
     assert re.search(r"call\.uni \(retval0\),\s*vprintf|call(\.uni)? .*vprintf", ptx, re.S)
-    fmt = "value %f n %lld %d\n".encode()
+    fmt = "value %f n %lld %s\n".encode()  # a bool: %s of "True" or "False", as Python
     assert "{" + ", ".join(str(b) for b in fmt) + "}" in ptx
+    assert "{" + ", ".join(str(b) for b in b"True") + "}" in ptx  # the constant, folded
 
 
 def k_exp(out, x):

@@ -5,11 +5,17 @@
     python tools/numba_suite/run.py test_array test_math # some files only
     python tools/numba_suite/run.py --target kaiojit     # the one-for-one baseline mapping
     python tools/numba_suite/run.py --backend cuda       # on a GPU instead of the cpu backend
+    python tools/numba_suite/run.py --checked            # with the cpu backend's checked mode
 
 Each test file runs in its own pytest process (``plugin.py`` installs the mapping of
 ``shim.py``); the runner prints passed/failed/skipped file by file and the totals, and with
 ``--json PATH`` writes every test's outcome. A file that does not import counts all of its
 tests (counted from its source) as failed. Nothing is downloaded or extracted at import.
+
+The tests run as a numba user's program does: the cpu backend's checked mode (memcheck,
+racecheck, initcheck: kaiojit's pytest plugin turns it on for pytest sessions) is off unless
+``--checked``; numba's tests were not written for a race checker (several have every thread
+store the same value to one element).
 """
 
 from __future__ import annotations
@@ -108,11 +114,13 @@ def count_tests(path: Path) -> int:
     return n
 
 
-def run_file(path: Path, target: str, timeout: float, backend: str = "cpu") -> dict:
+def run_file(path: Path, target: str, timeout: float, backend: str = "cpu",
+             checked: bool = False) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as out:
         out_path = out.name
     env = dict(os.environ, NUMBA_SUITE_TARGET=target, NUMBA_SUITE_CUDAPY=str(path.parent),
                NUMBA_SUITE_OUT=out_path, KAIOJIT_BACKEND=backend,
+               KAIOJIT_SANITIZE="1" if checked else "0",
                PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), str(HERE / "importable"),
                                            os.environ.get("PYTHONPATH", "")]))
     ini = path.parent.parent.parent.parent.parent / "pytest.ini"
@@ -164,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="test files run at once")
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
                     help="the backend kaiojit runs the tests on (cuda: a GPU)")
+    ap.add_argument("--checked", action="store_true",
+                    help="run with the cpu backend's checked mode (off by default)")
     args = ap.parse_args(argv)
     tests = laid_out(args.tests, args.cache) if args.tests else fetch(args.cache)
     names = [f.removesuffix(".py") for f in args.files] or sorted(
@@ -173,7 +183,7 @@ def main(argv=None) -> int:
     print(f"{'file':34} {'tests':>5} {'pass':>5} {'fail':>5} {'skip':>5}  note")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         runs = pool.map(lambda n: run_file(tests / f"{n}.py", args.target, args.timeout,
-                                                args.backend), names)
+                                           args.backend, args.checked), names)
     for name, r in zip(names, runs):
         results.append(r)
         for k in totals:

@@ -14,7 +14,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import support
@@ -76,6 +76,54 @@ def _missing(name: str):
     return missing
 
 
+def _internals(name: str) -> ModuleType:
+    """A stand-in for a module of numba's compiler internals (its IR, bytecode analysis,
+    calling convention, extension API) that a test file imports at its top: every name in it
+    is a ``_missing`` stand-in, so the file's kernel tests run and those that use the
+    internals fail by name."""
+    mod = ModuleType(name)
+
+    def missing_name(attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _missing(f"{name}.{attr}")
+    mod.__getattr__ = missing_name
+    return mod
+
+
+def _accepting(*args, **kwargs):
+    """A registration of numba's extension API (``register_model(T)``, ``lower(f, ...)``):
+    accepted, as a decorator that returns what it decorates, with no effect."""
+    return lambda obj: obj
+
+
+class _StructModel:
+    def __init__(self, dmm, fe_type, members):
+        self.members = members
+
+
+def _extension_api() -> dict[str, ModuleType]:
+    """numba's extension API as far as a test file registers an extension at import
+    (``extensions_usecases.py``): the registrations are accepted and have no effect, so the
+    file's other tests run; the tests that use the extension fail (kaiojit has no numba
+    extension API: docs/porting.md)."""
+    extending = _internals("numba.cuda.extending")
+    extending.__dict__.update(
+        typeof_impl=SimpleNamespace(register=_accepting), register_model=_accepting,
+        type_callable=_accepting, make_attribute_wrapper=_accepting,
+        core_models=SimpleNamespace(StructModel=_StructModel))
+    cudaimpl = _internals("numba.cuda.cudaimpl")
+    cudaimpl.lower = _accepting
+    return {"numba.cuda.extending": extending, "numba.cuda.cudaimpl": cudaimpl,
+            "numba.cuda.cgutils": _internals("numba.cuda.cgutils")}
+
+
+# numba's internal modules that test files of the kernel language import at their top
+INTERNAL_MODULES = ("numba.cuda.core.controlflow", "numba.cuda.core.bytecode",
+                    "numba.cuda.core.callconv", "numba.cuda.core.rewrites",
+                    "numba.core.extending", "numba.cuda.cudadrv.nvrtc")
+
+
 def _njit(*args, **kwargs):
     """numba's CPU ``njit``: the Python function itself (a reference implementation)."""
     if len(args) == 1 and callable(args[0]) and not kwargs:
@@ -103,6 +151,8 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "NumbaPerformanceWarning": kj.PerformanceWarning,
         "NumbaWarning": Warning,
         "NumbaDeprecationWarning": DeprecationWarning,
+        # numba's warning of a config it ignores (debug with opt): kaiojit warns no such thing
+        "NumbaInvalidConfigWarning": type("NumbaInvalidConfigWarning", (UserWarning,), {}),
         "UnsupportedError": kj.UnsupportedError,
         "CompileError": kj.CompileError,
     })
@@ -141,21 +191,22 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "numba.cuda.launchconfig": _module("numba.cuda.launchconfig", {
             name: _missing(name) for name in ("current_launch_config", "capture_compile_config",
                                               "ensure_current_launch_config")}),
-        "numba.cuda.args": _module("numba.cuda.args", {
-            "In": getattr(target, "In", None), "Out": getattr(target, "Out", None),
-            "InOut": getattr(target, "InOut", None), "wrap_arg": _missing("wrap_arg")}),
         "numba.cuda.np.numpy_support": _module("numba.cuda.np.numpy_support", {
             "from_dtype": kj.types.from_dtype,
             "as_dtype": lambda t: t.np_dtype, "carray": _missing("carray"),
-            "farray": _missing("farray")}),
+            "farray": _missing("farray"),
+            "numpy_version": tuple(int(v) for v in np.__version__.split(".")[:2])}),
     }
+    prebuilt.update({name: _internals(name) for name in INTERNAL_MODULES})
+    prebuilt.update(_extension_api())
+    prebuilt["numba.cuda.cudadrv"].nvrtc = prebuilt["numba.cuda.cudadrv.nvrtc"]
     prebuilt["numba.core.config"] = config
     prebuilt["numba"].errors = errors
     prebuilt["numba"].typeof = prebuilt["numba.cuda.typing.typeof"].typeof
     prebuilt["numba.cuda.cudadrv"].driver = prebuilt["numba.cuda.cudadrv.driver"]
     sys.modules["numba.cuda"] = target
     for child in ("config", "testing", "tests", "core", "np", "utils", "misc", "typing",
-                  "cudadrv", "launchconfig"):  # `from numba.cuda import config`
+                  "cudadrv", "launchconfig", "extending", "cudaimpl", "cgutils"):  # `from numba.cuda import config`
         if not hasattr(target, child):
             setattr(target, child, prebuilt[f"numba.cuda.{child}"])
     sys.meta_path.insert(0, _Finder(target_name, prebuilt))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import kaiojit as kj
+from kaiojit import types as kt
 
 # Python scalars that NumPy 2 treats as weak (NEP 50): their kind, not a dtype, takes part.
 PYTHON_SCALARS = (bool, int, float)
@@ -31,6 +32,21 @@ def compile_generated(name: str, source: str, namespace: dict[str, Any],
     scope = dict(namespace)
     exec(compile(source, filename, "exec"), scope)  # noqa: S102 - our own generated source
     return kj.jit(**options)(scope[name])
+
+
+def parse_signature(sig: Any, where: str, example: str, tuples: bool = False) -> kt.Signature:
+    """A library signature: a string, a Signature, or (``tuples``) a tuple of argument
+    types (numba's void signature); anything else is a TypeError naming ``where``."""
+    if isinstance(sig, str):
+        try:
+            return kt.parse_signature(sig)
+        except ValueError as e:
+            raise TypeError(f"{where}: bad signature {sig!r}: {e}") from None
+    if isinstance(sig, kt.Signature):
+        return sig
+    if tuples and isinstance(sig, tuple) and all(isinstance(a, kt.Type) for a in sig):
+        return kt.Signature(tuple(sig))
+    raise TypeError(f"{where}: a signature is a string like {example!r}, got {sig!r}")
 
 
 # a public entry point of a library kernel: a CompileError (located in the user's function)

@@ -27,6 +27,7 @@ from .source import (
     compile_generated,
     flat_view,
     is_device_array_like,
+    parse_signature,
     synchronize_stream,
     user_facing,
 )
@@ -265,16 +266,7 @@ def elementwise_source(name: str, sig: kt.Signature, ndim: int,
 
 def _parse(sig: Any, pyfunc: Callable, nin: int) -> kt.Signature:
     where = f"@kj.vectorize of {pyfunc.__qualname__}"
-    if isinstance(sig, str):
-        try:
-            parsed = kt.parse_signature(sig)
-        except ValueError as e:
-            raise TypeError(f"{where}: bad signature {sig!r}: {e}") from None
-    elif isinstance(sig, kt.Signature):
-        parsed = sig
-    else:
-        raise TypeError(f"{where}: a signature is a string like 'float32(float32, float32)', "
-                        f"got {sig!r}")
+    parsed = parse_signature(sig, where, "float32(float32, float32)")
     if not all(isinstance(t, kt.ScalarType) for t in (*parsed.args, parsed.return_type)):
         raise TypeError(f"{where}: signature {sig!r} must take and return scalars, as "
                         "'float32(float32, float32)'")
