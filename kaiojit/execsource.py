@@ -17,8 +17,31 @@ import sys
 import weakref
 from types import CodeType
 
+class _CodeTable:
+    """Code object -> (filename, source text), by identity and weakly. A WeakKeyDictionary
+    would not do: code objects compare equal by content, so the second exec of one string
+    would update the first one's entry, and that entry goes when the first code dies."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, tuple[str, str]]] = {}
+
+    def __setitem__(self, code: CodeType, value: tuple[str, str]) -> None:
+        key = id(code)
+
+        def forget(ref: weakref.ref, key: int = key) -> None:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._entries[key]
+
+        self._entries[key] = (weakref.ref(code, forget), value)
+
+    def get(self, code: CodeType) -> tuple[str, str] | None:
+        entry = self._entries.get(id(code))
+        return entry[1] if entry is not None and entry[0]() is code else None
+
+
 # code object of a function defined by an exec'd string -> (filename, source text)
-_SOURCES: weakref.WeakKeyDictionary[CodeType, tuple[str, str]] = weakref.WeakKeyDictionary()
+_SOURCES = _CodeTable()
 # the last string compiled under a pseudo-filename, until the exec of its code: (filename, text)
 _pending: list[tuple[str, str] | None] = [None]
 _installed = [False]

@@ -85,3 +85,21 @@ def test_code_without_source_keeps_the_clear_error():
                       fn.__globals__, "orphan")
     with pytest.raises(kj.CompileError, match="its source code is not available"):
         kj.compile_ptx(orphan, "void(float64[:], float64[:], float64)")
+
+
+def test_a_string_executed_twice_keeps_its_source_when_the_first_functions_die(kj_backend):
+    """Code objects compare equal by content: the second exec of one string must not lose its
+    source when the functions of the first exec are collected."""
+    import gc
+
+    first = _built(0.0)
+    second = _built(0.0)
+    assert first["outer"].__code__ == second["outer"].__code__
+    del first
+    gc.collect()
+    kernel = kj.jit(second["outer"])
+    n = int(rng.integers(10, 100))
+    x = rng.standard_normal(n).astype(np.float32)
+    out = kj.to_device(np.full(n, np.nan, np.float32))
+    kernel[1, 128](out, kj.to_device(x))
+    np.testing.assert_array_equal(out.copy_to_host(), 2 * x)
