@@ -206,3 +206,18 @@ def test_cuda_graph_on_the_driver(cuda):
     g.replay()
     stream.synchronize()
     np.testing.assert_allclose(out.copy_to_host(), 0.0 * x, atol=1e-4)
+
+
+def test_a_stand_in_torch_module_is_not_a_capture(monkeypatch, kj_backend):
+    """A module named torch without ``.cuda`` (a stand-in, a namespace package) in sys.modules:
+    allocations still work (the capture check asked ``torch.cuda`` and raised AttributeError)."""
+    import sys
+    import types
+
+    import numpy as np
+
+    import kaiojit as kj
+
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    host = np.random.default_rng().standard_normal(17).astype(np.float32)
+    np.testing.assert_array_equal(kj.to_device(host).copy_to_host(), host)
