@@ -50,7 +50,8 @@ from ..kir.intrinsics import (
     Same,
     register,
 )
-from ..lower import cluster_host, cluster_ptx, complexops, narrowfloat, tma_ptx, wgmma_host
+from ..lower import (cluster_host, cluster_ptx, complexinv, complexops, narrowfloat, tma_ptx,
+                     wgmma_host)
 from ..lower.arrays import array_slice, array_view, make_array
 from ..lower.gpu_faults import add_site, fail_assert
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
@@ -137,7 +138,7 @@ __all__ = [
     "Operands", "PyObj", "Same", "TypingContext", "add_site", "array_slice", "array_view",
     "make_array",
     "block_linear", "call_args", "call_builtin", "cluster_host", "cluster_ptx", "compare",
-    "complexops", "const_int",
+    "complexinv", "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",
     "fail_assert", "family_state", "float_type", "inline_asm", "ll_mem_type", "ll_type",
     "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg",

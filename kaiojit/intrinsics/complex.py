@@ -11,8 +11,8 @@ from __future__ import annotations
 import cmath
 
 from .. import types as T
-from .api import (ANY_TARGET, FLOAT, Expr, Intrinsic, Kind, Operands, Same, call_args, complexops,
-                  math_call, register, result_scalar, scalar_arg)
+from .api import (ANY_TARGET, FLOAT, Expr, Intrinsic, Kind, Operands, Same, call_args, complexinv,
+                  complexops, math_call, register, result_scalar, scalar_arg)
 
 COMPLEX = Kind("a complex number", lambda t: isinstance(t, T.ScalarType) and t.is_complex)
 
@@ -57,6 +57,17 @@ def _cmath_unary(name: str):
         z = _as_complex(typer, a, node.args[0], f"cmath.{name}()")
         return typer.intrinsic(f"cmath.{name}", z.type, (z,), node)
     return typing
+
+
+def _cmath_log(typer, node):
+    """cmath.log(z) or cmath.log(z, base) = log(z) / log(base), as Python's."""
+    args = call_args(typer, node, 1, 2, "cmath.log")
+    zs = [_as_complex(typer, a, n, "cmath.log()") for a, n in zip(args, node.args)]
+    ct = zs[0].type if len(zs) == 1 else result_scalar(zs[0].type, False, zs[1].type, False)
+    logs = [typer.intrinsic("cmath.log", ct, (typer.coerce(z, ct, node),), node) for z in zs]
+    if len(logs) == 1:
+        return logs[0]
+    return Expr("binop", ct, tuple(logs), attr="/", loc=typer.loc(node))
 
 
 def _cmath_real(name: str, result):
@@ -139,10 +150,7 @@ def _lower_cmath(name: str):
 
 def _lower_rect(fl, e: Expr):
     r, phi = (fl.expr(a) for a in e.args)
-    pt = e.type.component
-    b = fl.builder
-    return complexops.make(fl, e.type, b.fmul(r, math_call(fl, "cos", pt, [phi])),
-                           b.fmul(r, math_call(fl, "sin", pt, [phi])))
+    return complexops.make(fl, e.type, *complexinv.rect_parts(fl, e.type.component, r, phi))
 
 
 def _lower_test(which: str):
@@ -204,8 +212,8 @@ _declare("cmath.rect", Operands(FLOAT, Same(0), result=COMPLEX), _lower_rect,
          calls={cmath.rect: _rect})
 for _name in complexops.CMATH_COMPLEX:
     _declare(f"cmath.{_name}", Operands(COMPLEX, result=Same(0)), _lower_cmath(_name),
-             calls={getattr(cmath, _name): _cmath_unary(_name)} if hasattr(cmath, _name)
-             else None)  # log2: NumPy's np.log2 of a complex number only
+             calls={getattr(cmath, _name): _cmath_log if _name == "log" else _cmath_unary(_name)}
+             if hasattr(cmath, _name) else None)  # log2: NumPy's np.log2 of a complex number
 for _name in ("isnan", "isinf", "isfinite"):
     _declare(f"cmath.{_name}", Operands(COMPLEX, result=T.bool_), _lower_test(_name),
              calls={getattr(cmath, _name): _cmath_real(_name, lambda t: T.bool_)})

@@ -37,7 +37,8 @@ FLOAT_BINARY = Operands(FLOAT, Same(0), result=Same(0))
 # --- typing --------------------------------------------------------------------------------------
 
 # NumPy's functions that take complex numbers too (then computed as cmath's: complex.py)
-COMPLEX_TOO = frozenset("exp log log10 log2 sqrt sin cos tan sinh cosh tanh".split())
+COMPLEX_TOO = frozenset("exp log log10 log2 sqrt sin cos tan sinh cosh tanh asin acos atan "
+                        "asinh acosh atanh".split())
 
 
 def _unary(name: str, spelled: str, numpy: bool = False):

@@ -267,26 +267,6 @@ def _trig_parts(name: str):
     return lower
 
 
-def _tanh_parts(fl, pt, x, y):
-    """tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y); for |x| > 20 it is
-    (sign(x), 0) to the precision of a float64 (the formula would overflow)."""
-    math_call = _REAL["math_call"]
-    b = fl.builder
-    x2, y2 = b.fadd(x, x), b.fadd(y, y)
-    d = b.fadd(math_call(fl, "cosh", pt, [x2]), math_call(fl, "cos", pt, [y2]))
-    re = b.fdiv(math_call(fl, "sinh", pt, [x2]), d)
-    im = b.fdiv(math_call(fl, "sin", pt, [y2]), d)
-    big = b.fcmp_ordered(">", math_call(fl, "fabs", pt, [x]), _fc(x, 20.0))
-    return (b.select(big, math_call(fl, "copysign", pt, [_fc(x, 1.0), x]), re),
-            b.select(big, math_call(fl, "copysign", pt, [_fc(x, 0.0), im]), im))
-
-
-def _tan_parts(fl, pt, x, y):
-    """tan(z) = -i tanh(iz)."""
-    a, b_ = _tanh_parts(fl, pt, fl.builder.fneg(y), x)
-    return b_, fl.builder.fneg(a)
-
-
 def _log_base_parts(base: float):
     """log10 and NumPy's log2 of a complex number: log(z) / log(base)."""
     def lower(fl, pt, x, y):
@@ -303,9 +283,19 @@ _log10_parts = _log_base_parts(10.0)
 CMATH_COMPLEX = {
     "exp": _exp_parts, "log": _log_parts, "log10": _log10_parts, "sqrt": _sqrt_parts,
     "log2": _log_base_parts(2.0),  # NumPy's (cmath has no log2)
-    "sin": _trig_parts("sin"), "cos": _trig_parts("cos"), "tan": _tan_parts,
-    "sinh": _trig_parts("sinh"), "cosh": _trig_parts("cosh"), "tanh": _tanh_parts,
+    "sin": _trig_parts("sin"), "cos": _trig_parts("cos"),
+    "sinh": _trig_parts("sinh"), "cosh": _trig_parts("cosh"),
 }
+
+
+def _add_inverse_functions() -> None:
+    """tan, tanh and the inverse functions live in complexinv (which builds on this module's
+    square root, so it is imported once this module is complete)."""
+    from .complexinv import INVERSE
+    CMATH_COMPLEX.update(INVERSE)
+
+
+_add_inverse_functions()
 
 
 def cmath_call(fl, name: str, t: T.ScalarType, v):
