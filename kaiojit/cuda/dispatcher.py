@@ -54,7 +54,7 @@ class CUDADispatcher(Dispatcher):
         """{argument types: compiled kernel} for every compiled signature."""
         if self.device:
             return dict(self._device_cache)
-        return {sig.args: ck for (_, sig), ck in self._compiled.items()}
+        return {sig.args: CompiledOverload(self, ck) for (_, sig), ck in self._compiled.items()}
 
     @property
     def specializations(self) -> dict:
@@ -147,6 +147,35 @@ class CUDADispatcher(Dispatcher):
             print(f"{self.__name__} {args}", file=out)
             print("-" * 80, file=out)
             print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+class CompiledOverload:
+    """A compiled kernel as numba's ``overloads`` values show it: kaiojit's
+    :class:`~kaiojit.compiler.CompiledKernel` (its attributes read through) with numba's
+    ``cooperative`` (it synchronizes its grid, so it launches cooperatively) and
+    ``max_cooperative_grid_blocks(blockdim, dynsmemsize=0)``."""
+
+    __slots__ = ("_dispatcher", "_kernel")
+
+    def __init__(self, dispatcher: Dispatcher, kernel):
+        self._dispatcher = dispatcher
+        self._kernel = kernel
+
+    def __getattr__(self, name: str):
+        return getattr(self._kernel, name)
+
+    def __repr__(self) -> str:
+        return repr(self._kernel)
+
+    @property
+    def cooperative(self) -> bool:
+        from ..runtime.cooperative import is_cooperative
+
+        return is_cooperative(self._kernel)
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0) -> int:
+        return self._dispatcher.max_cooperative_grid_blocks(blockdim, dynsmemsize,
+                                                            self._kernel.signature)
 
 
 def _no_launch(*args) -> None:
