@@ -8,6 +8,8 @@ numba's shapes; ``cuda.jit`` returns it, ``kj.jit`` the plain one.
 
 from __future__ import annotations
 
+import numbers
+
 from .. import types as T
 from ..dispatcher import Dispatcher
 
@@ -37,9 +39,24 @@ class CUDADispatcher(Dispatcher):
         return super().forall(ntasks, stream=stream or None, shared_mem=sharedmem)
 
     def __getitem__(self, config):
+        try:
+            known = config in self._launchers
+        except TypeError:  # lists: never cached
+            known = False
+        if not known:
+            try:
+                _check_dims(config)
+            except (TypeError, ValueError) as e:  # shown at the user's kernel[...]
+                raise e.with_traceback(None) from None
         launcher = super().__getitem__(config)
         extensions = self.__dict__.get("_extensions")
         return _ExtendedLauncher(launcher, extensions) if extensions else launcher
+
+    def __call__(self, *args, **kwargs):
+        if self.device:
+            return super().__call__(*args, **kwargs)
+        raise ValueError(f"launch configuration was not specified for kernel "
+                         f"{self.__qualname__}: launch it as {self.__name__}[grid, block](...)")
 
     def _arg_tuples(self) -> list[tuple]:
         return [sig.args for sig in Dispatcher.signatures.fget(self)]
@@ -147,6 +164,20 @@ class CUDADispatcher(Dispatcher):
             print(f"{self.__name__} {args}", file=out)
             print("-" * 80, file=out)
             print(self.inspect_kir(T.Signature(args)), file=out)
+
+
+def _check_dims(config) -> None:
+    """numba's checks of ``kernel[griddim, blockdim, ...]``, made when the kernel is
+    configured (kaiojit's own launcher checks at the launch): each is an integer or a
+    sequence of 1 to 3 integers, a ValueError or TypeError in numba's words."""
+    if not isinstance(config, tuple) or len(config) < 2:
+        return  # kaiojit's launcher names the shape it takes
+    for value, name in ((config[0], "griddim"), (config[1], "blockdim")):
+        dims = list(value) if isinstance(value, (tuple, list)) else [value]
+        if len(dims) > 3:
+            raise ValueError(f"{name} must be a sequence of 1, 2 or 3 integers, got {dims!r}")
+        if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in dims):
+            raise TypeError(f"{name} must be a sequence of integers, got {dims!r}")
 
 
 class CompiledOverload:
