@@ -40,8 +40,13 @@ def const_int(typer, node, what: str) -> int:
 
 
 def const_shape(typer, node) -> tuple[int, ...]:
-    """A constant shape: an integer or a tuple of them, none negative."""
+    """A constant shape: an integer or a tuple of them, none negative; a local variable
+    assigned a constant once (``n = 100``) is that constant, as numba folds it."""
     e = typer.expr(node)
+    if e.op not in ("const", "tuple"):
+        value = _single_constant_assignment(typer.src.node, node)
+        if value is not None:
+            e = typer.expr(value)
     items = list(e.args) if e.op == "tuple" else [e]
     shape = []
     for it in items:
@@ -52,6 +57,24 @@ def const_shape(typer, node) -> tuple[int, ...]:
             typer.error(f"shape dimensions must not be negative, got {it.attr}", node)
         shape.append(it.attr)
     return tuple(shape)
+
+
+def _single_constant_assignment(fdef: ast.FunctionDef, node) -> ast.expr | None:
+    """The value of ``name = <constant or tuple of constants>`` where that is the only
+    assignment of the local variable ``node`` names in ``fdef``; else None."""
+    if not isinstance(node, ast.Name):
+        return None
+    stores = [n for n in ast.walk(fdef)
+              if isinstance(n, ast.Name) and n.id == node.id and isinstance(n.ctx, ast.Store)]
+    if len(stores) != 1:
+        return None
+    for a in ast.walk(fdef):
+        if isinstance(a, ast.Assign) and a.targets == stores:
+            value = a.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            if all(isinstance(i, ast.Constant) for i in items):
+                return value
+    return None
 
 
 def dtype_arg(typer, node) -> T.ScalarType:
