@@ -64,6 +64,13 @@ def _binary(name: str):
     return typing
 
 
+def _builtin_pow(typer, node):
+    """Python's ``pow(x, y)`` is ``x ** y`` for every kind of number (complex included, an
+    integer staying an integer); the three-argument form is not supported."""
+    a, b = call_args(typer, node, 2, 2, "pow")
+    return typer.binop("**", a, b, node)
+
+
 def _to_int(name: str):
     """math.floor/ceil/trunc: int64, as in Python (an integer argument is only converted)."""
     def typing(typer, node):
@@ -169,7 +176,7 @@ for _name in UNARY:
 for _name in BINARY:
     _calls = {getattr(math, _name): _binary(_name)}
     if _name == "pow":
-        _calls[builtins.pow] = _binary(_name)
+        _calls[builtins.pow] = _builtin_pow
     _math(_name, FLOAT_BINARY, calls=_calls)
 for _name in TO_INT:
     _math(_name, FLOAT_UNARY, calls={getattr(math, _name): _to_int(_name), **_NUMPY_OF[_name]})
