@@ -93,6 +93,8 @@ any_sync = KernelBuiltin("any_sync")
 eq_sync = KernelBuiltin("eq_sync")  # numba's: the predicate is the same in every member lane
 ballot_sync = KernelBuiltin("ballot_sync")
 activemask = KernelBuiltin("activemask")
+match_any_sync = KernelBuiltin("match_any_sync")  # numba's: the lanes holding the same value
+match_all_sync = KernelBuiltin("match_all_sync")  # numba's: (mask, pred) if all hold one value
 
 fma = KernelBuiltin("fma")
 popc = KernelBuiltin("popc")
