@@ -15,6 +15,7 @@ from typing import Any
 from .. import jit as _kj_jit
 from .. import types as T
 from ..dispatcher import Dispatcher
+from ..errors import KaiojitError, TypingError
 from ..target import TargetSpec, ptx_version_for
 from .dispatcher import numba_dispatcher
 from .linkable import link_paths
@@ -110,7 +111,8 @@ def options_back(options: dict) -> dict:
 
 
 def _target(cc) -> TargetSpec:
-    arch = "sm_90" if cc is None else f"sm_{cc[0]}{cc[1]}"
+    # numba's cc: (major, minor) or (major, minor, "a") for the arch-specific features
+    arch = "sm_90" if cc is None else f"sm_{cc[0]}{cc[1]}{cc[2] if len(cc) > 2 else ''}"
     return TargetSpec("nvptx", arch, ptx_version_for(arch))
 
 
@@ -121,14 +123,37 @@ def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True
     ``output`` is ``"ptx"`` or ``"ltoir"`` (kaiojit gives LLVM IR text for the latter)."""
     if output not in ("ptx", "ltoir"):
         raise NotImplementedError(f"Unsupported output type: {output}")
+    if abi not in ("c", "numba"):
+        raise NotImplementedError(f"Unsupported ABI: {abi}")
+    if abi == "c" and not device:
+        raise NotImplementedError("The C ABI is not supported for kernels")
     options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath,
                                                              "launch_bounds": launch_bounds})
     disp = pyfunc if isinstance(pyfunc, Dispatcher) else _kj_jit(**options)(pyfunc)
     spec = _target(cc)
     sig = _signature(sig)
-    ck = disp.compile_device(sig, spec) if device else disp.compile(sig, spec)
+    if device:
+        ck = disp.compile_device(sig, spec)
+    else:
+        try:
+            ck = disp.compile(sig, spec)
+        except TypingError:
+            _check_void_return(disp, sig, spec)
+            raise
     code = ck.ptx if output == "ptx" else ck.llvm
     return code, ck.signature.return_type
+
+
+def _check_void_return(disp, sig, spec) -> None:
+    """numba's TypeError for a kernel that returns a value (found when the kernel failed to
+    type: typed as a device function, it returns something)."""
+    try:
+        returned = disp.compile_device(sig, spec).signature.return_type
+    except KaiojitError:
+        return
+    if returned != T.void:
+        raise TypeError(f"Kernel function {disp.__name__} must have void return type but got "
+                        f"{returned}") from None
 
 
 def compile_ptx(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = False,

@@ -491,7 +491,12 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         self.error("cannot assign to this", target, UnsupportedError)
 
     def visit_If(self, node):
-        cond = self.truth(self.expr(node.test), node.test)
+        test = self.visit(node.test)
+        if isinstance(test, PyObj) and test.value is None:  # `if flag:` of a None global
+            test = Expr("const", T.bool_, attr=False, loc=self.loc(node.test))
+        elif isinstance(test, PyObj):
+            test = self.pyobj_to_expr(test, node.test)
+        cond = self.truth(test, node.test)
         return kir.If(cond, self._block(node.body), self._block(node.orelse), self.loc(node))
 
     def visit_While(self, node):
