@@ -332,7 +332,9 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
 
 
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
-    warn_user(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
+    # it opens with numba's words, so that numba users' warning filters keep matching it
+    warn_user(f"Host array used in CUDA kernel will incur copy overhead to/from device: "
+              f"parameter {name!r} (a NumPy array) is copied to the device before the launch "
               "and back after it; pass a kj.DeviceArray to avoid the copies", PerformanceWarning)
     try:
         kt.from_dtype(a.dtype)

@@ -185,10 +185,25 @@ def test_cai_object_packs_pointer_shape_strides(mock):
 def test_numpy_arrays_are_copied_in_and_back_with_a_warning(mock):
     host = RNG.standard_normal(16).astype(np.float32)
     k = _loaded(mock, "void(float32[::1])", "data")
-    with pytest.warns(PerformanceWarning, match=r"parameter 'data': a NumPy array is copied"):
+    # numba's words first (numba users filter the warning by them), then kaiojit's
+    with pytest.warns(PerformanceWarning, match=r"^Host array used in CUDA kernel will incur "
+                      r"copy overhead to/from device: parameter 'data' \(a NumPy array\) is "
+                      r"copied"):
         k.launch(1, 1, None, 0, (host.copy(),))
     ptr = struct.unpack("<Q", mock.launches[-1].params[0])[0]
     assert ptr != host.ctypes.data  # a device copy was passed, not the host array
+
+
+def test_numbas_warning_filter_silences_the_copy_warning(mock):
+    import warnings
+
+    host = RNG.standard_normal(4).astype(np.float32)
+    k = _loaded(mock, "void(float32[::1])", "data")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="Host array used in CUDA kernel")
+        k.launch(1, 1, None, 0, (host.copy(),))
+    assert not [w for w in caught if issubclass(w.category, PerformanceWarning)]
 
 
 def test_numpy_copy_back_writes_results_into_the_host_array(mock):
