@@ -81,7 +81,7 @@ def dtype_arg(typer, node) -> T.ScalarType:
     """A dtype argument: a kaiojit scalar type or anything NumPy takes as a dtype."""
     r = typer.visit(node)
     v = r.value if isinstance(r, PyObj) else None
-    if isinstance(v, T.ScalarType):
+    if isinstance(v, (T.ScalarType, T.RecordType)):  # records: arrays of structs
         return v
     if getattr(r, "op", None) == "const" and isinstance(r.type, T.StringType):  # "int32"
         try:

@@ -129,12 +129,13 @@ class NVPTXTarget(Target):
                 count = 1
                 for d in shape:
                     count *= d
-                elt = I8 if dtype.is_bool else ll_type(dtype)
+                elt = ll_mem_type(dtype)  # bool: a byte; a record: its bytes
                 gv = ir.GlobalVariable(mod.module, ir.ArrayType(elt, count), name,
                                        addrspace=SHARED)
                 gv.linkage = "internal"
                 gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
-                gv.align = max(16, dtype.itemsize)
+                gv.align = max(16, dtype.align if isinstance(dtype, T.RecordType)
+                               else dtype.itemsize)  # a record's size need not be a power of 2
                 mod.globals_by_name[name] = gv
         return fl.builder.addrspacecast(gv, PTR)
 
