@@ -52,8 +52,14 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
             return size
         if attr == "dtype":  # a type, as a global dtype is: cuda.local.array(n, a.dtype)
             return PyObj(t.dtype)
-        typer.error(f"arrays in kernels have .shape, .size, .ndim and .dtype, not .{attr}",
-                    node)
+        if attr in ("real", "imag") and isinstance(t.dtype, T.ScalarType):
+            if t.dtype.is_complex:  # a strided view of the parts, as NumPy's
+                return typer.intrinsic(f"array.{attr}", T.ArrayType(t.dtype.component, t.ndim),
+                                       (base,), node)
+            if attr == "real":
+                return base
+        typer.error(f"arrays in kernels have .shape, .size, .ndim, .dtype (and .real, .imag of "
+                    f"complex arrays), not .{attr}", node)
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import cmath
 
+from llvmlite import ir
+
 from .. import types as T
-from .api import (ANY_TARGET, FLOAT, Expr, Intrinsic, Kind, Operands, Same, call_args, complexinv,
-                  complexops, math_call, register, result_scalar, scalar_arg)
+from .api import (ANY_TARGET, FLOAT, I8, I64, Expr, Intrinsic, Kind, Operands, Same, byte_strides,
+                  call_args, complexinv, complexops, make_array, math_call, register,
+                  result_scalar, scalar_arg)
 
 COMPLEX = Kind("a complex number", lambda t: isinstance(t, T.ScalarType) and t.is_complex)
 
@@ -170,6 +173,31 @@ def _lower_test(which: str):
 
 # --- declarations --------------------------------------------------------------------------------
 
+def _check_part_view(e: Expr) -> str | None:
+    at = e.args[0].type if len(e.args) == 1 else None
+    if not (isinstance(at, T.ArrayType) and isinstance(at.dtype, T.ScalarType)
+            and at.dtype.is_complex):
+        return "takes one array of complex numbers"
+    want = T.ArrayType(at.dtype.component, at.ndim)
+    return None if e.type == want else f"result is {e.type}, expected {want}"
+
+
+def _lower_part_view(index: int):
+    """``a.real`` / ``a.imag`` of a complex array: the same shape and byte strides, the data
+    pointer moved to the part (a view: writes and atomics through it reach ``a``)."""
+    def lower(fl, e: Expr):
+        b = fl.builder
+        at = e.args[0].type
+        arr = fl.expr(e.args[0])
+        ptr = b.extract_value(arr, 0)
+        if index:
+            ptr = b.gep(ptr, [ir.Constant(I64, at.dtype.component.itemsize)], source_etype=I8)
+        shape = [b.extract_value(arr, [1, d]) for d in range(at.ndim)]
+        return make_array(b, ptr, shape, at.dtype.component, "A",
+                          byte_strides(b, arr, at, shape))
+    return lower
+
+
 def _declare(name: str, operands, lowering, calls=None) -> None:
     register(Intrinsic(name=name, operands=operands, lowering={ANY_TARGET: lowering},
                        calls=calls or {}, pure=True, elementwise=True))
@@ -192,6 +220,9 @@ def _make_check(e: Expr) -> str | None:
     return why
 
 
+for _index, _part in enumerate(("real", "imag")):
+    register(Intrinsic(name=f"array.{_part}", operands=_check_part_view,
+                       lowering={ANY_TARGET: _lower_part_view(_index)}, pure=True, view=True))
 _declare("complex.make", _make_check, _lower_make, calls={
     complex: _constructor(None, "complex"),
     T.complex64: _constructor(T.complex64, "complex64"),
