@@ -306,10 +306,59 @@ def _const_array_like(typer, node):
 # --- the table ----------------------------------------------------------------------------------
 
 
+def _py_isinstance(typer, node) -> Expr:
+    """``isinstance(x, cls)`` with ``cls`` a kaiojit type, ``int``, ``float``, ``complex``,
+    ``bool``, ``tuple``, a NumPy scalar type or a tuple of those: a constant, the kernel's
+    types being known when it compiles (numba folds it the same way)."""
+    if len(node.args) != 2 or node.keywords:
+        typer.error("isinstance() takes a value and a type", node)
+    value = typer.visit(node.args[0])
+    spelled = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+    classes = []
+    for n in spelled:
+        cls = typer.visit(n)
+        if not isinstance(cls, PyObj):
+            typer.error("isinstance()'s second argument must be a type (or a tuple of types) "
+                        "known when the kernel compiles", n)
+        classes.extend(cls.value if type(cls.value) is tuple else (cls.value,))  # types are tuples
+    if isinstance(value, PyObj):
+        found = any(_python_isinstance(value.value, c) for c in classes)
+    else:
+        found = any(_type_matches(typer, value.type, c, node.args[1]) for c in classes)
+    return Expr("const", T.bool_, attr=found, loc=typer.loc(node))
+
+
+def _python_isinstance(obj, c) -> bool:
+    try:
+        return isinstance(obj, c)
+    except TypeError:
+        return False
+
+
+def _type_matches(typer, t: T.Type, c, node) -> bool:
+    if isinstance(c, T.Type):
+        return t == c
+    scalar = isinstance(t, T.ScalarType)
+    python = {bool: scalar and t.is_bool, int: scalar and (t.is_int or t.is_bool),
+              float: scalar and t.is_float, complex: scalar and t.is_complex,
+              tuple: isinstance(t, T.TupleType)}
+    if c in python:
+        return python[c]
+    np = sys.modules.get("numpy")
+    if np is not None and c is np.ndarray:
+        return isinstance(t, T.ArrayType)
+    try:
+        return scalar and T.from_dtype(c) == t  # np.float32 and friends
+    except TypeError:
+        typer.error(f"isinstance() in a kernel takes kaiojit or NumPy types, int, float, "
+                    f"complex, bool or tuple, not {describe(c)}", node)
+
+
 def _build_table():
     table = {
         int: _py_int, float: _py_float, bool: _py_bool, len: _py_len, abs: _py_abs,
         min: _minmax("min"), max: _minmax("max"), round: _py_round, range: _no_range,
+        isinstance: _py_isinstance,
         L.shared.array: _shared_array, L.local.array: _local_array,
         L.const.array_like: _const_array_like,
     }
