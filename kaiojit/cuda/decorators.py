@@ -10,6 +10,7 @@ of argument types, or lists of any of those.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from .. import jit as _kj_jit
@@ -129,6 +130,10 @@ def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True
         raise NotImplementedError("The C ABI is not supported for kernels")
     options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath,
                                                              "launch_bounds": launch_bounds})
+    abi_name = (abi_info or {}).get("abi_name") if device and abi == "c" else None
+    if abi_name is not None:  # the C function's name: the function renamed, as numba names it
+        pyfunc = _renamed(pyfunc.py_func if isinstance(pyfunc, Dispatcher) else pyfunc,
+                          abi_name)
     disp = pyfunc if isinstance(pyfunc, Dispatcher) else _kj_jit(**options)(pyfunc)
     spec = _target(cc)
     sig = _signature(sig)
@@ -142,6 +147,17 @@ def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True
             raise
     code = ck.ptx if output == "ptx" else ck.llvm
     return code, ck.signature.return_type
+
+
+def _renamed(fn, name: str):
+    """``fn`` under another name (the same code, globals and closure): compiled on its own as
+    a device function, its PTX function is named ``name``."""
+    if not name.isidentifier():
+        raise ValueError(f"abi_name must be a C identifier, got {name!r}")
+    out = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__,
+                             fn.__closure__)
+    out.__kwdefaults__, out.__qualname__ = fn.__kwdefaults__, name
+    return out
 
 
 def _check_void_return(disp, sig, spec) -> None:
@@ -161,7 +177,7 @@ def compile_ptx(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = 
                 forceinline: bool = False, launch_bounds=None):
     """numba's ``cuda.compile_ptx``: ``(ptx, return type)``; a kernel unless ``device``."""
     return compile(pyfunc, sig, debug=debug, lineinfo=lineinfo, device=device,
-                   fastmath=fastmath, cc=cc, opt=opt, abi=abi, output="ptx",
+                   fastmath=fastmath, cc=cc, opt=opt, abi=abi, abi_info=abi_info, output="ptx",
                    launch_bounds=launch_bounds)
 
 

@@ -46,7 +46,7 @@ def function_source(pyfunc) -> FunctionSource:
     if cached is not None and cached[0] is code:
         return cached[1]
     filename = code.co_filename
-    if pyfunc.__name__ == "<lambda>":
+    if code.co_name == "<lambda>":  # a lambda, even one given a __name__
         result = _lambda_source(pyfunc)
         try:
             setattr(pyfunc, _SOURCE_ATTR, (code, result))

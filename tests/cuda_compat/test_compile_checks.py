@@ -57,3 +57,17 @@ def test_if_of_a_none_global_is_false(kj_backend):
     f[1, 1](d)
     got = d.copy_to_host()
     assert got[0] == x[0] * 2 and (got[1:] == x[1:]).all()
+
+
+def test_c_abi_name_names_the_ptx_function():
+    # abi_info={"abi_name": ...} was ignored: the function kept its Python name
+    ptx, restype = cuda.compile_ptx(add, int32(int32, int32), device=True, abi="c",
+                                    abi_info={"abi_name": "_Z4funcii"})
+    assert restype == int32
+    assert ".visible .func  (.param .b32 func_retval0) _Z4funcii(" in ptx
+    code, _ = cuda.compile(lambda x: x, int32(int32), device=True, abi="c",
+                           abi_info={"abi_name": "blah"}, output="ptx")
+    assert ".visible .func  (.param .b32 func_retval0) blah(" in code
+    with pytest.raises(ValueError, match="abi_name must be a C identifier"):
+        cuda.compile_ptx(add, int32(int32, int32), device=True, abi="c",
+                         abi_info={"abi_name": "not a name"})
