@@ -288,6 +288,9 @@ def math_call(fl, name: str, t: T.ScalarType, args: list):
     computes in float32."""
     b = fl.builder
     if t == T.float16 and name == "fma":
+        if fl.target.name == "nvptx":  # the GPU's fma.rn.f16: one rounding, in hardware
+            fn = fl.mod.declare("llvm.fma.f16", ir.HalfType(), [ir.HalfType()] * 3)
+            return b.call(fn, args, fastmath=fl.fastmath)
         # in float64, where a product of float16s and its sum with one are exact for every
         # finite float16 result: one rounding (float32 would round twice)
         wide = [b.fpext(a, ir.DoubleType()) for a in args]
