@@ -46,9 +46,14 @@ def set_field(typer, rec: Expr, name: str, value: Expr, node) -> kir.ExprStmt:
                 and value.args[0].type.field(value.param)[0] == ft):  # r.h = s.h
             e = typer.intrinsic("record.assign", T.void, (rec, value), node, param=name)
             return kir.ExprStmt(e, typer.loc(node))
+        vt = value.type
+        if isinstance(vt, T.ArrayType) and vt.dtype == ft.dtype and vt.ndim == len(ft.shape):
+            # r.h = a: the field's elements from a's (numba's copy into a nested array)
+            e = typer.intrinsic("record.fill", T.void, (rec, value), node, param=name)
+            return kir.ExprStmt(e, typer.loc(node))
         typer.error(f"field {name!r} is an array ({ft}): assign its elements "
-                    f"(r.{name}[i] = v), or a field of its shape (r.{name} = s.{name})",
-                    node, UnsupportedError)
+                    f"(r.{name}[i] = v), an array of its dtype and dimensions, or a field of "
+                    f"its shape (r.{name} = s.{name})", node, UnsupportedError)
     if not isinstance(value.type, T.ScalarType):
         typer.error(f"cannot store {type_words(value.type)} into field {name!r} ({ft})", node)
     value = typer.coerce(value, ft, node) if typer.final else value

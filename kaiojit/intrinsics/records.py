@@ -13,7 +13,8 @@ import math
 from llvmlite import ir
 
 from .. import types as T
-from .api import ANY_TARGET, I8, I64, Expr, Intrinsic, ll_mem_type, make_array, register
+from .api import (ANY_TARGET, I8, I64, Expr, Intrinsic, counted_loop, ll_mem_type, make_array,
+                  register)
 
 
 def _field(e: Expr, rec_type: T.RecordType) -> tuple[str, T.ScalarType, int]:
@@ -128,6 +129,44 @@ def _lower_assign(fl, e: Expr):
     b.call(move, [dest, source, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
 
 
+def _check_fill(e: Expr) -> str | None:
+    """(destination record, source array) for an array field of the source's dtype and
+    dimensions."""
+    rt = e.args[0].type if len(e.args) == 2 else None
+    found = rt.field(e.param) if isinstance(rt, T.RecordType) else None
+    if found is None or not isinstance(found[0], T.SubarrayType):
+        return f"field {e.param!r} is not an array field of a record"
+    at = e.args[1].type
+    ok = isinstance(at, T.ArrayType) and at.dtype == found[0].dtype and \
+        at.ndim == len(found[0].shape)
+    return None if ok else f"cannot fill a {found[0]} field from {at}"
+
+
+def _lower_fill(fl, e: Expr):
+    """``r.h = a``: element ``i`` of the field (C order) from ``a`` at the same index; the
+    field's shape is constant, ``a`` is read through its strides (bounds-checked under
+    ``debug=True`` and the cpu backend's checked mode, as any indexing)."""
+    b = fl.builder
+    rec_e, src_e = e.args
+    _, ft, offset = _field(e, rec_e.type)
+    dest = b.gep(fl.expr(rec_e), [ir.Constant(I64, offset)], source_etype=I8)
+    align = (math.gcd(ft.dtype.align, offset) if offset else ft.dtype.align) \
+        if rec_e.type.aligned else 1
+    src = fl.expr(src_e)
+    elt = ll_mem_type(ft.dtype)
+    zeros = [Expr("const", T.int64, attr=0)] * len(ft.shape)
+    with counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, math.prod(ft.shape))) as k:
+        index, rest = [], k
+        for n in reversed(ft.shape):
+            index.append(b.urem(rest, ir.Constant(I64, n)))
+            rest = b.udiv(rest, ir.Constant(I64, n))
+        at = fl.element_pointer(src, src_e.type, index[::-1], zeros, e.loc)
+        v = b.load(at, typ=elt)
+        fl.target.store_packed(fl, b.gep(dest, [k], source_etype=elt), v, align)
+
+
+register(Intrinsic(name="record.fill", operands=_check_fill,
+                   lowering={ANY_TARGET: _lower_fill}, writes=(0,), param=str))
 register(Intrinsic(name="record.assign", operands=_check_assign,
                    lowering={ANY_TARGET: _lower_assign}, writes=(0,), param=str))
 register(Intrinsic(name="record.view", operands=_check_field(False, view=True),

@@ -84,10 +84,11 @@ def test_whole_record_and_array_field_assignment(kj_backend):
     np.testing.assert_array_equal(recs, expected)
 
 
-def test_assigning_an_array_to_an_array_field_is_an_error():
+def test_assigning_an_array_of_other_dimensions_to_an_array_field_is_an_error():
+    # an array of the field's dtype and dimensions fills it (test_record_field_fill.py)
     def bad(recs, src):
         recs[0].h = src
 
-    err = compile_error(bad, cuda.void(kj.types.from_dtype(NESTED)[:], kj.float32[:]))
+    err = compile_error(bad, cuda.void(kj.types.from_dtype(NESTED)[:], kj.float32[:, :]))
     assert_located(err, bad, "recs[0].h = src")
     assert "field 'h' is an array" in str(err)
