@@ -23,11 +23,18 @@ def element_ref(typer, base: Expr, indices: tuple, node) -> Expr:
 
 
 def field_name(typer, rt: T.RecordType, index_node) -> str:
-    """The field a constant string subscript names (``r['x']``)."""
+    """The field a constant subscript names: ``r['x']``, or ``r[0]`` by position (NumPy's and
+    numba's indexing of a record by an integer)."""
     e = typer.expr(index_node)
+    if e.op == "const" and isinstance(e.type, T.ScalarType) and e.type.is_int:
+        n = len(rt.fields)
+        if not -n <= e.attr < n:
+            typer.error(f"record index {e.attr} is out of range: the record has {n} fields",
+                        index_node)
+        return rt.fields[e.attr][0]
     if e.op != "const" or not isinstance(e.type, T.StringType):
-        typer.error("a record is indexed by a field name, a string literal (r['x'])",
-                    index_node)
+        typer.error("a record is indexed by a field name, a string literal (r['x']), or a "
+                    "constant position (r[0])", index_node)
     return e.attr
 
 
