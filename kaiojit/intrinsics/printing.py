@@ -11,8 +11,11 @@ from llvmlite import ir
 
 from .. import language as L
 from .. import types as T
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, warn_user
 from .api import ANY_TARGET, Expr, Intrinsic, Kind, Operands, convert, register, type_words
+
+
+MAX_PRINT_ITEMS = 32  # CUDA's printf: at most 32 arguments after the format
 
 
 def _printable(t) -> bool:
@@ -62,7 +65,14 @@ def _lower(fl, e: Expr):
             parts.append(a.attr.replace("%", "%%"))
             continue
         parts.append(_format(fl, a.type, fl.expr(a), values))
-    fl.target.print(fl, " ".join(parts) + "\n", values)
+    fmt = " ".join(parts) + "\n"
+    if len(values) > MAX_PRINT_ITEMS:
+        # CUDA's printf takes 32 arguments; past that the GPU would print some and leave the
+        # rest as raw specifiers. Both backends print the raw format instead, as numba does.
+        warn_user(f"{e.loc}: CUDA print() cannot print more than {MAX_PRINT_ITEMS} items. "
+                  "The raw format string will be emitted by the kernel instead.", UserWarning)
+        fmt, values = fmt.replace("%", "%%"), []
+    fl.target.print(fl, fmt, values)
 
 
 def _format(fl, t, v, values: list) -> str:

@@ -1,6 +1,8 @@
 """``print`` of tuples of numbers (nested, of one item, mixed with strings) and of the dim3
 registers (``print(cuda.threadIdx)`` writes ``(x, y, z)``), as Python and numba write them
-(issue 28: print took scalars and strings only)."""
+(issue 28: print took scalars and strings only); more than 32 items print the raw format on
+both backends, with numba's warning (CUDA's printf takes 32 arguments: the cpu backend
+printed them all, a GPU some)."""
 
 import numpy as np
 import pytest
@@ -60,3 +62,29 @@ def test_print_of_tuples_in_ptx():
     strings = [bytes(int(b) for b in line.split("{")[1].split("}")[0].split(","))
                for line in ptx.splitlines() if ".global .align 1 .b8 str_" in line]
     assert b"t (%lld, ((%lld, %f), %s), (%lld,)) (%lld,)\n" in strings
+
+
+@cuda.jit
+def print_33(x):
+    v = x[0]
+    print(v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v,
+          v, v, v, v, v)
+
+
+@cuda.jit
+def print_32(x):
+    v = x[0]
+    print(v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v,
+          v, v, v, v)
+
+
+def test_more_than_32_items_print_the_raw_format(kj_backend, capfd):
+    v = int(rng.integers(100, 1000))
+    with pytest.warns(UserWarning, match=r"test_print_tuples.py:\d+:5: CUDA print\(\) cannot "
+                                         r"print more than 32 items"):
+        print_33[1, 1](cuda.to_device(np.array([v])))
+    cuda.synchronize()
+    assert capfd.readouterr().out == " ".join(["%lld"] * 33) + "\n"
+    print_32[1, 1](cuda.to_device(np.array([v])))
+    cuda.synchronize()
+    assert capfd.readouterr().out == " ".join([str(v)] * 32) + "\n"
