@@ -217,7 +217,7 @@ def test_split_points_are_the_barriers_and_warp_collectives():
     assert split == {"sync.syncthreads", "sync.syncthreads_count", "sync.syncthreads_and",
                      "sync.syncthreads_or", "sync.syncwarp", "warp.shfl_idx", "warp.shfl_up",
                      "warp.shfl_down", "warp.shfl_xor", "warp.all", "warp.any", "warp.ballot", "warp.uni",
-                     "warp.activemask", "warp.elect_one", "mbarrier.wait",
+                     "warp.match_any", "warp.match_all", "warp.activemask", "warp.elect_one", "mbarrier.wait",
                      "mbarrier.try_wait_parity", "tc.mma.bf16", "tc.mma.f16", "tc.mma.tf32",
                      "tc.ldmatrix", "cg.grid_sync", "named_barrier.sync", "named_barrier.arrive",
                      "stmatrix", "cluster.sync", "cluster.arrive", "cluster.arrive_relaxed",
