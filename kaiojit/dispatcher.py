@@ -282,14 +282,20 @@ class Dispatcher:
             cached = len(self._launchers) < 64
         if launcher is None:
             try:
+                self._check_config(config)
                 parsed = parse_launch_config(config)
-            except TypeError as e:  # shown at the user's kernel[...]; not @user_facing, which
-                __tracebackhide__ = True  # would add a call to every launch  # noqa: F841
+            except (TypeError, ValueError) as e:  # shown at the user's kernel[...]; not
+                # @user_facing, which would add a call to every launch
+                __tracebackhide__ = True  # noqa: F841
                 raise e.with_traceback(None) from None
             launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
                 self._launchers[config] = launcher
         return launcher
+
+    def _check_config(self, config) -> None:
+        """Checks of a new launch configuration beyond kaiojit's own (numba's dispatcher in
+        ``kaiojit/cuda`` checks the dimensions as numba does); a TypeError or ValueError."""
 
     @outside_graphs
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError

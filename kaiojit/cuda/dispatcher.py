@@ -38,16 +38,10 @@ class CUDADispatcher(Dispatcher):
             return self[-(-ntasks // tpb), tpb, stream or None, sharedmem]
         return super().forall(ntasks, stream=stream or None, shared_mem=sharedmem)
 
+    def _check_config(self, config) -> None:
+        _check_dims(config)  # numba's errors, when the kernel is configured
+
     def __getitem__(self, config):
-        try:
-            known = config in self._launchers
-        except TypeError:  # lists: never cached
-            known = False
-        if not known:
-            try:
-                _check_dims(config)
-            except (TypeError, ValueError) as e:  # shown at the user's kernel[...]
-                raise e.with_traceback(None) from None
         launcher = super().__getitem__(config)
         extensions = self.__dict__.get("_extensions")
         return _ExtendedLauncher(launcher, extensions) if extensions else launcher

@@ -147,7 +147,7 @@ def _lower_phase(fl, e: Expr):
 
 def _lower_cmath(name: str):
     def lower(fl, e: Expr):
-        return complexops.cmath_call(fl, name, e.type, fl.expr(e.args[0]))
+        return complexinv.cmath_call(fl, name, e.type, fl.expr(e.args[0]))
     return lower
 
 
@@ -241,7 +241,7 @@ _declare("cmath.phase", _part_of(0), _lower_phase,
          calls={cmath.phase: _cmath_real("phase", lambda t: t.component), cmath.polar: _polar})
 _declare("cmath.rect", Operands(FLOAT, Same(0), result=COMPLEX), _lower_rect,
          calls={cmath.rect: _rect})
-for _name in complexops.CMATH_COMPLEX:
+for _name in complexinv.CMATH:
     _declare(f"cmath.{_name}", Operands(COMPLEX, result=Same(0)), _lower_cmath(_name),
              calls={getattr(cmath, _name): _cmath_log if _name == "log" else _cmath_unary(_name)}
              if hasattr(cmath, _name) else None)  # log2: NumPy's np.log2 of a complex number

@@ -229,3 +229,11 @@ INVERSE = {
     "acosh": _acosh, "asinh": _asinh, "atanh": _atanh,
     "tanh": _tanh, "tan": _rotated(_tanh),
 }
+
+# every cmath function of one complex number with a complex result, by name
+CMATH = {**C.CMATH_COMPLEX, **INVERSE}
+
+
+def cmath_call(fl, name: str, t: T.ScalarType, v):
+    """``cmath.<name>`` of the complex value ``v`` of type ``t``."""
+    return C.make(fl, t, *CMATH[name](fl, t.component, *C.parts(fl, v)))

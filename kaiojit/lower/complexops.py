@@ -280,26 +280,13 @@ _log10_parts = _log_base_parts(10.0)
 
 
 # name -> (x, y) -> (re, im): the cmath functions of one complex number with a complex result
+# (tan, tanh and the inverse functions are complexinv's, which builds on these)
 CMATH_COMPLEX = {
     "exp": _exp_parts, "log": _log_parts, "log10": _log10_parts, "sqrt": _sqrt_parts,
     "log2": _log_base_parts(2.0),  # NumPy's (cmath has no log2)
     "sin": _trig_parts("sin"), "cos": _trig_parts("cos"),
     "sinh": _trig_parts("sinh"), "cosh": _trig_parts("cosh"),
 }
-
-
-def _add_inverse_functions() -> None:
-    """tan, tanh and the inverse functions live in complexinv (which builds on this module's
-    square root, so it is imported once this module is complete)."""
-    from .complexinv import INVERSE
-    CMATH_COMPLEX.update(INVERSE)
-
-
-_add_inverse_functions()
-
-
-def cmath_call(fl, name: str, t: T.ScalarType, v):
-    return make(fl, t, *CMATH_COMPLEX[name](fl, t.component, *parts(fl, v)))
 
 
 def magnitude(fl, t: T.ScalarType, v):
@@ -314,5 +301,5 @@ def phase(fl, t: T.ScalarType, v):
     return math_call(fl, "atan2", t.component, [im, re])
 
 
-__all__ = ["binop", "cmath_call", "compare", "conj", "convert", "magnitude", "make", "neg",
+__all__ = ["binop", "compare", "conj", "convert", "magnitude", "make", "neg",
            "parts", "phase"]
