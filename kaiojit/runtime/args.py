@@ -17,7 +17,9 @@ import numpy as np
 
 from kaiojit import types as kt
 from kaiojit.errors import PerformanceWarning, warn_user
-from kaiojit.runtime.interop import array_extractor, cai_extractor, instance_extractor
+from kaiojit.runtime.interop import (
+    array_extractor, cai_extractor, instance_extractor, producer_stream,
+)
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
@@ -300,9 +302,12 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
         else:
             try:
                 info = ex(value)
+                cai = value.__cuda_array_interface__ if ex is cai_extractor else None
+                if cai is not None:
+                    producer_stream(cai)  # synchronized on, as CAI v3 asks
             except TypeError as e:
                 raise TypeError(f"parameter {name!r}: {e}") from None
-            if written and ex is cai_extractor and value.__cuda_array_interface__["data"][1]:
+            if written and cai is not None and cai["data"][1]:
                 raise ValueError(f"parameter {name!r}: the kernel writes this array, and its "
                                  "__cuda_array_interface__ marks it read-only (data[1] is True)")
         ptr, shape, strides, vt, vdev = info
