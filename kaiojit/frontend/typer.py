@@ -18,6 +18,7 @@ from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
 from . import iteration, records
+from .captured import captured_array
 from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
@@ -229,6 +230,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
             self.error(f"kj.{v.name} is a function: call it", node)
         if is_ndarray(v):
             self.error("a global NumPy array must be wrapped: kj.const.array_like(arr)", node)
+        captured = captured_array(v, self.loc(node))
+        if captured is not None:
+            return captured
         self.error(f"{describe(v)} is not a value a kernel can use", node)
 
     def constant(self, v, node) -> Expr:

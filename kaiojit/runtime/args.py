@@ -18,7 +18,10 @@ import numpy as np
 from kaiojit import types as kt
 from kaiojit.errors import PerformanceWarning, warn_user
 from kaiojit.runtime.interop import (
-    array_extractor, cai_extractor, instance_extractor, producer_stream,
+    array_extractor,
+    cai_extractor,
+    instance_extractor,
+    producer_stream,
 )
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device

@@ -60,12 +60,12 @@ class _ConfigModule(ModuleType):
     meaning (``kj.runtime.cai_consumer.sync``), so ``override_config`` of it reaches kaiojit."""
 
     @property
-    def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # noqa: N802  numba's name
+    def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # numba's name
         from kaiojit.runtime import cai_consumer
         return cai_consumer.sync
 
     @CUDA_ARRAY_INTERFACE_SYNC.setter
-    def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:  # noqa: N802
+    def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:
         from kaiojit.runtime import cai_consumer
         cai_consumer.sync = bool(value)
 

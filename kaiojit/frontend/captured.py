@@ -1,0 +1,34 @@
+"""Device arrays a kernel reads from its globals or closure (numba's capture).
+
+numba compiles a global device array (its own, or any object with
+``__cuda_array_interface__``) into the kernel as a constant: its address, shape and strides
+are part of the code, and the kernel reads and writes that memory. kaiojit does the same: the
+array becomes a ``globalarray`` expression holding the array object, so the memory lives as
+long as the compiled code. The address belongs to this process: a function that captures one
+is never written to the disk cache (``deps.fingerprint``). Rebinding the name after the
+compile does not change the compiled code, as with every other global a kernel reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kir import Expr
+
+
+def captured_array(value: Any, loc) -> Expr | None:
+    """The ``globalarray`` expression of a device array, None if ``value`` is none (a NumPy
+    array is host memory: ``kj.const.array_like`` takes it)."""
+    from ..runtime.interop import array_info
+    from ..runtime.layout import contiguous_strides
+
+    try:
+        info = array_info(value)
+    except TypeError:
+        return None
+    if info is None:
+        return None
+    ptr, shape, strides, t, _ = info
+    if strides is None:
+        strides = contiguous_strides(shape, t.dtype.itemsize, t.layout)
+    return Expr("globalarray", t, attr=(ptr, tuple(shape), tuple(strides), value), loc=loc)
