@@ -57,6 +57,8 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)
+    if isinstance(t, T.NamedTupleType) and attr in t.fields:
+        return typer.tuple_item(base, t.fields.index(attr))
     if isinstance(t, T.GridGroupType) and attr == "sync":
         def sync(typer, call):
             call_args(typer, call, 0, 0, "sync")

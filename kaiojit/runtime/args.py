@@ -74,6 +74,8 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return _typeof_numpy
     if issubclass(cls, TensorMap):
         return operator.attrgetter("type")
+    if issubclass(cls, tuple):  # its items' types (numba passes tuples; kernels index them)
+        return _typeof_tuple
     if issubclass(cls, bool):
         return lambda v: kt.bool_
     if issubclass(cls, float):
@@ -89,6 +91,14 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         ex = instance_extractor(v)
         return ex(v)[3] if ex is not None else fail(v)
     return by_instance
+
+
+def _typeof_tuple(v: tuple) -> kt.TupleType:
+    items = tuple(typeof(e) for e in v)
+    fields = getattr(v, "_fields", None)  # a namedtuple: its items are read by name too
+    if fields is not None:
+        return kt.NamedTupleType(items, tuple(fields), type(v).__name__)
+    return kt.TupleType(items)
 
 
 def _typeof_record(v: np.void) -> kt.Type:
@@ -339,6 +349,33 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
     return write
 
 
+def _tuple_writer(t: kt.TupleType, first_slot: Sequence[int], start: int, name: str
+                  ) -> Writer:
+    """Writes a tuple's items flat, each as a parameter of its own type would be written
+    (``x[1]`` names item 1 of ``x`` in errors); the NumPy arrays it stages, as a list."""
+    items = []
+    for i, e in enumerate(t.elements):
+        item = f"{name}[{i}]"
+        if isinstance(e, kt.TupleType):
+            items.append(_tuple_writer(e, first_slot, start, item))
+        else:
+            items.append(ArgPacker._writer(e, first_slot[start], item))
+        start += len(kt.param_parts(e))
+    n = len(items)
+
+    def write(slots: ArgSlots, value: Any, device: int) -> list | None:
+        if not isinstance(value, tuple) or len(value) != n:
+            raise TypeError(f"parameter {name!r} is a tuple of {n} items ({t}): got "
+                            f"{_describe(value)}")
+        staged = []
+        for write_item, v in zip(items, value):
+            s = write_item(slots, v, device)
+            if s is not None:
+                staged += s if isinstance(s, list) else [s]
+        return staged or None
+    return write
+
+
 def _stage_numpy(a: np.ndarray, name: str) -> StagedArray:
     warn_user(f"parameter {name!r}: a NumPy array is copied to the device before the launch "
               "and back after it; pass a kj.DeviceArray to avoid the copies", PerformanceWarning)
@@ -379,6 +416,8 @@ class ArgPacker:
         self.writers: tuple[Writer, ...] = tuple(
             self._writer(t, self.layout.first_slot[start], name,
                          written is None or name in written)
+            if not isinstance(t, kt.TupleType) else
+            _tuple_writer(t, self.layout.first_slot, start, name)
             for t, start, name in zip(self.arg_types, starts, names))
         self.nargs = len(self.arg_types)
 
@@ -408,7 +447,8 @@ class ArgPacker:
         for write, value in zip(self.writers, args):
             s = write(slots, value, device)
             if s is not None:
-                staged = [s] if staged is None else staged + [s]
+                s = s if isinstance(s, list) else [s]  # a tuple's items: a list of them
+                staged = s if staged is None else staged + s
         return staged
 
     def _wrong_count(self, args: Sequence[Any]) -> None:
