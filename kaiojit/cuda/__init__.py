@@ -117,7 +117,7 @@ _FROM_KAIOJIT = frozenset({
     "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
-                         "bf16", "args", "devicearray", "ufuncs"})
+                         "bf16", "args", "devicearray", "ufuncs", "kernels"})
 
 
 def __getattr__(name: str):

@@ -33,6 +33,24 @@ class DeviceNDArray(DeviceArray):
     def device_ctypes_pointer(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(self.ptr if self.size else 0)
 
+    @property
+    def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
+        return self.transpose()
+
+    def transpose(self, axes: Any = None) -> DeviceArray:
+        """numba's: a 2-D array's transpose is a new C-contiguous array the transpose kernel
+        fills (not a view, as NumPy's is); any other rank's is the view ``kj``'s ``.T`` is
+        (numba refuses those)."""
+        if axes is not None and tuple(axes) == tuple(range(self.ndim)):
+            return self
+        if axes is not None and sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"invalid axes list {axes!r}")
+        if self.ndim != 2:
+            return DeviceArray.T.fget(self)
+        from .kernels.transpose import transpose
+
+        return transpose(self)
+
 
 DeviceRecord = DeviceNDArray
 
@@ -67,6 +85,13 @@ class MappedNDArray(np.ndarray):
 
 
 ManagedNDArray = MappedNDArray
+
+
+def from_array_like(ary: Any, stream: Any = 0, gpu_data: Any = None) -> DeviceNDArray:
+    """numba's: an uninitialized device array with ``ary``'s shape, dtype and order."""
+    from ..runtime import device_array_like
+
+    return as_numba_array(device_array_like(ary, stream=stream or None))
 
 
 def is_cuda_ndarray(obj: Any) -> bool:

@@ -204,6 +204,10 @@ def install(target_name: str, cudapy_dir: str) -> None:
     prebuilt["numba"].errors = errors
     prebuilt["numba"].typeof = prebuilt["numba.cuda.typing.typeof"].typeof
     prebuilt["numba.cuda.cudadrv"].driver = prebuilt["numba.cuda.cudadrv.driver"]
+    devicearray = getattr(target, "devicearray", None)  # numba's cudadrv.devicearray
+    if devicearray is not None:
+        prebuilt["numba.cuda.cudadrv.devicearray"] = devicearray
+        prebuilt["numba.cuda.cudadrv"].devicearray = devicearray
     sys.modules["numba.cuda"] = target
     for child in ("config", "testing", "tests", "core", "np", "utils", "misc", "typing",
                   "cudadrv", "launchconfig", "extending", "cudaimpl", "cgutils"):  # `from numba.cuda import config`
