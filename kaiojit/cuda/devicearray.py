@@ -34,7 +34,7 @@ class DeviceNDArray(DeviceArray):
         return ctypes.c_void_p(self.ptr if self.size else 0)
 
     @property
-    def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
+    def T(self) -> DeviceArray:  # NumPy's name
         return self.transpose()
 
     def transpose(self, axes: Any = None) -> DeviceArray:
