@@ -20,6 +20,7 @@ from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
 from .operators import operator_table
+from .reductions import ARRAY_METHODS, reduce_method, reduction_table
 from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
@@ -52,8 +53,11 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
             return size
         if attr == "dtype":  # a type, as a global dtype is: cuda.local.array(n, a.dtype)
             return PyObj(t.dtype)
-        typer.error(f"arrays in kernels have .shape, .size, .ndim and .dtype, not .{attr}",
-                    node)
+        if attr in ARRAY_METHODS:  # a.sum(), a.max(), ...: reductions.py
+            return PyObj(_BoundMethod(lambda typer, call: reduce_method(typer, attr, base,
+                                                                          call)))
+        typer.error(f"arrays in kernels have .shape, .size, .ndim, .dtype and the reductions "
+                    f"({', '.join(sorted(ARRAY_METHODS))}), not .{attr}", node)
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)
@@ -320,6 +324,7 @@ def _build_table():
         if t is not T.bool_ and not t.is_complex:
             table[t.np_dtype.type] = _cast(t)
     table[np.bool_] = _cast(T.bool_)
+    table.update(reduction_table())  # np.sum(a), np.nanmax(a), ... (reductions.py)
     return table
 
 

@@ -1,4 +1,8 @@
-"""Device arrays a kernel reads from its globals or closure (numba's capture).
+"""Arrays a kernel reads from its globals or closure, as numba compiles them.
+
+A NumPy array is host memory: its values at compile time become a constant array of the
+kernel (constant memory on a GPU), as ``kj.const.array_like(arr)`` makes one and numba freezes
+global arrays; the kernel cannot write it.
 
 numba compiles a global device array (its own, or any object with
 ``__cuda_array_interface__``) into the kernel as a constant: its address, shape and strides
@@ -11,9 +15,25 @@ compile does not change the compiled code, as with every other global a kernel r
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from .. import types as T
 from ..kir import Expr
+
+
+def global_ndarray(function: str, arr: Any, loc) -> Expr:
+    """The constant array of a NumPy array a kernel reads (C-contiguous, as many dimensions,
+    one at least); named by its contents, so that copies of a loop body unrolled over several
+    arrays each get their own."""
+    import numpy as np
+
+    data = np.ascontiguousarray(arr)
+    digest = hashlib.blake2s(data.tobytes() + repr((data.dtype.str, data.shape)).encode(),
+                             digest_size=8).hexdigest()
+    dtype = T.from_dtype(data.dtype)
+    return Expr("constarray", T.ArrayType(dtype, max(data.ndim, 1), "C"),
+                attr=(data, f"{function}_cglobal_{digest}"), loc=loc)
 
 
 def captured_array(value: Any, loc) -> Expr | None:
