@@ -251,7 +251,7 @@ def param_parts(t: Type) -> tuple[str, ...]:
         return (PARAM_PTR,) + ("int64",) * n
     if isinstance(t, TensorMapType):
         return (PARAM_TENSORMAP,)
-    if isinstance(t, RecordType):  # a record scalar: the address of a copy on the device
+    if isinstance(t, (RecordType, CPointer)):  # a record scalar: the address of a copy
         return (PARAM_PTR,)
     raise TypeError(f"type {t} cannot be a kernel parameter")
 

@@ -115,6 +115,7 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 
 _FROM_KAIOJIT = frozenset({
     "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",  # cache hints
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
                          "bf16", "args", "devicearray", "ufuncs", "kernels"})

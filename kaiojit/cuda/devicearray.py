@@ -102,7 +102,7 @@ def auto_device(obj: Any, stream: Any = 0, copy: bool = True, user_explicit: boo
     """``(device array, whether it was copied)``: a device array as it is, anything else
     (a NumPy array, a scalar: a 0-d array) copied to the device. A host array that is not
     contiguous is a ValueError, as numba's: it is not one memory region to copy."""
-    from .host import to_device
+    from ..runtime import to_device
 
     if isinstance(obj, DeviceArray):
         return obj, False
@@ -111,4 +111,4 @@ def auto_device(obj: Any, stream: Any = 0, copy: bool = True, user_explicit: boo
         raise ValueError("Array contains non-contiguous buffer and cannot be transferred as "
                          "a single memory region; make it contiguous first "
                          "(np.ascontiguousarray)")
-    return to_device(arr, stream, copy=copy), True
+    return as_numba_array(to_device(arr, stream=stream or None, copy=copy)), True

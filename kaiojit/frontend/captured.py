@@ -16,6 +16,7 @@ compile does not change the compiled code, as with every other global a kernel r
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Any
 
 from .. import types as T
@@ -39,16 +40,20 @@ def global_ndarray(function: str, arr: Any, loc) -> Expr:
 def captured_array(value: Any, loc) -> Expr | None:
     """The ``globalarray`` expression of a device array, None if ``value`` is none (a NumPy
     array is host memory: ``kj.const.array_like`` takes it)."""
-    from ..runtime.interop import array_info
-    from ..runtime.layout import contiguous_strides
-
+    # The runtime reads what a device array is; it is loaded whenever one exists (the
+    # frontend, an earlier stage, never imports it)
+    interop = sys.modules.get("kaiojit.runtime.interop")
+    if interop is None:
+        return None
     try:
-        info = array_info(value)
+        info = interop.array_info(value)
     except TypeError:
         return None
     if info is None:
         return None
     ptr, shape, strides, t, _ = info
     if strides is None:
-        strides = contiguous_strides(shape, t.dtype.itemsize, t.layout)
+        layout = sys.modules["kaiojit.runtime.layout"]  # loaded with interop
+        strides = layout.contiguous_strides(shape, t.dtype.itemsize, t.layout)
     return Expr("globalarray", t, attr=(ptr, tuple(shape), tuple(strides), value), loc=loc)
+

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from .. import types as T
 from ..kir import Expr
+from .source import generated_function
 
 # numba's reductions, by their NumPy names
 _NAMES = ("sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "nansum",
@@ -84,13 +85,13 @@ def _device_function(name: str, ndim: int, dtype: T.ScalarType):
     key = (name, ndim, kind, acc, result)
     fn = _FUNCTIONS.get(key)
     if fn is None:
-        from ..lib.ufunc.source import compile_generated
-
         fname = f"np_{name}_{ndim}d"
         source = _source(fname, name, ndim, kind)
-        fn = _FUNCTIONS[key] = compile_generated(
-            fname, source, {"ACC": acc, "RES": result, "math": math, "NAN": math.nan},
-            {"device": True})
+        pyfunc = generated_function(
+            fname, source, {"ACC": acc, "RES": result, "math": math, "NAN": math.nan})
+        # kaiojit is loaded whenever a kernel is typed; the frontend does not import the
+        # dispatcher's stage, it asks the package for a device function
+        fn = _FUNCTIONS[key] = sys.modules["kaiojit"].jit(device=True)(pyfunc)
     return fn
 
 

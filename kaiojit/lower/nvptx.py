@@ -83,7 +83,7 @@ class NVPTXTarget(Target):
                 arg.name = flat[i][0]
                 if part == T.PARAM_PTR:
                     arg.attributes.add("noundef")
-                    if t.align:  # specialized on: LLVM may then use 128-bit accesses
+                    if getattr(t, "align", 0):  # specialized on: LLVM may use 128-bit accesses
                         arg.attributes.align = t.align
                     if name in readonly:
                         # lets LLVM use the read-only data cache (ld.global.nc)

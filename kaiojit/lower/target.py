@@ -70,7 +70,7 @@ class Target:
             if t.align:
                 aligned_rows(b, t, shape, strides)
             return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
-        if isinstance(t, (T.TensorMapType, T.RecordType)):
+        if isinstance(t, (T.TensorMapType, T.RecordType, T.CPointer)):
             return next(args)  # a record refers to its element in memory, as a[i] does
         if isinstance(t, T.TupleType):  # passed flat: its items, in order
             value = ir.Constant(ll_type(t), ir.Undefined)

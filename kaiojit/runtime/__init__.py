@@ -32,7 +32,7 @@ from kaiojit.runtime.driver import (
     max_ptx_version,
     ptx_version_for_driver,
 )
-from kaiojit.runtime.interop import as_device_array, cai_consumer
+from kaiojit.runtime.interop import as_device_array
 from kaiojit.runtime.launch import (
     ModuleKernel,
     check_launch_config,
@@ -84,7 +84,6 @@ register_backend("cpu", _lazy_backend("CpuBackend"))
 register_backend("mock", _lazy_backend("MockBackend"))
 
 __all__ = [
-    "cai_consumer",
     "can_access_peer", "copy_peer", "enable_peer_access", "CudaGraph",
     "DeviceArray", "DeviceLimits", "Event", "GpuBackend", "LaunchConfig", "LoadedKernel",
     "Module", "ModuleKernel", "Stream", "TensorMap", "as_device_array", "backend",

@@ -116,7 +116,7 @@ def synced(monkeypatch):
 
 
 def test_a_launch_synchronizes_each_foreign_array_stream_once(kj_backend, synced):
-    from kaiojit.runtime import cai_consumer
+    from kaiojit.runtime.interop import cai_consumer
 
     s1, s2 = cuda.stream(), cuda.stream()
     n = int(rng.integers(2, 30))

@@ -57,16 +57,17 @@ def _unset_setting(name: str):
 
 class _ConfigModule(ModuleType):
     """numba's config module; ``CUDA_ARRAY_INTERFACE_SYNC`` is kaiojit's setting of the same
-    meaning (``kj.runtime.cai_consumer.sync``), so ``override_config`` of it reaches kaiojit."""
+    meaning (``kaiojit.runtime.interop.cai_consumer.sync``), so ``override_config`` of it
+    reaches kaiojit."""
 
     @property
     def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # numba's name
-        from kaiojit.runtime import cai_consumer
+        from kaiojit.runtime.interop import cai_consumer
         return cai_consumer.sync
 
     @CUDA_ARRAY_INTERFACE_SYNC.setter
     def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:
-        from kaiojit.runtime import cai_consumer
+        from kaiojit.runtime.interop import cai_consumer
         cai_consumer.sync = bool(value)
 
 

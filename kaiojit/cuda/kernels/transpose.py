@@ -11,8 +11,6 @@ import numpy as np
 
 import kaiojit as kj
 
-from ..devicearray import DeviceNDArray, as_numba_array
-
 TILE = 32
 
 
@@ -44,13 +42,15 @@ def _as_bytes(a: kj.DeviceArray) -> kj.DeviceArray:
                           a.device_id, a, a.backend)
 
 
-def transpose(a: Any, b: Any = None) -> DeviceNDArray:
-    """``a`` transposed into ``b`` (a new device array if None), on the stream ``a`` was made
-    on; returns ``b``."""
+def transpose(a: Any, b: Any = None) -> kj.DeviceArray:
+    """``a`` transposed into ``b`` (a new device array of ``a``'s class if None: numba's for
+    numba's), on the stream ``a`` was made on; returns ``b``."""
     if a.ndim != 2:
         raise ValueError(f"transpose needs a 2-D array, got {a.ndim} dimensions")
     if b is None:
-        b = as_numba_array(kj.device_array(a.shape[::-1], a.dtype, stream=a.stream or None))
+        b = kj.device_array(a.shape[::-1], a.dtype, stream=a.stream or None)
+        if isinstance(a, kj.DeviceArray):
+            b.__class__ = type(a)  # the same layout: numba's DeviceNDArray stays one
     if tuple(b.shape) != a.shape[::-1] or b.dtype != a.dtype:
         raise ValueError(f"transpose: b is {tuple(b.shape)} {b.dtype}, a.T is "
                          f"{a.shape[::-1]} {a.dtype}")
