@@ -222,6 +222,8 @@ class CudaBackend:
     def unload_module(self, module: Any, device: int) -> None:
         if self.closing:
             return
+        if self.faults:
+            self.faults.forget(self, device, module)
         pushed = self._on_device(device)
         try:
             check(self.drv.cuModuleUnload(module))
