@@ -89,6 +89,10 @@ class GUFunc:
     def __repr__(self) -> str:
         return f"<kaiojit gufunc {self.__qualname__} {self.layout!r}>"
 
+    def __reduce__(self):
+        """Pickled as a ufunc is (``UFunc.__reduce__``), with its layout."""
+        return _rebuilt, (type(self), self._device, self.signatures, self.layout, self._options)
+
     def _parse(self, sig: Any) -> kt.Signature:
         where = f"@guvectorize of {self.py_func.__qualname__}"
         parsed = parse_signature(sig, where, "void(float32[:], float32[:])", tuples=True)
@@ -333,3 +337,9 @@ def guvectorize(signatures: Any, layout: str, *, target: str = "cuda", nopython:
                             f"{type(pyfunc).__name__}")
         return GUFunc(pyfunc, sigs, layout, options)
     return decorate
+
+
+def _rebuilt(cls: type, device: Any, signatures: list, layout: str, options: dict) -> GUFunc:
+    gufunc = GUFunc(device.py_func, signatures, layout, options)
+    gufunc.__class__ = cls  # numba's NumbaGUFunc stays one
+    return gufunc
