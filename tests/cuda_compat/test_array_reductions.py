@@ -128,3 +128,31 @@ def test_literal_unroll_over_a_tuple_argument_and_its_errors(kj_backend):
                                                   r"and 'continue' cannot leave a "
                                                   r"literal_unroll\(\) loop"):
         jumps[1, 1](out, arrays)
+
+
+def test_reshape_in_a_kernel_is_a_view_with_numpys_minus_one(kj_backend):
+    rows, cols = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    data = rng.standard_normal(rows * cols)
+
+    @kj.jit
+    def regroup(a, shape, got):
+        y = a.reshape(shape)
+        for i in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                got[i, j] = y[i, j]
+        y[0, 0] = -1.0  # a view: the write reaches a
+
+    for shape in ((rows, cols), (-1, cols), (rows, -1)):
+        a = kj.to_device(data)
+        got = kj.to_device(np.full((rows, cols), np.nan))
+        regroup[1, 1](a, shape, got)
+        np.testing.assert_array_equal(got.copy_to_host(), data.reshape(rows, cols))
+        assert a.copy_to_host()[0] == -1.0
+
+    @kj.jit
+    def strided(a, got):
+        got[0] = a[::2].reshape(2, 2)[0, 0]
+
+    with pytest.raises(kj.TypingError, match=r"test_array_reductions\.py:154:18: a\.reshape\(\) "
+                                             r"in a kernel needs a C-contiguous array"):
+        strided[1, 1](kj.to_device(data), kj.to_device(np.full(1, np.nan)))
