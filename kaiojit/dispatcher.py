@@ -16,9 +16,10 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .errors import (
-    ArgumentError, CompileError, LaunchError, TypingError, user_facing,
+    ArgumentError, CompileError, LaunchError, user_facing,
 )
 from .frontend.parameters import check_parameters
+from .frontend.recursion import pending_shell, type_recursive
 from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
@@ -30,9 +31,8 @@ from .tools.sass import sass_of
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 # device functions are typed under one lock (their caches filled once, whichever kernels'
 # compiles ask at once, with no lock order to get wrong between functions that call each
-# other); what each thread is typing now is its own, so recursion is found per thread
+# other); what each thread is typing now is its own (frontend/recursion.py)
 _DEVICE_TYPING = threading.RLock()
-_TYPING_NOW = threading.local()
 
 
 def _runtime():
@@ -188,19 +188,15 @@ class Dispatcher:
         if kf is not None:
             return kf
         with _DEVICE_TYPING:
-            kf = self._device_cache.get(arg_types)
-            if kf is not None:
+            kf = self._device_cache.get(arg_types) or pending_shell(self, arg_types)
+            if kf is not None:  # typed, or being typed: a call of itself (frontend/recursion.py)
                 return kf
-            typing_now = _TYPING_NOW.__dict__.setdefault("functions", set())
-            if (self, arg_types) in typing_now:
-                raise TypingError(f"{self.__qualname__} calls itself: recursion is not "
-                                  "supported in kernels", loc)
-            typing_now.add((self, arg_types))
-            try:
-                kf = type_kernel(self.py_func, arg_types, _specialize_device, False,
-                                 self.options)
-            finally:
-                typing_now.discard((self, arg_types))
+            names = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
+            params = tuple((n, t) for n, t in zip(names, arg_types)
+                           if not isinstance(t, T.ConstexprType))
+            declared = next((s.return_type for s in self._eager if s.args == arg_types), None)
+            kf = type_recursive(self, arg_types, params, declared, lambda: type_kernel(
+                self.py_func, arg_types, _specialize_device, False, self.options))
             kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
             self._device_cache[arg_types] = kf
         return kf

@@ -20,6 +20,7 @@ from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
 from .operators import operator_table
+from .recursion import call_return_type
 from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
@@ -454,4 +455,5 @@ def _device_call(typer, dispatcher, node) -> Expr:
     args = [typer.coerce(a, t, node) for a, (_, t) in zip(passed, callee.params)]
     if callee not in typer.callees:
         typer.callees.append(callee)
-    return Expr("call", callee.return_type, tuple(args), attr=callee, loc=typer.loc(node))
+    return Expr("call", call_return_type(typer, callee, node), tuple(args), attr=callee,
+                loc=typer.loc(node))

@@ -12,6 +12,7 @@ from ..errors import UnsupportedError
 from ..kir import Expr
 from ..kir.analysis import is_pure
 from . import records
+from .recursion import self_reference
 from .values import (
     INT_LITERAL_RANGE,
     PyObj,
@@ -59,6 +60,9 @@ class ExpressionTyping:
             return PyObj(getattr(py_builtins, name))
         if name in _assigned_names(self.src.node):
             self.error(f"name {name!r} is used before it is assigned", node)
+        itself = self_reference(self.pyfunc, name)  # typed at decoration, before it is bound
+        if itself is not None:
+            return PyObj(itself)
         self.error(f"name {name!r} is not defined", node)
 
     def visit_Attribute(self, node):

@@ -63,8 +63,9 @@ def _joined(args) -> str:
     return ", ".join(expr_text(a) for a in args)
 
 
-def function_text(f: KFunction) -> str:
-    """A function's header, its locals with their types, its body, then its callees."""
+def function_text(f: KFunction, alone: bool = False) -> str:
+    """A function's header, its locals with their types, its body, then (unless ``alone``)
+    the functions it calls."""
     kind = "kernel" if f.is_kernel else "device"
     params = ", ".join(f"{n}: {t}" for n, t in f.params)
     lines = [f"{kind} {f.qualname}({params}) -> {f.return_type}:"]
@@ -72,8 +73,11 @@ def function_text(f: KFunction) -> str:
         lines.append(f"    local {name}: {t}")
     block_lines(f.body, 1, lines)
     text = "\n".join(lines)
-    for callee in f.callees:
-        text += "\n\n" + function_text(callee)
+    if not alone:  # then every function it calls, each once (a recursive one calls itself)
+        from .walk import walk_functions
+
+        for callee in list(walk_functions(f))[1:]:
+            text += "\n\n" + function_text(callee, alone=True)
     return text
 
 
