@@ -17,6 +17,8 @@ the condition.
 
 from __future__ import annotations
 
+import json
+
 from llvmlite import ir
 
 from .. import types as T
@@ -57,3 +59,37 @@ def _host_assert(fl, e: Expr):
 register(Intrinsic(
     name="debug.assert", operands=Operands(T.bool_, result=T.void),
     lowering={"nvptx": _nvptx_assert, "host": _host_assert}, param=str))  # the message
+
+
+# --- raise (kaiojit/frontend/raising.py): the exception named by the node's param ------------
+
+def _raised(e: Expr) -> dict:
+    key, args = json.loads(e.param)
+    return {"exception": key, "args": args}
+
+
+def _nvptx_raise(fl, e: Expr):
+    if not _enabled(fl):
+        return
+    from ..target import ERR_RAISE
+    from .api import add_site, record_fault
+
+    site = add_site(fl.target.sites, e.loc, kind="raise", **_raised(e))
+    zero = ir.Constant(I64, 0)
+    record_fault(fl, ERR_RAISE, site, zero, zero)
+
+
+def _host_raise(fl, e: Expr):
+    if not _enabled(fl):
+        return
+    from ..target import ERR_RAISE
+    from .api import record_error
+
+    site = fl.mod.add_site("raise", e.loc, **_raised(e))
+    zero = ir.Constant(I64, 0)
+    record_error(fl, ERR_RAISE, site, zero, zero, fl.thread_linear())
+
+
+register(Intrinsic(
+    name="debug.raise", operands=Operands(result=T.void),
+    lowering={"nvptx": _nvptx_raise, "host": _host_raise}, param=str))  # [class key, args]
