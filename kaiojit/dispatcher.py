@@ -16,7 +16,7 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .errors import (
-    ArgumentError, CompileError, LaunchError, user_facing,
+    ArgumentError, CompileError, DeviceFunctionError, LaunchError, user_facing,
 )
 from .frontend.parameters import check_parameters
 from .frontend.recursion import pending_shell, type_recursive
@@ -133,8 +133,9 @@ class Dispatcher:
     def compile(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """Compile for a signature (a string, a Signature, or a tuple of argument types)."""
         if self.device:
-            raise TypeError(f"{self.__qualname__} is a device function: it is compiled into the "
-                            "kernels that call it; use .inspect_kir() or call it from a kernel")
+            raise DeviceFunctionError(f"{self.__qualname__} is a device function: it is compiled "
+                                      "into the kernels that call it; use .inspect_kir() or call "
+                                      "it from a kernel")
         sig = _as_signature(signature, self.py_func)
         if self._constexpr_at:
             _check_constexpr_signature(self, sig)
@@ -245,6 +246,10 @@ class Dispatcher:
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.tools.sass`)."""
+        if self.device:
+            raise DeviceFunctionError(f"Cannot inspect SASS of a device function: "
+                                      f"{self.__qualname__} is compiled into the kernels that "
+                                      "call it (inspect theirs)")
         return self._inspect("sass", signature, "//", "sass")
 
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
@@ -341,7 +346,9 @@ class Dispatcher:
         """First launch with these argument types: type, compile, load (then cached)."""
         rt = _runtime()
         if self.device:
-            raise TypeError(f"device function {self.__qualname__} cannot be launched")
+            raise DeviceFunctionError(f"Cannot compile a device function as a kernel: "
+                                      f"{self.__qualname__} is a device function (device=True); "
+                                      "call it from a kernel")
         params = list(inspect.signature(self.py_func).parameters)
         if len(args) != len(params):
             raise ArgumentError(f"{self.__qualname__}() takes {len(params)} arguments "

@@ -220,6 +220,11 @@ def raised_exception(key: str, args: tuple, prefix: str) -> BaseException:
     return both(first, *args[1:])
 
 
+class DeviceFunctionError(KaiojitError, TypeError, RuntimeError):
+    """A device function used as a kernel: launched, or compiled or inspected on its own as
+    one (a TypeError; numba raises a RuntimeError, so it is one too)."""
+
+
 class LibdeviceNotFound(KaiojitError, RuntimeError):
     """A kernel needs libdevice and no CUDA toolkit or ``kaiojit[cu13]`` extra provides it."""
 
