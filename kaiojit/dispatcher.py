@@ -199,6 +199,7 @@ class Dispatcher:
             kf = type_recursive(self, arg_types, params, declared, lambda: type_kernel(
                 self.py_func, arg_types, _specialize_device, False, self.options))
             kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
+            kf.inline = self.options.inline
             self._device_cache[arg_types] = kf
         return kf
 
