@@ -48,6 +48,33 @@ def raise_statement(typer, node: ast.Raise) -> list:
     return [kir.ExprStmt(fault, typer.loc(node)), kir.Return(None, typer.loc(node))]
 
 
+def _debug(typer) -> bool:
+    return bool(getattr(typer.options, "debug", False))
+
+
+def checked_divisor(typer, divisor: kir.Expr, op: str, node) -> kir.Expr:
+    """The divisor of ``/``, ``//`` or ``%``; under debug=True checked first (numba's
+    debug-mode ZeroDivisionError: a zero divisor is a fault, the launch raises it)."""
+    if not _debug(typer) or (divisor.op == "const" and divisor.attr != 0) or \
+            not isinstance(divisor.type, T.ScalarType) or divisor.type.is_complex:
+        return divisor
+    words = "modulo by zero" if op == "%" else "division by zero"
+    return _checked(typer, divisor, ZeroDivisionError, words, "nonzero", 0, node)
+
+
+def checked_tuple_index(typer, index: kir.Expr, n: int, node) -> kir.Expr:
+    """A run-time index into a tuple of ``n`` items; under debug=True checked first (from -n
+    to n - 1, as Python: IndexError, numba's debug-mode message)."""
+    if not _debug(typer):
+        return index
+    return _checked(typer, index, IndexError, "tuple index out of range", "index", n, node)
+
+
+def _checked(typer, value: kir.Expr, cls: type, words: str, kind: str, n: int, node):
+    param = json.dumps([raised_class_key(cls), [words], kind, n])
+    return typer.intrinsic("debug.check", value.type, (value,), node, param=param)
+
+
 def _constant(typer, node):
     """An exception's argument: a constant (a string, a number, a bool)."""
     value = typer.visit(node)
@@ -61,4 +88,4 @@ def _constant(typer, node):
     return value
 
 
-__all__ = ["raise_statement"]
+__all__ = ["checked_divisor", "checked_tuple_index", "raise_statement"]

@@ -130,3 +130,59 @@ def test_raises_kaiojit_cannot_compile_are_located(fn, where, snippet, words):
     err = compile_error(fn, "void(float32[:])", kj.UnsupportedError)
     assert words in err.message
     assert_located(err, where, snippet)
+
+
+def divides(out, x, y, which):
+    i = kj.grid(1)
+    if i < x.size:
+        if which == 0:
+            out[i] = x[i] / y[i]
+        elif which == 1:
+            out[i] = x[i] // y[i]
+        else:
+            out[i] = x[i] % y[i]
+
+
+@pytest.mark.parametrize("which, words", [(0, "division by zero"), (1, "division by zero"),
+                                          (2, "modulo by zero")])
+def test_debug_division_by_zero_raises_zero_division_error(kj_backend, which, words):
+    n = int(rng.integers(40, 120))
+    x = rng.uniform(1.0, 9.0, n)
+    y = rng.uniform(1.0, 9.0, n)
+    out = kj.to_device(np.full(n, np.nan))
+    plain, checked = cuda.jit(divides), cuda.jit(debug=True)(divides)
+    checked[(n + 31) // 32, 32](out, kj.to_device(x), kj.to_device(y), which)  # no zero: runs
+    want = (x / y, x // y, x % y)[which]
+    np.testing.assert_allclose(out.copy_to_host(), want)
+    bad = int(rng.integers(0, n))
+    y[bad] = 0.0
+    with pytest.raises(ZeroDivisionError) as e:
+        checked[(n + 31) // 32, 32](out, kj.to_device(x), kj.to_device(y), which)
+    line = divides.__code__.co_firstlineno + 2 * which + 4
+    assert str(e.value) == (f"In function 'divides', file {__file__}, line {line}, "
+                            f"tid=[{bad % 32}, 0, 0] ctaid=[{bad // 32}, 0, 0]: {words}")
+    assert f"{H.FAULT_GLOBAL}" in compile_for_gpu(checked)[0]  # the GPU records it too
+    plain[(n + 31) // 32, 32](out, kj.to_device(x), kj.to_device(y), which)  # no check
+    got = out.copy_to_host()[bad]
+    assert got == np.inf if which == 0 else (got == np.inf if which == 1 else np.isnan(got))
+
+
+def picks(out, t0, t1, t2, k):
+    shape = (t0, t1, t2)
+    out[0] = shape[k]
+    out[1] = out.shape[k - 3]  # a 1-tuple: only -1 and 0 are in range
+
+
+def test_debug_tuple_index_out_of_range_raises_index_error(kj_backend):
+    checked = cuda.jit(debug=True)(picks)
+    vals = [float(v) for v in rng.uniform(1, 100, 3)]
+    out = kj.to_device(np.full(2, np.nan))
+    checked[1, 1](out, *vals, 2)
+    np.testing.assert_array_equal(out.copy_to_host(), [vals[2], 2.0])
+    for k, snippet in ((3, "shape[k]"), (1, "out.shape[k - 3]")):
+        with pytest.raises(IndexError, match=r"tid=\[0, 0, 0\] ctaid=\[0, 0, 0\]: tuple index "
+                                             r"out of range$") as e:
+            checked[1, 1](out, *vals, k)
+        line = picks.__code__.co_firstlineno + (2 if k == 3 else 3)
+        assert f"line {line}," in str(e.value), snippet
+    assert f"{H.FAULT_GLOBAL}" in compile_for_gpu(checked)[0]
