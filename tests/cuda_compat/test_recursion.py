@@ -101,16 +101,17 @@ def calls_growing(out):
     growing(100)
 
 
-def test_recursion_that_cannot_be_typed_is_a_located_error():
-    with pytest.raises(kj.TypingError, match=r"runaway\(\) calls itself before any of its returns "
-                                             r"has a type: cannot type infer runaway recursion "
-                                             r"\(return a value before the call, or declare "
-                                             r"the function's signature\)") as e:
-        kj.jit(calls_runaway).compile("void(int64[:])")
-    assert_located(e.value, runaway.py_func, "runaway(x)")
-    with pytest.raises(kj.TypingError, match=r"growing\(\): Return type of recursive function "
-                                             r"does not converge: a call of itself takes the "
-                                             r"type of the returns before it \(None\), and then "
-                                             r"a tuple cannot hold nothing") as e:
-        kj.jit(calls_growing).compile("void(int64[:])")
-    assert_located(e.value, growing.py_func, "growing(n - 1)")
+@pytest.mark.parametrize("kernel, fn, snippet, words", [
+    (calls_runaway, runaway, "runaway(x)",
+     (r"runaway\(\) calls itself before any of its returns has a type: cannot type infer "
+     r"runaway recursion \(return a value before the call, or declare the function's "
+     r"signature\)")),
+    (calls_growing, growing, "growing(n - 1)",
+     (r"growing\(\): Return type of recursive function does not converge: a call of itself "
+     r"takes the type of the returns before it \(None\), and then a tuple cannot hold "
+     r"nothing")),
+], ids=["runaway", "growing"])
+def test_recursion_that_cannot_be_typed_is_a_located_error(kernel, fn, snippet, words):
+    with pytest.raises(kj.TypingError, match=words) as e:
+        kj.jit(kernel).compile("void(int64[:])")
+    assert_located(e.value, fn.py_func, snippet)

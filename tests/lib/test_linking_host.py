@@ -147,14 +147,6 @@ mangled = cuda.declare_device("hostcu_mangled", "int32(int32)", abi="c", link=cu
     "__device__ int hostcu_mangled(int a) { return a; }"))
 
 
-def test_a_function_without_c_linkage_is_named(cpu_backend):
-    with pytest.raises(kj.CompileError, match=r"define no function 'hostcu_mangled' \(a declared "
-                                              r"device function is looked up by its C name: "
-                                              r"define it extern \"C\"\)") as e:
-        kj.jit(calls_mangled)[1, 1](kj.device_array(1, np.int32))
-    assert_located(e.value, calls_mangled, "mangled(1)")
-
-
 def calls_ptx_only(out):
     out[0] = ptx_only(1)
 
@@ -163,12 +155,19 @@ ptx_only = cuda.declare_device("hostcu_ptx", "int32(int32)", link=cuda.PTXSource
     ".version 8.0\n.target sm_90\n.address_size 64\n"))
 
 
-def test_gpu_code_alone_cannot_run_on_the_cpu_backend(cpu_backend):
-    with pytest.raises(kj.UnsupportedError, match=r"hostcu_ptx\(\) is foreign device code, which "
-                                                  r"cannot run on the cpu backend \(\w+\.ptx is "
-                                                  r"GPU code\): link CUDA C source") as e:
-        kj.jit(calls_ptx_only)[1, 1](kj.device_array(1, np.int32))
-    assert_located(e.value, calls_ptx_only, "ptx_only(1)")
+@pytest.mark.parametrize("kernel, snippet, cls, words", [
+    (calls_mangled, "mangled(1)", kj.CompileError,
+     (r"define no function 'hostcu_mangled' \(a declared device function is looked up by its C "
+     r"name: define it extern \"C\"\)")),
+    (calls_ptx_only, "ptx_only(1)", kj.UnsupportedError,
+     (r"hostcu_ptx\(\) is foreign device code, which cannot run on the cpu backend "
+     r"\(\w+\.ptx is GPU code\): link CUDA C source")),
+], ids=["no C linkage", "GPU code alone"])
+def test_foreign_code_the_cpu_backend_cannot_run_is_named(cpu_backend, kernel, snippet, cls,
+                                                         words):
+    with pytest.raises(cls, match=words) as e:
+        kj.jit(kernel)[1, 1](kj.device_array(1, np.int32))
+    assert_located(e.value, kernel, snippet)
 
 
 def passes_an_array(out):
