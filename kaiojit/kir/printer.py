@@ -74,11 +74,21 @@ def function_text(f: KFunction, alone: bool = False) -> str:
     block_lines(f.body, 1, lines)
     text = "\n".join(lines)
     if not alone:  # then every function it calls, each once (a recursive one calls itself)
-        from .walk import walk_functions
-
-        for callee in list(walk_functions(f))[1:]:
+        for callee in _callees_once(f):
             text += "\n\n" + function_text(callee, alone=True)
     return text
+
+
+def _callees_once(f: KFunction) -> list[KFunction]:
+    """The functions ``f`` calls, directly or not, each once, depth first in call order."""
+    seen, order, todo = {id(f)}, [], list(reversed(f.callees))
+    while todo:
+        g = todo.pop()
+        if id(g) not in seen:
+            seen.add(id(g))
+            order.append(g)
+            todo.extend(reversed(g.callees))
+    return order
 
 
 def block_lines(body: list[Stmt], depth: int, lines: list[str]) -> None:
