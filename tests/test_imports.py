@@ -35,6 +35,7 @@ _STAGES: dict[str, int] = {  # by top-level name; a package of mixed stages, by 
     "highlight": BASE, "logs": BASE, "overloads": BASE, "sanitizer_shadow": BASE,
     "execsource": BASE,  # the text of exec()-built functions, for the frontend
     "hostcu": BASE,  # foreign CUDA C compiled for the host (the cpu backend's declare_device)
+    "serialize": BASE,  # pickling the functions kernels are made of
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "runtime": LAST,
     "launch": LAST,  # kernel[grid, block](...), forall, autotuned launches, occupancy

@@ -65,10 +65,8 @@ def ll_type(t: T.Type) -> ir.Type:
         return VOID
     if isinstance(t, T.TensorMapType):
         return PTR  # the address of the 128 bytes (a byval parameter's, on the GPU)
-    if isinstance(t, T.RecordType):
+    if isinstance(t, (T.RecordType, T.CPointer)):
         return PTR  # a record value refers to the element in memory
-    if isinstance(t, T.CPointer):
-        return PTR  # a foreign function's pointer argument (ffi.from_buffer(a))
     if isinstance(t, T.GridGroupType):
         return I8  # no data: the grid is implicit
     raise TypeError(f"no LLVM type for {t}")
