@@ -174,8 +174,11 @@ def _generate(name: str, code: _Code, ncall: int, with_record: bool) -> Callable
     reads = []  # after the packing, whose pad bytes cover these arrays' slots
     slots = code.env["SLOTS"]
     if code.reads:
-        code.env["READ"] = dlpack_exchange.reader([r for _, r in code.reads], slots.address,
-                                                  code.env["DEV"], slots)
+        # the backend's own memory: CUDA tensors on cuda, CPU tensors where device memory is
+        # host memory (the mock backend), as the general path takes them
+        code.env["READ"] = dlpack_exchange.reader(
+            [r for _, r in code.reads], slots.address, code.env["DEV"], slots,
+            device_type=code.env["BK"].dlpack_device_type())
         reads.append(f"READ({', '.join(v for v, _ in code.reads)})")
     if code.getset_reads:
         code.env["READ_GETSET"] = getset_reader.reader(
