@@ -71,7 +71,7 @@ def rmsnorm_forward_kernel(y, rstd, x, w, eps, n, BLOCK: kj.constexpr, CHUNKS: k
         for k in kj.static_range(VEC):
             acc += v[c * VEC + k] * v[c * VEC + k]
     total = block_sum(kj.shared.array(32, kj.float32), acc)
-    r = kj.float32(1.0) / math.sqrt(total / kj.float32(n) + eps)
+    r = kj.float32(1.0) / math.sqrt(total / kj.float32(n) + kj.float32(eps))
     if t == 0:
         rstd[row] = r
     for c in kj.static_range(CHUNKS):
@@ -92,7 +92,7 @@ def rmsnorm_forward_long_kernel(y, rstd, x, w, eps, n):
         v = x[row, j]
         acc += v * v
     total = block_sum(kj.shared.array(32, kj.float32), acc)
-    r = kj.float32(1.0) / math.sqrt(total / kj.float32(n) + eps)
+    r = kj.float32(1.0) / math.sqrt(total / kj.float32(n) + kj.float32(eps))
     if t == 0:
         rstd[row] = r
     for j in range(t, n, kj.blockDim.x):
