@@ -116,6 +116,18 @@ class DirectKernels:
 
     BACKEND_KEYS = ("CPU", "CUDA")
     AUTOGRAD_KEYS = ("AutogradCPU", "AutogradCUDA")
+    # what this reads of PyTorch beyond its public API (present in 2.6-2.13); where one is
+    # missing, ops keep custom_op's path
+    PRIVATE = ("_any_output_is_alias_to_input_or_output", "_any_requires_grad",
+               "_after_autograd_keyset", "_AutoDispatchBelowAutograd")
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            from torch._library.autograd import make_autograd_impl  # noqa: F401
+        except ImportError:
+            return False
+        return all(hasattr(torch._C, name) for name in cls.PRIVATE)
 
     def __init__(self, custom: Any, fn: Callable[..., Any]):
         from torch._library.autograd import make_autograd_impl
@@ -157,11 +169,18 @@ class DirectKernels:
         plain = frozenset(C.DispatchKeySet(getattr(C.DispatchKey, key)).raw_repr()
                           for key in self.BACKEND_KEYS)
         grad_path, redispatch = self.grad_path, self.op.redispatch
+        direct_for: dict[int, bool] = {}  # by the keyset's bits: whether the backend is all left
 
         def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
             if grad_enabled() and any_requires_grad(*args):
                 return grad_path(keyset, *args, **kwargs)
-            if (keyset & rest).raw_repr() in plain:
+            bits = keyset.raw_repr()
+            direct = direct_for.get(bits)
+            if direct is None:
+                if len(direct_for) > 64:
+                    direct_for.clear()
+                direct = direct_for[bits] = (keyset & rest).raw_repr() in plain
+            if direct:
                 return backend(*args, **kwargs)
             with below_autograd():
                 return redispatch(keyset & after_autograd, *args, **kwargs)
@@ -171,8 +190,11 @@ class DirectKernels:
 _direct: dict[str, DirectKernels] = {}  # by op name: their libraries stay registered
 
 
-def direct_kernels(custom: Any, fn: Callable[..., Any]) -> DirectKernels:
-    """Register :class:`DirectKernels` for the custom op ``custom`` of ``fn``."""
+def direct_kernels(custom: Any, fn: Callable[..., Any]) -> DirectKernels | None:
+    """Register :class:`DirectKernels` for the custom op ``custom`` of ``fn`` (None where this
+    PyTorch lacks what they read)."""
+    if not DirectKernels.available():
+        return None
     direct = DirectKernels(custom, fn)
     direct.register()
     _direct[direct.op._schema.name] = direct

@@ -133,6 +133,20 @@ def test_mutating_ops_keep_custom_ops_path(cpu):
     torch.testing.assert_close(out, a * x)
 
 
+def test_without_the_private_pieces_an_op_keeps_custom_ops_path(cpu, monkeypatch):
+    monkeypatch.setattr(kjt.DirectKernels, "PRIVATE", ("_no_such_binding",))
+
+    @kjt.op("kaiojit_tests::scale_plain", mutates_args=(), fake=lambda x, a: x.new_empty(x.shape))
+    def scale_plain(x: torch.Tensor, a: float) -> torch.Tensor:
+        out = torch.empty_like(x)
+        scale_kernel[(x.numel() + 127) // 128, 128](out, x, a, x.numel())
+        return out
+
+    assert "kaiojit_tests::scale_plain" not in kjt._direct
+    x, a = _input()
+    torch.testing.assert_close(scale_plain(x, a), a * x)
+
+
 # --- the RMSNorm example's forward --------------------------------------------------------
 
 
