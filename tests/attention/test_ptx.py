@@ -3,10 +3,12 @@ and backward of head dim 128 (the largest register footprint), with the wgmma fo
 
 from __future__ import annotations
 
+import pytest
+
 import kaiojit as kj
 from kaiojit.lib.attention import backward as B
 from kaiojit.lib.attention import forward as F
-from kaiojit.tools.resources import ptxas_resources
+from kaiojit.tools.resources import ptxas_notes, ptxas_resources
 
 MAP = "tensormap({t}, 3)"
 
@@ -40,6 +42,21 @@ def test_forward_ptx():
     assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx  # the producer's registers ...
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx  # ... to the consumers'
     assert resources(ptx).spill_store_bytes == 0  # head dim 128 fits in 232 registers
+
+
+@pytest.mark.parametrize("schedule", list(F.SCHEDULES))
+@pytest.mark.parametrize("d", [64, 128])
+def test_forward_schedules_ptxas(schedule, d):
+    """Each schedule's split form as ptxas sees it: no spill, and none of its notes that it
+    serialized the wgmmas (C7514) or injected a wait or a fence (C7517, C7519), so the
+    overlap written is the overlap run; the ping-pong's named barriers are there."""
+    cfg = F.ForwardConfig.scheduled(d, "bf16", d == 128, False, schedule, lockstep=False)
+    ptx = kj.compile_ptx(F.forward_kernel(cfg), forward_signature("bfloat16"), arch="sm_90")
+    assert ptxas_notes(ptx, "sm_90a") == []
+    assert not resources(ptx).spills
+    overlap, pingpong = F.SCHEDULES[schedule]
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == overlap  # S_j done, P V in flight
+    assert ("bar.sync" in ptx and "bar.arrive" in ptx) == pingpong
 
 
 def test_backward_ptx():
