@@ -8,7 +8,9 @@ import pytest
 import kaiojit as kj
 from kaiojit.lib.attention import backward as B
 from kaiojit.lib.attention import forward as F
+from kaiojit.lib.attention import inspect
 from kaiojit.tools.resources import ptxas_notes, ptxas_resources
+from kaiojit.tools.sass import sass_of_ptx
 
 MAP = "tensormap({t}, 3)"
 
@@ -18,9 +20,7 @@ def resources(ptx: str):
 
 
 def forward_signature(t: str) -> str:
-    m = MAP.format(t=t)
-    return (f"void({t}[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], int32[::1], "
-            "int64, int64, int64, float32)")
+    return inspect.forward_signature(t)
 
 
 def backward_signature(t: str) -> str:
@@ -48,15 +48,26 @@ def test_forward_ptx():
 @pytest.mark.parametrize("d", [64, 128])
 def test_forward_schedules_ptxas(schedule, d):
     """Each schedule's split form as ptxas sees it: no spill, and none of its notes that it
-    serialized the wgmmas (C7514) or injected a wait or a fence (C7517, C7519), so the
-    overlap written is the overlap run; the ping-pong's named barriers are there."""
+    serialized the wgmmas (C7514) or injected a wait or a fence (C7517, C7519); in the SASS,
+    with the overlap, the softmax's 64 exponentials of a tile (and the 2 of its rescale) run
+    while a P V GEMM is in flight; with the ping-pong, the consumers' HGMMAs sit between a
+    named barrier's sync and arrive."""
     cfg = F.ForwardConfig.scheduled(d, "bf16", d == 128, False, schedule, lockstep=False)
-    ptx = kj.compile_ptx(F.forward_kernel(cfg), forward_signature("bfloat16"), arch="sm_90")
+    ptx = inspect.forward_ptx(cfg)
     assert ptxas_notes(ptx, "sm_90a") == []
     assert not resources(ptx).spills
     overlap, pingpong = F.SCHEDULES[schedule]
-    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == overlap  # S_j done, P V in flight
-    assert ("bar.sync" in ptx and "bar.arrive" in ptx) == pingpong
+    outline = inspect.sass_outline(sass_of_ptx(ptx, "sm_90a"))
+    assert inspect.softmax_under_pv(outline) == (66 if overlap else 0), outline
+    bars = [e for e in outline if e.startswith("BAR.")]
+    if pingpong:  # sync, GEMMs, arrive: each consumer's turn
+        assert bars and bars == ["BAR.SYNC.DEFER_BLOCKING", "BAR.ARV"] * (len(bars) // 2)
+        for i, e in enumerate(outline):
+            if "HGMMA" in e:
+                assert [b for b in outline[:i] if b.startswith("BAR.")][-1].startswith(
+                    "BAR.SYNC"), outline
+    else:
+        assert bars == [], outline
 
 
 def test_backward_ptx():

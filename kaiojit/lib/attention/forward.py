@@ -320,6 +320,12 @@ def make_forward(cfg: ForwardConfig):
                                         s_acc[i] = p
                                     l_a = l_a * alpha_a + sum_a
                                     l_b = l_b * alpha_b + sum_b
+                                # V_j, needed next, waited for here (it came with K_j): the
+                                # wait's loop is a block boundary that keeps ptxas from hoisting
+                                # the wait_group(0) below to the top of the softmax's block (it
+                                # does, and P V then overlaps nothing)
+                                for _ in kj.static_range(PV_EARLY[phase] * S_HERE[phase]):
+                                    kj.mbarrier.wait(bars[1 + STAGES + s:], use % 2)
                                 for _ in kj.static_range(PV_EARLY[phase] + SEC[sa]):
                                     kj.wgmma.wait_group(0, o_acc)  # P V is done: V is read
                                     if lane == 0:
