@@ -50,6 +50,12 @@ def sass_outline(sass: str) -> list[str]:
     return out
 
 
+def highest_register(sass: str) -> int:
+    """One past the highest general register the SASS names: what the warpgroups that raised
+    their limit with ``setmaxnreg`` use (ptxas's "Used N registers" is the count at entry)."""
+    return max((int(r) for r in re.findall(r"\bR(\d+)\b", sass)), default=-1) + 1
+
+
 def softmax_under_pv(outline: list[str]) -> int:
     """The most ``MUFU.EX2`` between a ``DEPBAR.LE 0x1`` and the next ``DEPBAR.LE 0x0``: the
     exponentials computed while a P V GEMM is in flight (0 when none is)."""
@@ -66,4 +72,5 @@ def softmax_under_pv(outline: list[str]) -> int:
     return best
 
 
-__all__ = ["forward_ptx", "forward_signature", "sass_outline", "softmax_under_pv"]
+__all__ = ["forward_ptx", "forward_signature", "highest_register", "sass_outline",
+           "softmax_under_pv"]
