@@ -98,8 +98,7 @@ def make_main(cfg: BackwardConfig):
     STAGE = 2 * BM * D
     TILE_BYTES = 2 * BM * D * 2         # Q and dO of one tile
     KV_BYTES = 2 * BN * D * 2
-    T_IDX = tuple(range(BM // 2))       # a thread's elements of S^T (64 keys x 64 queries)
-    C_IDX = tuple(range(BM // 4))       # its 16 words of P^T or dS^T
+    C_IDX = tuple(range(BM // 4))       # a thread's 16 words of P^T or dS^T (64 x 64)
     D_IDX = tuple(range(D // 2))        # of dK and dV
     Q_IDX = tuple(range(ATOM // 2))     # of its dQ part (64 x 64)
     DQ_WGS = ATOMS                      # warpgroups computing dQ: one per 64 columns
