@@ -116,8 +116,8 @@ def test_varlen(kj_backend):
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("schedule", list(F.SCHEDULES))
-@pytest.mark.parametrize("lockstep", [False, True])
+@pytest.mark.parametrize("schedule, lockstep", [(name, False) for name in F.SCHEDULES]
+                         + [("serial", True)])  # the lockstep form: no warp specialization
 def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, schedule, lockstep):
     monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, d, schedule)
     monkeypatch.setattr(F, "LOCKSTEP_ON_GPU", lockstep)

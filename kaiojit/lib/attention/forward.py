@@ -16,6 +16,11 @@ A block of 384 threads owns BM = 128 query rows of one (sequence, head):
   ``lse = scale * max + log(sum)`` (natural log, float32; ``-inf`` for a row that sees no key,
   whose output is 0).
 
+The consumers follow one of four schedules (``SCHEDULES``; docs/attention.md): serial, FA3's
+intra-warpgroup overlap (``P_{j-1} V_{j-1}`` under the softmax of ``S_j``, the loop peeled so
+ptxas keeps the wgmmas asynchronous), FA3's ping-pong between the two consumers (named
+barriers), or both.
+
 Causal masks are bottom-right aligned (FlashAttention's convention, the same as PyTorch's
 top-left one for square problems): query row ``i`` of a sequence of ``len_q`` sees keys
 ``j <= i + len_k - len_q``. The producer and consumers run the same loop over key tiles, the
