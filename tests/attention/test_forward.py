@@ -74,11 +74,12 @@ def test_forward(kj_backend, batch, sq, sk, heads, kv_heads, d, dtype, causal):
     fixed_case(batch, sq, sk, heads, kv_heads, d, dtype, causal)
 
 
-@pytest.mark.parametrize("schedule", ["overlap", "pingpong", "overlap+pingpong"])
+@pytest.mark.parametrize("schedule", ["pingpong", "overlap+pingpong"])
 def test_schedules(kj_backend, monkeypatch, schedule):
-    """The consumers' other schedules (FA3's intra-warpgroup overlap, P V of tile j - 1 issued
-    behind S_j; the ping-pong between the two consumers by named barriers, whose every phase
-    must complete: the cpu backend reports one that cannot): the same results."""
+    """The consumers' other schedules (the ping-pong between the two consumers by named
+    barriers, whose every phase must complete: the cpu backend reports one that cannot; with
+    FA3's intra-warpgroup overlap, P V of tile j - 1 issued behind S_j, its loop peeled: the
+    overlap alone differs from it only by the barriers): the same results."""
     monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, 64, schedule)
     fixed_case(1, 300, 333, 2, 1, 64, "bf16", True)  # blocks of 2 and 3 key tiles
     fixed_case(1, 200, 20, 1, 1, 64, "bf16", True)   # blocks of no key tile and of one

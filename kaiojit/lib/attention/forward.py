@@ -226,20 +226,17 @@ def make_forward(cfg: ForwardConfig):
                         s = j % STAGES
                         use = j // STAGES
                         for _ in kj.static_range(PRODUCES[part] * S_HERE[phase]):
-                            if wg == 0 and t == 0:  # K_j and V_j
-                                kbar, vbar = bars[1 + s:], bars[1 + STAGES + s:]
-                                if use > 0:
-                                    kj.mbarrier.wait(bars[1 + 2 * STAGES + s:], (use - 1) % 2)
-                                kj.mbarrier.arrive_expect_tx(kbar, TILE_BYTES)
-                                for a in kj.static_range(ATOMS):
-                                    kj.tma.load(smem[K_BASE + s * KV + a * KV_ATOM:], k_map,
-                                                k0 + j * BN, hk, a * ATOM, kbar)
-                                if use > 0:
-                                    kj.mbarrier.wait(bars[1 + 3 * STAGES + s:], (use - 1) % 2)
-                                kj.mbarrier.arrive_expect_tx(vbar, TILE_BYTES)
-                                for a in kj.static_range(ATOMS):
-                                    kj.tma.load(smem[V_BASE + s * KV + a * KV_ATOM:], v_map,
-                                                k0 + j * BN, hk, a * ATOM, vbar)
+                            if wg == 0 and t == 0:
+                                for kv in kj.static_range(2):  # K_j, then V_j
+                                    full = bars[1 + kv * STAGES + s:]
+                                    if use > 0:  # the stage's last tile is consumed
+                                        kj.mbarrier.wait(bars[1 + (2 + kv) * STAGES + s:],
+                                                         (use - 1) % 2)
+                                    kj.mbarrier.arrive_expect_tx(full, TILE_BYTES)
+                                    for a in kj.static_range(ATOMS):
+                                        kj.tma.load(smem[K_BASE + (kv * STAGES + s) * KV
+                                                         + a * KV_ATOM:], (k_map, v_map)[kv],
+                                                    k0 + j * BN, hk, a * ATOM, full)
                         # section 0: S_j (and the early P V), the softmax; section 1 (serial):
                         # P_j V_j; with ARMS == 2 each section one consumer after the other
                         for sa in kj.static_range(SECTIONS * ARMS * CONSUMES[part]):
