@@ -134,7 +134,7 @@ def test_notebook_html_is_monospace_under_a_resource_header():
 
 
 def test_text_view_is_the_text_not_its_repr():
-    from IPython.lib.pretty import pretty
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty  # a notebook extra
 
     shown = saxpy.inspect_llvm(KERNELS[0][1])
     assert pretty(shown) == str(shown) and "\\n" not in pretty(shown).splitlines()[0]

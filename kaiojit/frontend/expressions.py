@@ -229,10 +229,11 @@ class ExpressionTyping:
         else:
             when_negative = op == "!="
         # straight-line (no select or and/or: a branch would leave a reused operand computed
-        # where a later comparison of a chain cannot see it)
+        # where a later comparison of a chain cannot see it); the unsigned comparison first,
+        # so the operands are evaluated left to right (either may have effects)
         if when_negative:
-            return Expr("binop", T.bool_, (negative, unsigned), attr="|", loc=loc)
-        return Expr("binop", T.bool_, (Expr("not", T.bool_, (negative,), loc=loc), unsigned),
+            return Expr("binop", T.bool_, (unsigned, negative), attr="|", loc=loc)
+        return Expr("binop", T.bool_, (unsigned, Expr("not", T.bool_, (negative,), loc=loc)),
                     attr="&", loc=loc)
 
     def visit_IfExp(self, node):

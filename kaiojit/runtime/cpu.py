@@ -37,7 +37,7 @@ from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
 from kaiojit.runtime.faults import assert_message, bounds_message
 from kaiojit.runtime.hostjit import load_host_image
-from kaiojit.runtime.launch import ConfigCache, check_launch_config
+from kaiojit.runtime.launch import ConfigCache, check_launch_config, launch_bound
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
 from kaiojit.target import HostImage, TargetSpec
 
@@ -162,13 +162,8 @@ class CpuKernel:
     def configure(self, grid: Any, block: Any, shared_mem: Any = 0, cluster: Any = None,
                   device: int | None = None) -> LaunchConfig:
         config = check_launch_config(grid, block, shared_mem, cluster, self.backend.limits,
-                                     self.name, self.host.static_shared_bytes)
-        bounds = getattr(getattr(self.image, "options", None), "launch_bounds", ())
-        threads = config.block[0] * config.block[1] * config.block[2]
-        if bounds and threads > bounds[0]:  # the driver refuses such a launch on the GPU
-            raise CudaError("CUDA_ERROR_INVALID_VALUE", "invalid argument",
-                            f"kernel {self.name!r}: a block of {threads} threads is more than "
-                            f"its launch bound of {bounds[0]}")
+                                     self.name, self.host.static_shared_bytes,
+                                     launch_bound=launch_bound(self.image))
         if self.cooperative:
             limit = cooperative.cpu_max_blocks(
                 config.block, self.host.static_shared_bytes + config.shared_mem)

@@ -66,6 +66,7 @@ class CudaBackend:
             raise driver.unavailable_error("the driver reports no devices")
         self._contexts: dict[int, Any] = {}
         self.faults = FaultWatch()  # debug kernels' fault records, read after waits
+        self.live_allocations = 0  # cuMemAlloc'd and not yet freed (as the cpu backend's)
         self._limits: dict[int, DeviceLimits] = {}
         self._specs: dict[int, TargetSpec] = {}
         self._tls = _ThreadState()
@@ -222,6 +223,8 @@ class CudaBackend:
     def unload_module(self, module: Any, device: int) -> None:
         if self.closing:
             return
+        if self.faults:
+            self.faults.forget(self, device, module)
         pushed = self._on_device(device)
         try:
             check(self.drv.cuModuleUnload(module))
@@ -356,9 +359,17 @@ class CudaBackend:
 
     def alloc(self, nbytes: int) -> int:
         self.current_device()
-        return int(check(self.drv.cuMemAlloc(max(nbytes, 1)), f"allocating {nbytes} bytes"))
+        try:
+            ptr = int(check(self.drv.cuMemAlloc(max(nbytes, 1)), f"allocating {nbytes} bytes"))
+        except CudaError as e:
+            if e.name == "CUDA_ERROR_OUT_OF_MEMORY":  # as the host's malloc failing: MemoryError
+                raise MemoryError(str(e)) from None
+            raise
+        self.live_allocations += 1
+        return ptr
 
     def free(self, ptr: int, device: int) -> None:
+        self.live_allocations -= 1
         if self.closing:
             return  # the context may be gone at interpreter exit; the driver frees it all
         pushed = self._on_device(device)

@@ -79,9 +79,10 @@ class FaultWatch:
     def __init__(self) -> None:
         self.records: dict[tuple[int, int], tuple[int, str, tuple]] = {}
         self.checking = False
+        self.pending: list[KernelError] = []  # faults of modules unloaded before a wait
 
     def __bool__(self) -> bool:
-        return bool(self.records)
+        return bool(self.records) or bool(self.pending)
 
     def watch(self, backend: Any, device: int, module: Any, image: Any) -> None:
         key = (device, id(module))  # a module lives as long as its loaded kernel
@@ -90,10 +91,28 @@ class FaultWatch:
         address = backend.module_global(module, FAULT_GLOBAL, device)
         self.records[key] = (int(address), image.py_name, tuple(image.fault_sites))
 
+    def forget(self, backend: Any, device: int, module: Any) -> None:
+        """Stop watching a module about to be unloaded: its record's memory goes with it (a
+        later read would fail) and a module loaded later may reuse the Python object's id.
+        A fault it recorded is read now and raised at the next wait, so it is not lost."""
+        entry = self.records.pop((device, id(module)), None)
+        if entry is None:
+            return
+        address, name, sites = entry
+        words = (ctypes.c_int64 * FAULT_WORDS)()
+        try:
+            backend.read_device(ctypes.addressof(words), address, ctypes.sizeof(words), device)
+        except Exception:  # the context is going away (a sticky error, interpreter exit)
+            return
+        if words[FAULT_KIND] != 0:
+            self.pending.append(fault_error(name, sites, list(words)))
+
     def check(self, backend: Any) -> None:
         """Raise the first recorded fault (clearing it); called after the host waited."""
         if self.checking:
             return
+        if self.pending:
+            raise self.pending.pop(0)
         self.checking = True
         try:
             words = (ctypes.c_int64 * FAULT_WORDS)()

@@ -81,10 +81,18 @@ def normalize_dim3(value: Any, what: str, kernel: str = "") -> Dim3:
     return out[0], out[1], out[2]
 
 
+def launch_bound(image: Any) -> int | None:
+    """The thread count of a kernel's ``launch_bounds`` option, None where it has none."""
+    bounds = getattr(getattr(image, "options", None), "launch_bounds", ())
+    return bounds[0] if bounds else None
+
+
 def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
                         limits: DeviceLimits, kernel: str = "", static_shared: int = 0,
-                        max_threads_for_kernel: int | None = None) -> LaunchConfig:
-    """Normalize and check a launch configuration; :class:`LaunchError` names what is wrong."""
+                        max_threads_for_kernel: int | None = None,
+                        launch_bound: int | None = None) -> LaunchConfig:
+    """Normalize and check a launch configuration; :class:`LaunchError` names what is wrong.
+    ``launch_bound``: the kernel's ``launch_bounds`` thread count, if it declared one."""
     where = f"kernel {kernel!r}: " if kernel else ""
     g = normalize_dim3(grid, "grid", kernel)
     b = normalize_dim3(block, "block", kernel)
@@ -101,6 +109,9 @@ def check_launch_config(grid: Any, block: Any, shared_mem: Any, cluster: Any,
         if n > most:
             raise LaunchError(f"{where}block {b} has block.{axis} = {n}; the device allows at "
                               f"most {most}")
+    if launch_bound is not None and threads > launch_bound:
+        raise LaunchError(f"{where}block {b} has {threads} threads; this kernel can run at "
+                          f"most {launch_bound} per block (its launch_bounds)")
     if max_threads_for_kernel is not None and threads > max_threads_for_kernel:
         raise LaunchError(f"{where}block {b} has {threads} threads; this kernel can run at "
                           f"most {max_threads_for_kernel} per block (its register use limits it)")
@@ -259,7 +270,7 @@ class ModuleKernel:
     def __init__(self, backend: GpuBackend, image: KernelImage):
         self.backend = backend
         self.image = image
-        self.name = image.name
+        self.name = getattr(image, "py_name", None) or image.name  # the user's, for messages
         # how many of the user's blocks a block of the coarse entry does (0: none)
         self.coarse_factor = COARSE_FACTOR if getattr(image, "coarse", None) is not None else 0
         self.packer = ArgPacker(image.signature.args, image.arg_names,
@@ -267,6 +278,7 @@ class ModuleKernel:
                                 written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
+        self.launch_bound = launch_bound(image)
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs = ConfigCache()
         self._lock = threading.Lock()
@@ -307,7 +319,7 @@ class ModuleKernel:
     def _configure(self, dk: _DeviceKernel, grid: Any, block: Any, shared_mem: Any,
                    cluster: Any, key: Any) -> LaunchConfig:
         config = check_launch_config(grid, block, shared_mem, cluster, dk.limits, self.name,
-                                     dk.static_shared, dk.max_threads)
+                                     dk.static_shared, dk.max_threads, self.launch_bound)
         if config.shared_mem > dk.dynamic_limit:
             self.backend.set_dynamic_shared(dk.fn, config.shared_mem)
             dk.dynamic_limit = config.shared_mem

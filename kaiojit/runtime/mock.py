@@ -109,6 +109,8 @@ class MockBackend:
         self.loaded_images: list[bytes] = []  # cubins loaded (kaiojit.aot), in order
         self.fail_next_sync: CudaError | None = None
         self.faults = FaultWatch()  # as the cuda backend's: read after waits
+        self.freed_globals: set[int] = set()  # addresses of unloaded modules' globals
+        self.retired_globals: list = []  # their buffers, kept so no address is reused
         self._count = device_count
         self._tls = _ThreadState()
         self._default_device = 0
@@ -183,6 +185,9 @@ class MockBackend:
         return ctypes.addressof(buf)
 
     def read_device(self, dst: int, address: int, nbytes: int, device: int) -> None:
+        if address in self.freed_globals:  # as cuMemcpyDtoH from an unloaded module's global
+            raise CudaError("CUDA_ERROR_INVALID_VALUE", "invalid argument",
+                            "reading a fault record")
         ctypes.memmove(dst, address, nbytes)
 
     def zero_device(self, address: int, nbytes: int, device: int) -> None:
@@ -190,6 +195,10 @@ class MockBackend:
 
     def unload_module(self, module: MockModule, device: int) -> None:
         module.unloaded = True
+        self.faults.forget(self, device, module)
+        # the globals' memory is the driver's no more (the buffers stay alive: no host fault)
+        self.freed_globals.update(ctypes.addressof(b) for b in module.globals.values())
+        self.retired_globals.extend(module.globals.values())
 
     def get_function(self, module: MockModule, name: str, device: int) -> MockFunction:
         if module.cubin:  # the entry's name is in the cubin's string table

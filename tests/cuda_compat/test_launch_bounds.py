@@ -33,8 +33,10 @@ def test_launch_above_the_bound_fails(kj_backend):
     out = kj.to_device(np.full(64, -1, np.int32))
     bounded[1, 64](out)
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(64))
-    with pytest.raises(kj.CudaError, match="CUDA_ERROR_INVALID_VALUE"):
-        bounded[1, 128](out)
+    with pytest.raises(kj.LaunchError, match=r"^kernel 'fill': block \(128, 1, 1\) has 128 "
+                                            r"threads; this kernel can run at most 64 per block "
+                                            r"\(its launch_bounds\)$"):
+        bounded[1, 128](out)  # refused before the driver would (CUDA_ERROR_INVALID_VALUE)
 
 
 @pytest.mark.parametrize("bad, error, text", [

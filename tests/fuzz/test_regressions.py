@@ -576,3 +576,25 @@ def test_ptx_has_no_half_min_with_a_plus_zero(dtype, ty):
     ptx = kj.compile_ptx(half_min_max_with_a_signed_zero, f"void({dtype}[:, ::1], {dtype}[::1])")
     assert not re.search(rf"\tmin\.{ty} ", ptx)
     assert f"setp.lt.{ty}" in ptx
+
+
+# seeds 36003013, 36003975, 36005504, 36006272, 36006417: a uint64 compared with a signed
+# integer (compared by value, NumPy 2's rule) evaluated the signed right operand before the
+# left one; with atomics (or any effect) on both sides the chain saw the wrong values.
+@kj.jit
+def mixed_sign_order(o, c):
+    i = kj.grid(1)
+    if i < o.shape[0]:
+        c[i, 0] = 1 if kj.atomic.add(o, (i, 0), 3) <= kj.int64(kj.atomic.add(o, (i, 0), 1)) else 0
+        c[i, 1] = 1 if kj.int64(kj.atomic.add(o, (i, 1), 3)) > kj.atomic.add(o, (i, 1), 1) else 0
+
+
+def test_a_mixed_sign_comparison_evaluates_left_to_right(kj_backend):
+    n = int(rng.integers(1, 40))
+    start = rng.integers(0, 2**40, (n, 2)).astype(np.uint64)
+    o = kj.to_device(start)
+    c = kj.to_device(np.full((n, 2), -1, np.int32))
+    mixed_sign_order[1, 64](o, c)
+    # left first: the left atomic sees start, the right one start + 3
+    np.testing.assert_array_equal(c.copy_to_host(), np.tile([1, 0], (n, 1)))
+    np.testing.assert_array_equal(o.copy_to_host(), start + np.uint64(4))

@@ -82,3 +82,36 @@ def test_a_kernel_without_debug_is_not_watched(mock):
     kj.jit(checked)[1, 128](x, np.float32(2.0))
     assert not mock.faults  # a wait reads no record
     kj.synchronize()
+
+
+def test_a_dropped_debug_kernel_is_no_longer_watched(mock):
+    """A debug kernel's module is unloaded when the kernel is dropped: its record's memory is
+    gone, so the next wait must not read it (the driver answers CUDA_ERROR_INVALID_VALUE, which
+    surfaced in every later synchronous copy), and a module loaded later is watched afresh."""
+    import gc
+
+    x, _ = launch_checked(mock)
+    ((address, _, _),) = mock.faults.records.values()
+    gc.collect()  # the kernel made inside launch_checked is gone: its module unloaded
+    assert not mock.faults
+    y = RNG.random(int(RNG.integers(10, 100))).astype(np.float32)
+    d = kj.to_device(y)
+    np.testing.assert_array_equal(d.copy_to_host(), y)  # a synchronous copy reads no record
+    kj.synchronize()
+    launch_checked(mock)  # a new debug kernel is watched again, at its own record
+    ((fresh, _, _),) = mock.faults.records.values()
+    assert fresh != address
+
+
+def test_a_fault_of_a_kernel_dropped_before_the_wait_is_still_raised(mock):
+    import gc
+
+    x, site = launch_checked(mock)
+    block, thread = (int(RNG.integers(0, 4)), 0, 0), (int(RNG.integers(0, 128)), 0, 0)
+    write_record(mock, H.ERR_ASSERT, site, block, thread)
+    gc.collect()  # the kernel goes (its module unloaded) before anything waited
+    with pytest.raises(kj.KernelError) as info:
+        x.copy_to_host()
+    assert str(info.value) == expected(block, thread)
+    kj.synchronize()  # raised once
+    assert not mock.faults

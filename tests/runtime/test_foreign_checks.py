@@ -16,6 +16,7 @@ from kaiojit.runtime import dlpack, interop
 
 RNG = np.random.default_rng()
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+SWAP = {1: 2, 2: 1}  # kDLCPU <-> kDLCUDA: the device types of the cpu and the cuda backend
 
 
 class CraftedProducer:
@@ -29,7 +30,13 @@ class CraftedProducer:
         self.extents = (ctypes.c_int64 * max(len(shape), 1))(*shape)
         self.managed = dlpack.DLManagedTensor()
         t = self.managed.dl_tensor
-        t.data = None if null_data else self.buffer.ctypes.data
+        data = self.buffer.ctypes.data
+        if rt.get_backend().name == "cuda":  # the tensor's bytes on the GPU, named as CUDA's
+            self.on_device = rt.to_device(self.buffer)
+            data = self.on_device.ptr
+            device_type = SWAP.get(device_type, device_type)
+            claimed_device_type = SWAP.get(claimed_device_type, claimed_device_type)
+        t.data = None if null_data else data
         t.device = dlpack.DLDevice(device_type, 0)
         t.ndim = len(shape)
         t.dtype = dlpack.DLDataType(code, bits, 1)
@@ -63,9 +70,12 @@ class CraftedProducer:
      r"^a DLPack tensor of shape \(4, 2\) with a NULL data pointer$"),
     ({"code": 0, "bits": 32, "shape": (3, -1)}, ValueError, r"extents must be 0 or more"),
     ({"code": 2, "bits": 32, "shape": (4,), "device_type": 2, "claimed_device_type": 1},
-     TypeError, r"^a DLPack tensor on device type 2; kaiojit takes device type 1 or 13 here$"),
+     TypeError, r"^a DLPack tensor on device type {wrong}; kaiojit takes device type {right} or "
+                r"13 here$"),
 ])
 def test_a_refused_dlpack_tensor_goes_back_to_its_producer(kj_backend, header, error, message):
+    right = 2 if kj_backend == "cuda" else 1
+    message = message.replace("{wrong}", str(SWAP[right])).replace("{right}", str(right))
     producer = CraftedProducer(**header)
     with pytest.raises(error, match=message):
         rt.as_device_array(producer)

@@ -137,7 +137,7 @@ def test_a_size_the_backend_cannot_allocate_is_a_memory_error(kj_backend):
     live = backend.live_allocations
     with pytest.raises(MemoryError, match=r"^cannot allocate 4611686018427387904 bytes for an "
                                           r"array of shape \(1073741824, 2147483648\) and "
-                                          r"dtype float16 on the cpu backend \("):
+                                          r"dtype float16 on the (cpu|cuda) backend \("):
         rt.device_array((2**30, 2**31), np.float16)  # 4 EiB
     assert backend.live_allocations == live
 
