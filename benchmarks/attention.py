@@ -156,7 +156,7 @@ def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
 
     from kaiojit.lib.attention import forward as F
     tt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-    working = kaiojit_runs(list(F.SCHEDULES) if schedules is None else schedules)
+    working = kaiojit_runs(list(F.SCHEDULES) if schedules is None else schedules, dtype)
     fwd, bwd = implementations(with_triton=True, schedules=working)
     if not working:
         bwd.pop("kaiojit", None)
@@ -255,12 +255,12 @@ import sys
 import torch
 from kaiojit.lib import attention as A
 from kaiojit.lib.attention import forward as F
-for schedule in sys.argv[1:]:
+dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[sys.argv[1]]
+for schedule in sys.argv[2:]:
     print("smoke start", schedule, flush=True)
     for d in (64, 128):
         F.SCHEDULE_BY_HEAD_DIM[d] = schedule
-        q, k, v = (torch.randn(1, 300, 2, d, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(3))
+        q, k, v = (torch.randn(1, 300, 2, d, device="cuda", dtype=dtype) for _ in range(3))
         for causal in (False, True):
             out = A.attention(q, k, v, causal=causal)
             ref = torch.nn.functional.scaled_dot_product_attention(
@@ -273,8 +273,9 @@ for schedule in sys.argv[1:]:
 """
 
 
-def kaiojit_runs(schedules: list, limit: float = 150.0) -> list:
-    """A first kaiojit launch of each schedule in a child process with a time limit: a kernel
+def kaiojit_runs(schedules: list, dtype: str = "bf16", limit: float = 150.0) -> list:
+    """A first kaiojit launch of each schedule (``dtype``, head dims 64 and 128, causal and
+    not, 300 rows: every phase of the loop) in a child process with a time limit: a kernel
     that hangs (a barrier never completing) must not hang the unattended sweep. A child runs
     the schedules in turn; one that fails or hangs is dropped and a new child goes on with the
     next. The schedules that ran right, in order."""
@@ -282,7 +283,7 @@ def kaiojit_runs(schedules: list, limit: float = 150.0) -> list:
     ok, left = [], list(schedules)
     while left:
         try:
-            r = subprocess.run([sys.executable, "-c", SMOKE, *left], capture_output=True,
+            r = subprocess.run([sys.executable, "-c", SMOKE, dtype, *left], capture_output=True,
                                text=True, timeout=limit, check=False)
             out = r.stdout + r.stderr
         except subprocess.TimeoutExpired as e:

@@ -47,7 +47,7 @@ def test_sweep_dry_run(kj_backend, monkeypatch, capsys):
         [nn_attention.SDPBackend.MATH]))
     monkeypatch.setattr(bench, "BATCH", 1)
     monkeypatch.setattr(bench, "HEADS", 2)
-    monkeypatch.setattr(bench, "kaiojit_runs", lambda schedules: schedules)
+    monkeypatch.setattr(bench, "kaiojit_runs", lambda schedules, dtype: schedules)
     bench.sweep([130], [64], [True], "bf16", True, reps=2, schedules=["serial", "overlap"])
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if " fwd " in line or " bwd " in line]
@@ -67,14 +67,16 @@ def test_schedule_smoke_drops_hangs_and_failures(monkeypatch, capsys):
     spec.loader.exec_module(bench)
     monkeypatch.setattr(bench, "SMOKE", (
         "import sys, time\n"
-        "for s in sys.argv[1:]:\n"
+        "assert sys.argv[1] == 'f16'\n"
+        "for s in sys.argv[2:]:\n"
         "    print('smoke start', s, flush=True)\n"
         "    if s == 'hangs':\n"
         "        time.sleep(60)\n"
         "    if s == 'fails':\n"
         "        raise SystemExit(1)\n"
         "    print('smoke ok', s, flush=True)\n"))
-    ran = bench.kaiojit_runs(["serial", "hangs", "overlap", "fails", "pingpong"], limit=3.0)
+    ran = bench.kaiojit_runs(["serial", "hangs", "overlap", "fails", "pingpong"], "f16",
+                             limit=3.0)
     assert ran == ["serial", "overlap", "pingpong"]
     out = capsys.readouterr().out
     assert "schedule hangs: dropped" in out and "schedule fails: dropped" in out
