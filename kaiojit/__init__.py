@@ -62,6 +62,7 @@ from .language import (
     syncthreads_count,
     syncthreads_or,
     static_range,
+    literal_unroll,
     syncwarp,
     threadfence,
     threadfence_block,
@@ -110,6 +111,7 @@ __all__ = [  # the compiler's names; the runtime's (to_device, Stream, ...) and 
 ]
 __all__ += ["Config", "autotune", "constexpr", "occupancy"]  # tuning (issue 12)
 __all__ += ["bfloat16", "bf16", "static_range"]  # tensor cores (issue 11)
+__all__ += ["literal_unroll"]  # numba's (issue 28)
 __all__ += ["complex64", "complex128", "cg", "declare_device"]  # issue 13
 __all__ += ["float8_e4m3fn", "float8_e5m2"]  # fp8, named as ml_dtypes and PyTorch name them
 __all__ += ["set_log_level"]  # issue 30: the kaiojit logger, on at run time

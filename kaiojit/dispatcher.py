@@ -23,6 +23,7 @@ from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
 from .overloads import accepts, best_signature
+from .serialize import by_reference, function_reference, function_state, rebuild_function
 from .tools.display import Shown
 from .tools.resources import resource_summary, resources_header
 from .tools.sass import sass_of
@@ -80,6 +81,16 @@ class Dispatcher:
     def __repr__(self) -> str:
         kind = "device function" if self.device else "kernel"
         return f"<kaiojit {kind} {self.__qualname__}>"
+
+    def __reduce__(self):
+        """Pickled as numba pickles its dispatchers: by reference where its module's name
+        holds it, else by value, its function rebuilt and compiled again where it is loaded
+        (:mod:`kaiojit.serialize`)."""
+        ref = function_reference(self.py_func, self)
+        if ref is not None:
+            return by_reference, ref
+        return _rebuilt, (type(self), function_state(self.py_func), self.options, self.device,
+                          tuple(self._eager), self.constexpr_params)
 
     # --- what launchers read (kaiojit/launch, the autotuner): no private attribute ---------
 
@@ -510,3 +521,12 @@ def annotations_signature(pyfunc) -> T.Signature | None:
 
 
 __all__ = ["Dispatcher", "annotations_signature", "CompileError"]
+
+
+def _rebuilt(cls: type, state: tuple, options: CompileOptions, device: bool, signatures: tuple,
+             specialize: tuple) -> Dispatcher:
+    """A pickled dispatcher, of its class (numba's ``CUDADispatcher`` stays one)."""
+    dispatcher = Dispatcher(rebuild_function(state), options, device=device,
+                            signatures=signatures, specialize=specialize)
+    dispatcher.__class__ = cls
+    return dispatcher

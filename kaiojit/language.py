@@ -113,3 +113,17 @@ class StaticRange(KernelBuiltin):
 
 
 static_range = StaticRange("static_range")
+
+
+class LiteralUnroll(KernelBuiltin):
+    """``for x in kj.literal_unroll(tup)`` (numba's ``literal_unroll``): the loop over a tuple
+    whose items may differ in type (arrays of several ranks) is unrolled when the kernel is
+    typed, each copy of the body typed with its own item. Outside a kernel it is the tuple."""
+
+    __slots__ = ()
+
+    def __call__(self, container):
+        return container
+
+
+literal_unroll = LiteralUnroll("literal_unroll")

@@ -85,6 +85,10 @@ class ScalarType(namedtuple("_Scalar", "name kind bits facts"), Type):
     def __repr__(self) -> str:
         return f"kj.{self.name}"
 
+    def __reduce__(self):
+        """Unpickled as the one type of its name (its facts compare by identity)."""
+        return _scalar_named, (self.name,)
+
     @property
     def is_scalar(self) -> bool:
         return True
@@ -404,3 +408,7 @@ def promote_weak(strong: ScalarType, weak_kind: str) -> ScalarType:
     if weak_kind == "c" and strong.is_float:
         return complex128 if strong.bits == 64 else complex64  # float32 + 1j is complex64
     return {"i": int64, "f": float64, "c": complex128}[weak_kind]
+
+
+def _scalar_named(name: str) -> ScalarType:
+    return SCALARS[name]

@@ -144,6 +144,19 @@ class TupleType(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class NamedTupleType(TupleType):
+    """A named tuple (``collections.namedtuple``) passed to a kernel: a tuple whose items are
+    also read by name (``p.x``), as numba's NamedTuple. ``name`` is its class's name."""
+
+    fields: tuple[str, ...] = ()
+    name: str = "namedtuple"
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{f}: {e}" for f, e in zip(self.fields, self.elements))
+        return f"{self.name}({inner})"
+
+
+@dataclass(frozen=True, slots=True)
 class TensorMapType(Type):
     """A 128-byte CUtensorMap passed by value as a ``__grid_constant__`` parameter.
 
@@ -226,8 +239,11 @@ def param_parts(t: Type) -> tuple[str, ...]:
     """The kernel parameters one argument of type ``t`` becomes, in order.
 
     Scalars: their own name (a complex one: its two float parts, real first). Arrays: ``ptr``, then one ``int64`` per dimension for the shape,
-    then (layout 'A' only) one ``int64`` per dimension for the strides in bytes.
+    then (layout 'A' only) one ``int64`` per dimension for the strides in bytes. Tuples:
+    their items' parameters, in order (numba passes a tuple argument flat too).
     """
+    if isinstance(t, TupleType):
+        return tuple(part for e in t.elements for part in param_parts(e))
     if isinstance(t, ScalarType):
         return (t.component.name,) * 2 if t.kind == "c" else (t.name,)
     if isinstance(t, ArrayType):
@@ -235,9 +251,18 @@ def param_parts(t: Type) -> tuple[str, ...]:
         return (PARAM_PTR,) + ("int64",) * n
     if isinstance(t, TensorMapType):
         return (PARAM_TENSORMAP,)
-    if isinstance(t, RecordType):  # a record scalar: the address of a copy on the device
+    if isinstance(t, (RecordType, CPointer)):  # a record scalar: the address of a copy
         return (PARAM_PTR,)
     raise TypeError(f"type {t} cannot be a kernel parameter")
+
+
+def param_leaves(t: Type) -> tuple[tuple[str, Type], ...]:
+    """The non-tuple values a parameter of type ``t`` is passed as, with the suffix of each
+    one's path (``""`` for ``t`` itself, ``".1.0"`` for item 0 of item 1 of a tuple)."""
+    if not isinstance(t, TupleType):
+        return (("", t),)
+    return tuple((f".{i}{suffix}", leaf) for i, e in enumerate(t.elements)
+                 for suffix, leaf in param_leaves(e))
 
 
 class ConstexprType(Type):

@@ -114,16 +114,21 @@ def declare_device(name, sig, link=None, use_cooperative: bool = False, abi: str
 
 
 _FROM_KAIOJIT = frozenset({
-    "guvectorize", "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "reduce", "Event", "Stream", "DeviceArray", "nanosleep",
+    "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",  # cache hints
 })
 _SUBMODULES = frozenset({"host", "decorators", "types", "compiler", "random", "linkable", "fp16",
-                         "bf16", "args", "devicearray"})
+                         "bf16", "args", "devicearray", "ufuncs", "kernels"})
 
 
 def __getattr__(name: str):
     # loaded on first use: the library kernels (vectorize, reduce) need NumPy and the runtime
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "guvectorize":
+        from .ufuncs import guvectorize
+
+        return guvectorize
     if name in ("selp", "lanemask_lt"):
         from . import select
 

@@ -169,6 +169,7 @@ def vectorize(signatures=None, target: str = "cuda", **options):
     import warnings
 
     from ..lib.ufunc import vectorize as kj_vectorize
+    from .ufuncs import numba_ufunc
 
     if "nopython" in options:
         options.pop("nopython")
@@ -179,5 +180,5 @@ def vectorize(signatures=None, target: str = "cuda", **options):
         raise KeyError(f"Unrecognized options: {', '.join(unknown)}")
     if signatures is not None and callable(signatures) and not isinstance(
             signatures, (str, T.Signature)):
-        return kj_vectorize(target=target, **options)(signatures)
-    return kj_vectorize(signatures, target=target, **options)
+        return numba_ufunc(kj_vectorize(target=target, **options)(signatures))
+    return numba_ufunc(kj_vectorize(signatures, target=target, **options))

@@ -1,17 +1,97 @@
-"""numba.cuda.devicearray: the device array class under numba's names and ``auto_device``,
-the conversion a launch applies to a host argument."""
+"""numba.cuda.devicearray: the device array classes under numba's names and ``auto_device``,
+the conversion a launch applies to a host argument.
+
+The arrays the ``cuda`` namespace makes are :class:`DeviceNDArray`, kaiojit's
+:class:`~kaiojit.runtime.DeviceArray` with numba's protocol: they export
+``__cuda_array_interface__`` on every backend. On the cpu backend their memory is host memory,
+the memory its kernels run on, so the interface's pointer is valid for every kernel kaiojit
+runs there, as the pointers of numba's simulator's arrays are for the simulator; ``kj.``'s
+arrays keep exporting only the host's interfaces there (docs/porting.md says why and what
+that means for PyTorch and CuPy).
+"""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
 
 from ..runtime import DeviceArray
-from .host import to_device
+from ..runtime.backend import get_backend
+from ..runtime.stream import stream_handle
 
-DeviceNDArray = DeviceArray
-DeviceRecord = DeviceArray
+
+class DeviceNDArray(DeviceArray):
+    """numba's device array: a :class:`DeviceArray` exporting ``__cuda_array_interface__``
+    on the cpu backend too, with numba's ``device_ctypes_pointer`` (a ``ctypes.c_void_p``)."""
+
+    __slots__ = ()
+    cai_on_host = True
+
+    @property
+    def device_ctypes_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.ptr if self.size else 0)
+
+    @property
+    def T(self) -> DeviceArray:  # NumPy's name
+        return self.transpose()
+
+    def transpose(self, axes: Any = None) -> DeviceArray:
+        """numba's: a 2-D array's transpose is a new C-contiguous array the transpose kernel
+        fills (not a view, as NumPy's is); any other rank's is the view ``kj``'s ``.T`` is
+        (numba refuses those)."""
+        if axes is not None and tuple(axes) == tuple(range(self.ndim)):
+            return self
+        if axes is not None and sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"invalid axes list {axes!r}")
+        if self.ndim != 2:
+            return DeviceArray.T.fget(self)
+        from .kernels.transpose import transpose
+
+        return transpose(self)
+
+
+DeviceRecord = DeviceNDArray
+
+
+def as_numba_array(array: DeviceArray) -> DeviceNDArray:
+    """``array`` (made by kaiojit's runtime for the ``cuda`` namespace) as a
+    :class:`DeviceNDArray`: the same object, its class changed (the two share one layout)."""
+    if type(array) is DeviceArray:
+        array.__class__ = DeviceNDArray
+    return array
+
+
+class MappedNDArray(np.ndarray):
+    """numba's mapped (and managed) host array: a NumPy array that on the cpu backend is
+    device memory too, and exports ``__cuda_array_interface__``; on a GPU kaiojit's are
+    pageable memory, copied around each launch, and export no CUDA interface."""
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.stream = getattr(obj, "stream", 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        backend = get_backend()
+        if backend.name != "cpu":
+            raise AttributeError(f"kaiojit's mapped and managed arrays are pageable host "
+                                 f"memory on the {backend.name} backend, not CUDA memory")
+        contiguous = self.flags["C_CONTIGUOUS"]
+        return {"shape": self.shape, "typestr": self.dtype.str,
+                "data": (self.ctypes.data if self.size else 0, False),
+                "strides": None if contiguous else self.strides, "version": 3,
+                "stream": stream_handle(self.stream) or None}
+
+
+ManagedNDArray = MappedNDArray
+
+
+def from_array_like(ary: Any, stream: Any = 0, gpu_data: Any = None) -> DeviceNDArray:
+    """numba's: an uninitialized device array with ``ary``'s shape, dtype and order."""
+    from ..runtime import device_array_like
+
+    return as_numba_array(device_array_like(ary, stream=stream or None))
 
 
 def is_cuda_ndarray(obj: Any) -> bool:
@@ -22,6 +102,8 @@ def auto_device(obj: Any, stream: Any = 0, copy: bool = True, user_explicit: boo
     """``(device array, whether it was copied)``: a device array as it is, anything else
     (a NumPy array, a scalar: a 0-d array) copied to the device. A host array that is not
     contiguous is a ValueError, as numba's: it is not one memory region to copy."""
+    from ..runtime import to_device
+
     if isinstance(obj, DeviceArray):
         return obj, False
     arr = np.asarray(obj)
@@ -29,4 +111,4 @@ def auto_device(obj: Any, stream: Any = 0, copy: bool = True, user_explicit: boo
         raise ValueError("Array contains non-contiguous buffer and cannot be transferred as "
                          "a single memory region; make it contiguous first "
                          "(np.ascontiguousarray)")
-    return to_device(arr, stream, copy=copy), True
+    return as_numba_array(to_device(arr, stream=stream or None, copy=copy)), True

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from .. import runtime as rt
+from ..runtime.interop import as_device_array
+from .devicearray import DeviceNDArray, MappedNDArray, as_numba_array
 
 # --- streams and events -------------------------------------------------------------------------
 
@@ -201,15 +203,15 @@ def profiling():
 # --- memory -------------------------------------------------------------------------------------
 
 def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> rt.DeviceArray:
-    return rt.to_device(obj, stream=stream or None, copy=copy, to=to)
+    return as_numba_array(rt.to_device(obj, stream=stream or None, copy=copy, to=to))
 
 
 def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream: Any = 0):
-    return rt.device_array(shape, dtype, order=order, stream=stream or None)
+    return as_numba_array(rt.device_array(shape, dtype, order=order, stream=stream or None))
 
 
 def device_array_like(ary, stream: Any = 0):
-    return rt.device_array_like(ary, stream=stream or None)
+    return as_numba_array(rt.device_array_like(ary, stream=stream or None))
 
 
 def _host_array(shape, dtype, strides, order) -> np.ndarray:
@@ -226,16 +228,23 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C") -> np.
     return _host_array(shape, dtype, strides, order)
 
 
+def _mapped(shape, dtype, strides, order, stream: Any) -> MappedNDArray:
+    array = _host_array(shape, dtype, strides, order).view(MappedNDArray)
+    array.stream = stream
+    return array
+
+
 def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream: Any = 0,
                  portable: bool = False, wc: bool = False) -> np.ndarray:
-    """A host array kernels may be passed (copied in and out around each launch)."""
-    return _host_array(shape, dtype, strides, order)
+    """A host array kernels may be passed (on a GPU copied in and out around each launch;
+    on the cpu backend it is device memory too: ``MappedNDArray``)."""
+    return _mapped(shape, dtype, strides, order, stream)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", stream: Any = 0,
                   attach_global: bool = True) -> np.ndarray:
-    """Memory both sides use: a host array kernels may be passed."""
-    return _host_array(shape, dtype, strides, order)
+    """Memory both sides use: a host array kernels may be passed (as ``mapped_array``)."""
+    return _mapped(shape, dtype, strides, order, stream)
 
 
 def pinned_array_like(ary) -> np.ndarray:
@@ -280,10 +289,15 @@ def is_cuda_array(obj: Any) -> bool:
     return hasattr(obj, "__cuda_array_interface__")
 
 
-def as_cuda_array(obj: Any, sync: bool = True) -> rt.DeviceArray:
+def as_cuda_array(obj: Any, sync: bool = True) -> DeviceNDArray:
+    """A device array viewing ``obj``'s memory, ``obj`` kept alive; made on the stream the
+    interface names, synchronized on it first unless ``sync`` is False (or numba's
+    ``config.CUDA_ARRAY_INTERFACE_SYNC`` is)."""
     if not is_cuda_array(obj):
         raise TypeError("*obj* doesn't implement the cuda array interface.")
-    return rt.as_device_array(obj)
+    if obj.__cuda_array_interface__.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    return as_device_array(obj, DeviceNDArray, sync)
 
 
 class _Interface:
@@ -296,7 +310,7 @@ class _Interface:
 
 def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True):
     """A device array viewing the memory a CUDA array interface dict describes."""
-    return rt.as_device_array(_Interface(desc, owner))
+    return as_cuda_array(_Interface(desc, owner), sync)
 
 
 def is_float16_supported() -> bool:

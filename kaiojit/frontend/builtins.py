@@ -20,6 +20,7 @@ from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
 from .operators import operator_table
+from .reductions import ARRAY_METHODS, reduce_method, reduction_table
 from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
 
@@ -52,11 +53,18 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
             return size
         if attr == "dtype":  # a type, as a global dtype is: cuda.local.array(n, a.dtype)
             return PyObj(t.dtype)
-        typer.error(f"arrays in kernels have .shape, .size, .ndim and .dtype, not .{attr}",
-                    node)
+        if attr == "reshape":
+            return PyObj(_BoundMethod(lambda typer, call: _reshape(typer, base, call)))
+        if attr in ARRAY_METHODS:  # a.sum(), a.max(), ...: reductions.py
+            return PyObj(_BoundMethod(lambda typer, call: reduce_method(typer, attr, base,
+                                                                          call)))
+        typer.error(f"arrays in kernels have .shape, .size, .ndim, .dtype, .reshape() and "
+                    f"the reductions ({', '.join(sorted(ARRAY_METHODS))}), not .{attr}", node)
     if isinstance(t, T.RecordType):
         from .records import get_field
         return get_field(typer, base, attr, node)
+    if isinstance(t, T.NamedTupleType) and attr in t.fields:
+        return typer.tuple_item(base, t.fields.index(attr))
     if isinstance(t, T.GridGroupType) and attr == "sync":
         def sync(typer, call):
             call_args(typer, call, 0, 0, "sync")
@@ -67,6 +75,25 @@ def value_attribute(typer, base: Expr, attr: str, node) -> Expr:
         if found is not None:
             return found
     typer.error(f"{type_words(t)} has no attribute {attr!r}", node)
+
+
+def _reshape(typer, base: Expr, node) -> Expr:
+    """``a.reshape(shape)`` / ``a.reshape(d0, d1, ...)`` of a C-contiguous array: a view with
+    as many dimensions as the shape has extents (one may be -1, NumPy's)."""
+    if node.keywords or not node.args:
+        typer.error("a.reshape(shape) takes the new shape", node)
+    parts = [typer.expr(a) for a in node.args]
+    if len(parts) == 1 and isinstance(parts[0].type, T.TupleType):
+        shape = parts[0]
+        parts = [typer.tuple_item(shape, i) for i in range(len(shape.type.elements))]
+    for p in parts:
+        if not (isinstance(p.type, T.ScalarType) and p.type.is_int):
+            typer.error(f"a.reshape() takes integer extents, got {type_words(p.type)}", node)
+    if base.type.layout != "C":
+        typer.error(f"a.reshape() in a kernel needs a C-contiguous array, got {base.type}",
+                    node.func)
+    vt = T.ArrayType(base.type.dtype, len(parts), "C")
+    return typer.intrinsic("array.reshape", vt, (base, *parts), node)
 
 
 class _BoundMethod:
@@ -318,6 +345,7 @@ def _build_table():
         if t is not T.bool_ and not t.is_complex:
             table[t.np_dtype.type] = _cast(t)
     table[np.bool_] = _cast(T.bool_)
+    table.update(reduction_table())  # np.sum(a), np.nanmax(a), ... (reductions.py)
     return table
 
 

@@ -154,6 +154,8 @@ def fingerprint(value) -> str | None:
     if getattr(value, "_kaiojit_dispatcher", False):
         kind = "device" if value.device else "kernel"
         return f"jit:{_qualified(value.py_func)}:{kind}:{value.options!r}"
+    if hasattr(value, "launch_info") or hasattr(value, "__cuda_array_interface__"):
+        return None  # device memory: its address, this process's, is compiled in (captured.py)
     own = getattr(value, "kaiojit_fingerprint", None)  # kj.declare_device's declarations
     if own is not None:
         return f"{_qualified(t)}:{own()}"

@@ -20,6 +20,7 @@ from .values import (
     describe,
     exact_int_result,
     fold_binop,
+    is_constant_value,
     result_scalar,
     type_words,
 )
@@ -252,6 +253,9 @@ class ExpressionTyping:
                 self.error(f"{held.value.__name__}[...] takes the name of one of its members, "
                            "a string literal", node.slice)
             return PyObj(held.value[key.attr])
+        if isinstance(held, PyObj) and isinstance(held.value, tuple) \
+                and not is_constant_value(held.value):  # a global tuple of arrays (or more)
+            return PyObj(held.value[self.const_tuple_index(held.value, node.slice)])
         base = self.pyobj_to_expr(held, node.value) if isinstance(held, PyObj) else held
         if isinstance(base.type, T.TupleType):
             idx = self.visit(node.slice)
@@ -283,6 +287,18 @@ class ExpressionTyping:
         layout = "C" if at.layout == "C" else "A"
         vt = T.ArrayType(at.dtype, at.ndim - len(indices), layout)
         return self.intrinsic("array.view", vt, (base, *indices), node)
+
+    def const_tuple_index(self, items: tuple, node) -> int:
+        """The constant index ``node`` of a Python tuple of ``items`` (its items need not be
+        kernel values: they are picked while typing)."""
+        idx = self.expr(node)
+        n = len(items)
+        if idx.op != "const" or type(idx.attr) is not int:
+            self.error("a tuple of arrays (or of other objects) is indexed by a constant",
+                       node)
+        if not -n <= idx.attr < n:
+            self.error(f"tuple index {idx.attr} out of range for a tuple of {n}", node)
+        return idx.attr % n
 
     def tuple_at(self, base: Expr, idx: Expr, node) -> Expr:
         """``t[i]`` at a run-time index ``i`` (numba's UniTuple indexing): the items, of one

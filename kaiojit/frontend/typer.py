@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from .. import language as L
-from ..language import StaticRange
+from ..language import LiteralUnroll, StaticRange
 from .. import types as T
 from ..errors import CompileError, TypingError, UnsupportedError
 from .. import kir
@@ -18,13 +18,14 @@ from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
 from . import iteration, records
+from .captured import captured_array, global_ndarray
 from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
 from .source import FunctionSource
 from .parameters import signature_problem
 from .unbound import first_unbound_use, zero_trip_reads
 from .ufunc_calls import ufunc_statement
-from .unroll import static_for
+from .unroll import literal_for, static_for
 from .values import (
     INT_LITERAL_RANGE,
     STRING_ONLY_IN_PRINT,
@@ -228,7 +229,10 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
                 return e
             self.error(f"kj.{v.name} is a function: call it", node)
         if is_ndarray(v):
-            self.error("a global NumPy array must be wrapped: kj.const.array_like(arr)", node)
+            return global_ndarray(self.pyfunc.__name__, v, self.loc(node))
+        captured = captured_array(v, self.loc(node))
+        if captured is not None:
+            return captured
         self.error(f"{describe(v)} is not a value a kernel can use", node)
 
     def constant(self, v, node) -> Expr:
@@ -419,6 +423,10 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
                 self.error(f"cannot assign into {type_words(arr.type)}", target.value)
+            if arr.op == "constarray":
+                self.error("a global NumPy array is a constant of the kernel (as numba freezes "
+                           "it): it cannot be written; pass it as an argument instead",
+                           target.value)
             indices = self.index_exprs(arr, target.slice, target)
             if len(indices) != arr.type.ndim:
                 self.error(
@@ -481,6 +489,10 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
             arr = self.expr(target.value)
             if not isinstance(arr.type, T.ArrayType):
                 self.error(f"cannot assign into {type_words(arr.type)}", target.value)
+            if arr.op == "constarray":
+                self.error("a global NumPy array is a constant of the kernel (as numba freezes "
+                           "it): it cannot be written; pass it as an argument instead",
+                           target.value)
             indices = self.index_exprs(arr, target.slice, target)
             if len(indices) != arr.type.ndim:
                 self.error(f"augmented assignment needs {arr.type.ndim} indices", target)
@@ -510,6 +522,8 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
         if isinstance(fn, PyObj) and isinstance(fn.value, StaticRange):
             return static_for(self, node)  # unrolled here (kaiojit/frontend/unroll.py)
+        if isinstance(fn, PyObj) and isinstance(fn.value, LiteralUnroll):
+            return literal_for(self, node)
         if isinstance(fn, PyObj) and fn.value in (enumerate, zip):
             return self._block(iteration.indexed_loop(self, node))
         if not (isinstance(fn, PyObj) and fn.value is range):

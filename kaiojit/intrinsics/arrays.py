@@ -6,8 +6,20 @@ through the view writes that array."""
 
 from __future__ import annotations
 
+from llvmlite import ir
+
 from .. import types as T
-from .api import ANY_TARGET, Expr, Intrinsic, array_slice, array_view, register
+from .api import (
+    ANY_TARGET,
+    I64,
+    Expr,
+    Intrinsic,
+    array_slice,
+    array_view,
+    convert,
+    make_array,
+    register,
+)
 
 
 def _view_of(e: Expr, kept: int, operands: int) -> str | None:
@@ -44,6 +56,35 @@ def _slice_operands(e: Expr) -> str | None:
     return _view_of(e, kept, operands)
 
 
+def _reshape_operands(e: Expr) -> str | None:
+    at = e.args[0].type if e.args else None
+    if isinstance(at, T.ArrayType) and at.layout != "C":
+        return f"reshapes a C-contiguous array, got {at}"
+    return _view_of(e, len(e.args) - 1, len(e.args) - 1)
+
+
+def _reshape(fl, e: Expr):
+    """``a.reshape(shape)`` of a C-contiguous array: the same memory with the new extents, a
+    -1 among them the one that keeps the size (NumPy's)."""
+    b = fl.builder
+    at = e.args[0].type
+    arr = fl.expr(e.args[0])
+    size = ir.Constant(I64, 1)
+    for d in range(at.ndim):
+        size = b.mul(size, b.extract_value(arr, [1, d]))
+    dims = [convert(fl, fl.expr(x), x.type, T.int64) for x in e.args[1:]]
+    minus_one = ir.Constant(I64, -1)
+    known = ir.Constant(I64, 1)
+    for v in dims:
+        known = b.mul(known, b.select(b.icmp_signed("==", v, minus_one), ir.Constant(I64, 1), v))
+    safe = b.select(b.icmp_signed("==", known, ir.Constant(I64, 0)), ir.Constant(I64, 1), known)
+    inferred = b.sdiv(size, safe)
+    shape = [b.select(b.icmp_signed("==", v, minus_one), inferred, v) for v in dims]
+    return make_array(b, b.extract_value(arr, 0), shape, at.dtype, "C")
+
+
+register(Intrinsic(name="array.reshape", operands=_reshape_operands,
+                   lowering={ANY_TARGET: _reshape}, pure=True, view=True))
 register(Intrinsic(name="array.view", operands=_view_operands,
                    lowering={ANY_TARGET: array_view}, pure=True, view=True))
 register(Intrinsic(name="array.slice", operands=_slice_operands,

@@ -37,11 +37,14 @@ from ..types import Signature, Type
 #   shared     attr = (shape, dtype, name): a static shared array (shape () = dynamic)
 #   local      attr = (shape, dtype): a per-thread local array
 #   constarray attr = (ndarray, name): a constant-memory array
+#   globalarray attr = (pointer, shape, strides in bytes, array): a device array the function
+#              reads from its globals or closure (numba's capture), its address and extents
+#              compiled in; the array object is held so the memory outlives the code
 #   reuse      args = (value,): one node used in two places, evaluated once (the middle operand
 #              of a chained comparison that has side effects); its first use dominates the rest
 EXPR_OPS = frozenset(
     "const var param binop unop not cmp and or select cast load shape tuple getitem intrinsic "
-    "call shared local constarray reuse".split()
+    "call shared local constarray globalarray reuse".split()
 )
 
 

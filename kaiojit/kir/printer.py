@@ -54,6 +54,8 @@ def expr_text(e: Expr) -> str:
         return f"local.array({shape}, {dtype})"
     if op == "constarray":
         return f"const.array_like({e.attr[1]})"
+    if op == "globalarray":
+        return f"global_array(0x{e.attr[0]:x}, {e.attr[1]})"
     if op == "reuse":
         return expr_text(e.args[0])
     return f"<{op}>"

@@ -285,6 +285,7 @@ _CHECKS = {
     "shape": _with_arity(1, _shape), "tuple": _tuple, "getitem": _with_arity(1, _getitem),
     "intrinsic": _intrinsic, "call": _call, "shared": _with_arity(0, _memory),
     "local": _with_arity(0, _memory), "constarray": _with_arity(0, _memory),
+    "globalarray": _with_arity(0, _memory),
     "reuse": _with_arity(1, _reuse),
 }
 

@@ -10,6 +10,7 @@ cache, else type, compile, load).
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from ..errors import KaiojitError, user_facing
@@ -112,6 +113,24 @@ class Launcher:
     def __call__(self, *args: Any) -> None:
         return self.general(args)
 
+    @property
+    def griddim(self) -> tuple[int, int, int]:
+        """The grid as three extents (numba's name)."""
+        return _dim3(self.grid)
+
+    @property
+    def blockdim(self) -> tuple[int, int, int]:
+        """The block as three extents (numba's name)."""
+        return _dim3(self.block)
+
+    def __reduce__(self):
+        """A configured launch pickles as its kernel and its configuration (numba's); one on
+        a stream does not (a stream belongs to its process)."""
+        if self.stream not in (None, 0) or self.cluster is not None:
+            raise pickle.PicklingError("a launch configured with a stream or a cluster cannot "
+                                       "be pickled; pickle the kernel and configure it again")
+        return _configured, (self.dispatcher, self.grid, self.block, self.shared_mem)
+
     def general(self, args: tuple) -> None:
         """The general path (what a fast form that does not match ends in)."""
         d = self.dispatcher
@@ -164,6 +183,16 @@ class Launcher:
 
 
 ConstexprLauncher = Launcher  # constexpr arguments are a part of the fast form's plan
+
+
+def _dim3(dims: Any) -> tuple[int, int, int]:
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+def _configured(dispatcher: Any, grid: Any, block: Any, shared_mem: Any) -> Any:
+    """A pickled configured launch."""
+    return dispatcher[grid, block, None, shared_mem]
 
 
 class ForallLauncher:

@@ -26,7 +26,7 @@ from ..kir.analysis import (is_nonnegative, is_pure, nonnegative_vars, shared_ar
 from ..kir.intrinsics import lookup
 from . import arrays, narrowfloat, ops
 from .debuginfo import DebugInfo
-from .llvmtypes import I1, I8, I64, const, ll_mem_type, ll_type
+from .llvmtypes import I1, I8, I64, PTR, const, ll_mem_type, ll_type
 
 
 def fp_flags(options) -> tuple[str, ...]:
@@ -480,6 +480,12 @@ class FunctionLowering:
         shape = arr.shape or (1,)
         return self.make_array(ptr, [ir.Constant(I64, d) for d in shape],
                                T.from_dtype(arr.dtype), "C")
+
+    def lower_globalarray(self, e: Expr):
+        address, shape, strides, _ = e.attr
+        ptr = self.builder.inttoptr(ir.Constant(I64, address), PTR)
+        return self.make_array(ptr, [ir.Constant(I64, d) for d in shape], e.type.dtype,
+                               e.type.layout, [ir.Constant(I64, s) for s in strides])
 
     # --- arrays -------------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ def ll_type(t: T.Type) -> ir.Type:
         return VOID
     if isinstance(t, T.TensorMapType):
         return PTR  # the address of the 128 bytes (a byval parameter's, on the GPU)
-    if isinstance(t, T.RecordType):
+    if isinstance(t, (T.RecordType, T.CPointer)):
         return PTR  # a record value refers to the element in memory
     if isinstance(t, T.GridGroupType):
         return I8  # no data: the grid is implicit

@@ -76,13 +76,14 @@ class NVPTXTarget(Target):
         fn.calling_convention = "ptx_kernel"
         readonly = {n for n, t in kfunc.params if isinstance(t, T.ArrayType) and n not in written}
         i = 0
-        for name, t in kfunc.params:
-            for part in T.param_parts(t):
+        for name, whole in kfunc.params:
+            for part, t in ((p, leaf) for _, leaf in T.param_leaves(whole)
+                            for p in T.param_parts(leaf)):
                 arg = fn.args[i]
                 arg.name = flat[i][0]
                 if part == T.PARAM_PTR:
                     arg.attributes.add("noundef")
-                    if t.align:  # specialized on: LLVM may then use 128-bit accesses
+                    if getattr(t, "align", 0):  # specialized on: LLVM may use 128-bit accesses
                         arg.attributes.align = t.align
                     if name in readonly:
                         # lets LLVM use the read-only data cache (ld.global.nc)

@@ -70,22 +70,30 @@ class Target:
             if t.align:
                 aligned_rows(b, t, shape, strides)
             return fl.make_array(ptr, shape, t.dtype, t.layout, strides)
-        if isinstance(t, (T.TensorMapType, T.RecordType)):
+        if isinstance(t, (T.TensorMapType, T.RecordType, T.CPointer)):
             return next(args)  # a record refers to its element in memory, as a[i] does
+        if isinstance(t, T.TupleType):  # passed flat: its items, in order
+            value = ir.Constant(ll_type(t), ir.Undefined)
+            for i, e in enumerate(t.elements):
+                value = b.insert_value(value, self.argument_value(fl, e, args), i)
+            return value
         raise TypeError(f"type {t} cannot be a kernel parameter")
 
     @staticmethod
     def flat_param_types(kfunc) -> list[tuple[str, ir.Type]]:
         out = []
-        for name, t in kfunc.params:
-            for i, part in enumerate(T.param_parts(t)):
-                if isinstance(t, T.ScalarType):
-                    suffix = ".imag" if i else ""  # a complex scalar's second part
-                else:
-                    suffix = "" if i == 0 else (f".shape{i - 1}" if i <= getattr(t, "ndim", 0)
-                                                else f".stride{i - 1 - t.ndim}")
-                ty = ir.PointerType() if part == T.PARAM_TENSORMAP else ll_param_type(part)
-                out.append((name + suffix, ty))
+        for param, whole in kfunc.params:
+            for path, t in T.param_leaves(whole):  # a tuple's items, flat
+                name = param + path
+                for i, part in enumerate(T.param_parts(t)):
+                    if isinstance(t, T.ScalarType):
+                        suffix = ".imag" if i else ""  # a complex scalar's second part
+                    else:
+                        suffix = "" if i == 0 else (
+                            f".shape{i - 1}" if i <= getattr(t, "ndim", 0)
+                            else f".stride{i - 1 - t.ndim}")
+                    ty = ir.PointerType() if part == T.PARAM_TENSORMAP else ll_param_type(part)
+                    out.append((name + suffix, ty))
         return out
 
     # --- hooks ---------------------------------------------------------------------------------------

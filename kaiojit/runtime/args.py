@@ -17,7 +17,12 @@ import numpy as np
 
 from kaiojit import types as kt
 from kaiojit.errors import PerformanceWarning, warn_user
-from kaiojit.runtime.interop import array_extractor, cai_extractor, instance_extractor
+from kaiojit.runtime.interop import (
+    array_extractor,
+    cai_extractor,
+    instance_extractor,
+    producer_stream,
+)
 from kaiojit.runtime.layout import alignment, array_type, contiguous_strides
 from kaiojit.runtime.memory import DeviceArray, to_device
 from kaiojit.runtime.slots import ArgSlots, SlotLayout
@@ -69,6 +74,8 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         return _typeof_numpy
     if issubclass(cls, TensorMap):
         return operator.attrgetter("type")
+    if issubclass(cls, tuple):  # its items' types (numba passes tuples; kernels index them)
+        return _typeof_tuple
     if issubclass(cls, bool):
         return lambda v: kt.bool_
     if issubclass(cls, float):
@@ -84,6 +91,14 @@ def _classify_typeof(cls: type) -> Callable[[Any], kt.Type]:
         ex = instance_extractor(v)
         return ex(v)[3] if ex is not None else fail(v)
     return by_instance
+
+
+def _typeof_tuple(v: tuple) -> kt.TupleType:
+    items = tuple(typeof(e) for e in v)
+    fields = getattr(v, "_fields", None)  # a namedtuple: its items are read by name too
+    if fields is not None:
+        return kt.NamedTupleType(items, tuple(fields), type(v).__name__)
+    return kt.TupleType(items)
 
 
 def _typeof_record(v: np.void) -> kt.Type:
@@ -300,9 +315,12 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
         else:
             try:
                 info = ex(value)
+                cai = value.__cuda_array_interface__ if ex is cai_extractor else None
+                if cai is not None:
+                    producer_stream(cai)  # synchronized on, as CAI v3 asks
             except TypeError as e:
                 raise TypeError(f"parameter {name!r}: {e}") from None
-            if written and ex is cai_extractor and value.__cuda_array_interface__["data"][1]:
+            if written and cai is not None and cai["data"][1]:
                 raise ValueError(f"parameter {name!r}: the kernel writes this array, and its "
                                  "__cuda_array_interface__ marks it read-only (data[1] is True)")
         ptr, shape, strides, vt, vdev = info
@@ -328,6 +346,33 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
                 u64[slot] = s & 0xFFFFFFFFFFFFFFFF
                 slot += 1
         return staged
+    return write
+
+
+def _tuple_writer(t: kt.TupleType, first_slot: Sequence[int], start: int, name: str
+                  ) -> Writer:
+    """Writes a tuple's items flat, each as a parameter of its own type would be written
+    (``x[1]`` names item 1 of ``x`` in errors); the NumPy arrays it stages, as a list."""
+    items = []
+    for i, e in enumerate(t.elements):
+        item = f"{name}[{i}]"
+        if isinstance(e, kt.TupleType):
+            items.append(_tuple_writer(e, first_slot, start, item))
+        else:
+            items.append(ArgPacker._writer(e, first_slot[start], item))
+        start += len(kt.param_parts(e))
+    n = len(items)
+
+    def write(slots: ArgSlots, value: Any, device: int) -> list | None:
+        if not isinstance(value, tuple) or len(value) != n:
+            raise TypeError(f"parameter {name!r} is a tuple of {n} items ({t}): got "
+                            f"{_describe(value)}")
+        staged = []
+        for write_item, v in zip(items, value):
+            s = write_item(slots, v, device)
+            if s is not None:
+                staged += s if isinstance(s, list) else [s]
+        return staged or None
     return write
 
 
@@ -371,6 +416,8 @@ class ArgPacker:
         self.writers: tuple[Writer, ...] = tuple(
             self._writer(t, self.layout.first_slot[start], name,
                          written is None or name in written)
+            if not isinstance(t, kt.TupleType) else
+            _tuple_writer(t, self.layout.first_slot, start, name)
             for t, start, name in zip(self.arg_types, starts, names))
         self.nargs = len(self.arg_types)
 
@@ -400,7 +447,8 @@ class ArgPacker:
         for write, value in zip(self.writers, args):
             s = write(slots, value, device)
             if s is not None:
-                staged = [s] if staged is None else staged + [s]
+                s = s if isinstance(s, list) else [s]  # a tuple's items: a list of them
+                staged = s if staged is None else staged + s
         return staged
 
     def _wrong_count(self, args: Sequence[Any]) -> None:

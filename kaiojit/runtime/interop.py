@@ -22,6 +22,7 @@ from kaiojit.runtime import dlpack
 from kaiojit.runtime.backend import get_backend
 from kaiojit.runtime.layout import alignment, array_type, layout_of
 from kaiojit.runtime.memory import DeviceArray
+from kaiojit.runtime.stream import Stream
 
 # An array's launch facts: (pointer, shape, strides in bytes or None when contiguous,
 # kaiojit type, device ordinal or -1 when unknown). DeviceArray keeps this tuple ready.
@@ -89,6 +90,34 @@ def _cupy_info(a: Any) -> ArrayInfo:
     align = alignment(ptr, shape, strides, scalar.itemsize, layout)
     return (ptr, shape, strides if layout == "A" else None,
             array_type(scalar, len(shape), layout, align), a.data.device_id)
+
+
+class CaiConsumer:
+    """How kaiojit consumes a foreign ``__cuda_array_interface__``. ``sync``: synchronize on
+    the stream the interface names before using the array, as CAI v3 asks of consumers that
+    do not order their work after that stream themselves (numba's
+    ``CUDA_ARRAY_INTERFACE_SYNC``, on by default; ``kaiojit.cuda.config`` sets it)."""
+
+    sync = True
+
+
+cai_consumer = CaiConsumer()
+
+
+def producer_stream(cai: Any, sync: bool = True) -> Stream | None:
+    """The stream a CAI dict says its producer works on (None: no stream), synchronized when
+    ``sync`` and :data:`cai_consumer` say so. A ``TypeError`` names a malformed ``stream``."""
+    handle = cai.get("stream") if isinstance(cai, dict) else None
+    if handle is None:
+        return None
+    if not _is_int(handle) or handle == 0:
+        raise TypeError(f"__cuda_array_interface__['stream'] = {handle!r}: takes None or a "
+                        "stream handle (an int; 0 is disallowed, 1 and 2 are the default "
+                        "streams)")
+    stream = Stream(handle=int(handle))
+    if sync and cai_consumer.sync:
+        stream.synchronize()
+    return stream
 
 
 def _cai_info(obj: Any) -> ArrayInfo:
@@ -229,20 +258,26 @@ def from_dlpack(obj: Any) -> DeviceArray:
     return view
 
 
-def as_device_array(obj: Any) -> DeviceArray:
-    """A zero-copy DeviceArray viewing a CAI or DLPack array; keeps ``obj`` alive."""
-    if isinstance(obj, DeviceArray):
+def as_device_array(obj: Any, cls: type[DeviceArray] = DeviceArray, sync: bool = True
+                    ) -> DeviceArray:
+    """A zero-copy DeviceArray (of class ``cls``) viewing a CAI or DLPack array; keeps ``obj``
+    alive. A CAI array made on a stream is synchronized on it (:func:`producer_stream`), and
+    the view's ``stream`` is that stream."""
+    if isinstance(obj, cls):
         return obj
     backend = get_backend()
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         ptr, shape, strides, t, _ = cai_info(cai)
+        stream = producer_stream(cai, sync)
         device = backend.pointer_device(ptr) if ptr else -1
         if device < 0:
             device = backend.current_device()
         if strides is None:
             strides = cai.get("strides")
-        return DeviceArray(shape, strides, t.dtype.np_dtype, ptr, device, obj, backend)
+        view = cls(shape, strides, t.dtype.np_dtype, ptr, device, obj, backend)
+        view.stream = stream or 0
+        return view
     if hasattr(obj, "__dlpack__"):
         return from_dlpack(obj)
     raise TypeError(f"as_device_array needs an object with __cuda_array_interface__ or "

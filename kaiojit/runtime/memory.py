@@ -156,8 +156,8 @@ class DeviceArray:
     @property
     def T(self) -> DeviceArray:  # noqa: N802  NumPy's name
         """The transpose: a view with the axes reversed."""
-        return DeviceArray(self.shape[::-1], self.strides[::-1], self.dtype, self.ptr,
-                           self.device_id, self, self.backend)
+        return type(self)(self.shape[::-1], self.strides[::-1], self.dtype, self.ptr,
+                          self.device_id, self, self.backend)
 
     @property
     def alloc_size(self) -> int:
@@ -174,6 +174,11 @@ class DeviceArray:
                 f"device={self.device_id} ptr=0x{self.ptr:x}>")
 
     # --- interop exports ------------------------------------------------------------------
+
+    # Whether the cpu backend's arrays (host memory) export __cuda_array_interface__ too:
+    # kj's do not (torch and CuPy would take the pointer for CUDA memory); numba's namespace's
+    # do, as numba's simulator's arrays do (kaiojit.cuda.devicearray, docs/porting.md).
+    cai_on_host = False
 
     @property
     def is_host_memory(self) -> bool:
@@ -194,7 +199,7 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        if self.is_host_memory:
+        if self.is_host_memory and not self.cai_on_host:
             raise AttributeError("a DeviceArray of the cpu backend is host memory: it has "
                                  "__array_interface__ and __dlpack__ (a CPU device), not "
                                  "__cuda_array_interface__")
@@ -314,7 +319,7 @@ class DeviceArray:
         shape += self.shape[len(index):]
         strides += self.strides[len(index):]
         ptr = self.ptr + offset if self.size else self.ptr
-        view = DeviceArray(shape, strides, self.dtype, ptr, self.device_id, self, self.backend)
+        view = type(self)(shape, strides, self.dtype, ptr, self.device_id, self, self.backend)
         if not shape:
             return view.copy_to_host()[()]
         return view
@@ -327,8 +332,8 @@ class DeviceArray:
 
     def _scalar_view(self, index: tuple) -> DeviceArray:
         offset = sum((int(i) % n) * s for i, n, s in zip(index, self.shape, self.strides))
-        return DeviceArray((), (), self.dtype, self.ptr + offset, self.device_id, self,
-                           self.backend)
+        return type(self)((), (), self.dtype, self.ptr + offset, self.device_id, self,
+                          self.backend)
 
     def reshape(self, *shape: Any) -> DeviceArray:
         if len(shape) == 1 and not isinstance(shape[0], int):
@@ -338,7 +343,7 @@ class DeviceArray:
             raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
         if self.kaiojit_type.layout != "C":
             raise ValueError("reshape needs a C-contiguous array")
-        return DeviceArray(shape, None, self.dtype, self.ptr, self.device_id, self, self.backend)
+        return type(self)(shape, None, self.dtype, self.ptr, self.device_id, self, self.backend)
 
     def ravel(self) -> DeviceArray:
         return self.reshape(self.size)

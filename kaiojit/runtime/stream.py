@@ -19,14 +19,15 @@ from kaiojit.runtime.backend import GpuBackend, get_backend
 
 class Stream:
     """A CUDA stream. ``Stream()`` creates one on the current device; ``Stream(handle=h)``
-    wraps a stream someone else owns."""
+    wraps a stream someone else owns (``external``, numba's name: kaiojit never destroys it)."""
 
-    __slots__ = ("handle", "device", "_backend", "__weakref__")
+    __slots__ = ("handle", "device", "external", "_backend", "__weakref__")
 
     def __init__(self, handle: int | None = None):
         backend = get_backend()
         self._backend = backend
         self.device = backend.current_device()
+        self.external = handle is not None
         if handle is None:
             self.handle = backend.stream_create()
             fin = weakref.finalize(self, _destroy_stream, backend, self.handle)
@@ -68,6 +69,7 @@ def default_stream() -> Stream:
     stream = _DEFAULT_STREAMS.get(device)
     if stream is None:
         stream = _DEFAULT_STREAMS[device] = Stream(handle=0)
+        stream.external = False  # the device's own, not someone else's
     return stream
 
 

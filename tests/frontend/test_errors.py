@@ -229,7 +229,7 @@ def k_too_many_indices(out):
 
 
 def k_bad_attribute(out):
-    out[0] = out.sum()
+    out[0] = out.argsort()
 
 
 def k_tuple_index_variable(out, n):
@@ -246,11 +246,11 @@ def k_call_array(out):
 
 
 def k_numpy_function(out):
-    out[0] = np.sum(out)
+    out[0] = np.cumsum(out)
 
 
 def k_global_ndarray(out):
-    out[0] = TABLE[0]
+    TABLE[0] = out[0]  # a global NumPy array is a constant of the kernel
 
 
 TABLE = np.arange(4.0)
@@ -268,12 +268,12 @@ TYPE_CASES = [
     (k_device_wrong_count, F1, "add2(1.0)", kj.TypingError, "takes 2 arguments"),
     (k_index_float, F1, "1.5", kj.TypingError, "index must be an integer"),
     (k_too_many_indices, F1, "out[0, 1]", kj.TypingError, "1-d array"),
-    (k_bad_attribute, F1, "out.sum", kj.TypingError, ".sum"),
+    (k_bad_attribute, F1, "out.argsort", kj.TypingError, ".argsort"),
     (k_tuple_index_variable, F1N, "t[n]", kj.TypingError, "items of one type"),
     (k_bitwise_float, F1, "out[0] & 1", kj.TypingError, "needs integers"),
     (k_call_array, F1, "out(1)", kj.TypingError, "not callable"),
-    (k_numpy_function, F1, "np.sum", kj.UnsupportedError, "numpy.sum"),
-    (k_global_ndarray, F1, "TABLE", kj.TypingError, "kj.const.array_like"),
+    (k_numpy_function, F1, "np.cumsum", kj.UnsupportedError, "numpy.cumsum"),
+    (k_global_ndarray, F1, "TABLE", kj.TypingError, "cannot be written"),
 ]
 
 

@@ -140,6 +140,8 @@ def test_every_expression_op_has_a_text():
         "local": (Expr("local", arr.type, attr=((2,), T.float32)), "local.array((2,), float32)"),
         "constarray": (Expr("constarray", arr.type, attr=(table, "k_cmem3_4")),
                        "const.array_like(k_cmem3_4)"),
+        "globalarray": (Expr("globalarray", arr.type, attr=(0x7f00, (3,), (4,), table)),
+                        "global_array(0x7f00, (3,))"),
         "reuse": (Expr("reuse", T.int64, (i,)), "i"),
     }
     assert set(texts) == EXPR_OPS

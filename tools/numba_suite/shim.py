@@ -179,7 +179,7 @@ def install(target_name: str, cudapy_dir: str) -> None:
         "numba.cuda.utils": _module("numba.cuda.utils", {"PYVERSION": sys.version_info[:2]}),
         "numba.cuda.misc": _module("numba.cuda.misc", {}, []),
         "numba.cuda.misc.special": _module("numba.cuda.misc.special", {
-            "literal_unroll": _missing("literal_unroll")}),
+            "literal_unroll": kj.literal_unroll}),
         "numba.cuda.typing": _module("numba.cuda.typing", {
             "signature": lambda ret, *args: kj.types.signature_of(ret, args)}, []),
         "numba.cuda.typing.typeof": _module("numba.cuda.typing.typeof", {
@@ -204,6 +204,10 @@ def install(target_name: str, cudapy_dir: str) -> None:
     prebuilt["numba"].errors = errors
     prebuilt["numba"].typeof = prebuilt["numba.cuda.typing.typeof"].typeof
     prebuilt["numba.cuda.cudadrv"].driver = prebuilt["numba.cuda.cudadrv.driver"]
+    devicearray = getattr(target, "devicearray", None)  # numba's cudadrv.devicearray
+    if devicearray is not None:
+        prebuilt["numba.cuda.cudadrv.devicearray"] = devicearray
+        prebuilt["numba.cuda.cudadrv"].devicearray = devicearray
     sys.modules["numba.cuda"] = target
     for child in ("config", "testing", "tests", "core", "np", "utils", "misc", "typing",
                   "cudadrv", "launchconfig", "extending", "cudaimpl", "cgutils"):  # `from numba.cuda import config`

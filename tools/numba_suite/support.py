@@ -41,7 +41,6 @@ class _Config:
     CUDA_MEMORY_MANAGER = "default"
     CUDA_DEBUGINFO_DEFAULT = 0
     CUDA_ENABLE_MINOR_VERSION_COMPATIBILITY = 0
-    CUDA_ARRAY_INTERFACE_SYNC = 1
     CUDA_LOG_LEVEL = ""
     DEBUGINFO_DEFAULT = 0
     OPT = 3
@@ -56,7 +55,23 @@ def _unset_setting(name: str):
     raise AttributeError(name)
 
 
-config = ModuleType("numba.cuda.core.config")
+class _ConfigModule(ModuleType):
+    """numba's config module; ``CUDA_ARRAY_INTERFACE_SYNC`` is kaiojit's setting of the same
+    meaning (``kaiojit.runtime.interop.cai_consumer.sync``), so ``override_config`` of it
+    reaches kaiojit."""
+
+    @property
+    def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # numba's name
+        from kaiojit.runtime.interop import cai_consumer
+        return cai_consumer.sync
+
+    @CUDA_ARRAY_INTERFACE_SYNC.setter
+    def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:
+        from kaiojit.runtime.interop import cai_consumer
+        cai_consumer.sync = bool(value)
+
+
+config = _ConfigModule("numba.cuda.core.config")
 config.__dict__.update({k: v for k, v in vars(_Config).items() if k.isupper()})
 config.__getattr__ = _unset_setting
 

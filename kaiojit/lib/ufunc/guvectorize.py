@@ -89,6 +89,10 @@ class GUFunc:
     def __repr__(self) -> str:
         return f"<kaiojit gufunc {self.__qualname__} {self.layout!r}>"
 
+    def __reduce__(self):
+        """Pickled as a ufunc is (``UFunc.__reduce__``), with its layout."""
+        return _rebuilt, (type(self), self._device, self.signatures, self.layout, self._options)
+
     def _parse(self, sig: Any) -> kt.Signature:
         where = f"@guvectorize of {self.py_func.__qualname__}"
         parsed = parse_signature(sig, where, "void(float32[:], float32[:])", tuples=True)
@@ -126,7 +130,12 @@ class GUFunc:
             if len(outs) != nout:
                 raise ValueError(f"{self.__name__}(): out has {len(outs)} arrays, the gufunc "
                                  f"has {nout} outputs")
-        inputs = [_as_operand(a) for a in args[:nin]]
+        inputs = [_as_operand(a, f"{self.__name__}(): input {i + 1}")
+                  for i, a in enumerate(args[:nin])]
+        given_outs = outs
+        outs = [o if o is None or isinstance(o, np.ndarray)
+                else as_device(o, f"{self.__name__}(): output {k + 1}")
+                for k, o in enumerate(outs)]
         sig = self._resolve(inputs)
         device_call = any(is_device_array_like(a) for a in inputs)
         dims, loop = self._bind(inputs, outs)
@@ -142,14 +151,13 @@ class GUFunc:
                 results.append(kj.to_device(given, stream=stream))
                 host_outs.append(given)
             else:
-                dev = as_device(given, f"{self.__name__}(): output {k + 1}")
-                self._check_out(dev, t, shape, k)
-                results.append(dev)
+                self._check_out(given, t, shape, k)
+                results.append(given)
                 host_outs.append(None)
         if int(np.prod(loop, dtype=np.int64)) and all(r.size for r in results):
             self._launch(sig, ins, results, loop, stream)
         returned = []
-        for res, host, given in zip(results, host_outs, outs):
+        for res, host, given in zip(results, host_outs, given_outs):
             if host is not None:
                 res.copy_to_host(out=host, stream=stream)
                 returned.append(host)
@@ -289,11 +297,14 @@ def _without_leading_ones(shape: tuple) -> tuple:
     return shape
 
 
-def _as_operand(value: Any) -> Any:
-    """An input as the call sees it: device arrays as they are, anything else as NumPy
-    (tuples of numbers, namedtuples and arrays included)."""
-    if is_device_array_like(value) or isinstance(value, np.ndarray):
+def _as_operand(value: Any, what: str) -> Any:
+    """An input as the call sees it: device arrays as kj.DeviceArray views (a foreign one
+    may have no ``shape`` or ``dtype`` of its own: only ``__cuda_array_interface__``),
+    anything else as NumPy (tuples of numbers, namedtuples and arrays included)."""
+    if isinstance(value, np.ndarray):
         return value
+    if is_device_array_like(value):
+        return as_device(value, what)
     return np.asarray(value)
 
 
@@ -326,3 +337,9 @@ def guvectorize(signatures: Any, layout: str, *, target: str = "cuda", nopython:
                             f"{type(pyfunc).__name__}")
         return GUFunc(pyfunc, sigs, layout, options)
     return decorate
+
+
+def _rebuilt(cls: type, device: Any, signatures: list, layout: str, options: dict) -> GUFunc:
+    gufunc = GUFunc(device.py_func, signatures, layout, options)
+    gufunc.__class__ = cls  # numba's NumbaGUFunc stays one
+    return gufunc

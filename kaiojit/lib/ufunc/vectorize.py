@@ -69,6 +69,11 @@ class UFunc:
     def __repr__(self) -> str:
         return f"<kaiojit ufunc {self.__qualname__} {[str(s) for s in self.signatures]}>"
 
+    def __reduce__(self):
+        """Pickled as its function (by its device function's rules), signatures and options;
+        rebuilt of its class, its kernels generated again where it is loaded."""
+        return _rebuilt, (type(self), self._device, self.signatures, self._options)
+
     @property
     def kernels(self) -> list[Any]:
         """The kernels generated so far (``kj.jit`` objects: ``.inspect_ptx()`` and the rest)."""
@@ -340,3 +345,9 @@ def vectorize(signatures: Any = None, *, target: str = "cuda", **options: Any) -
                             f"{type(pyfunc).__name__}")
         return UFunc(pyfunc, sigs, options)
     return decorate
+
+
+def _rebuilt(cls: type, device: Any, signatures: list, options: dict) -> UFunc:
+    ufunc = UFunc(device.py_func, signatures, options)
+    ufunc.__class__ = cls  # numba's NumbaUFunc stays one
+    return ufunc

@@ -1,0 +1,1 @@
+"""numba.cuda.kernels: numba's library kernels (``transpose``) on kaiojit."""
