@@ -10,10 +10,17 @@ dense bf16). Each implementation's output is checked against the fastest SDPA ba
 same inputs before it is timed (CUDA events, median, two input sets so L2 holds neither); each
 row is guarded, so one failure prints its error and the sweep goes on.
 
-    PYTHONPATH=. python3 benchmarks/attention.py                 # the whole sweep (~5 min)
+kaiojit's forward is timed once per consumer schedule (``--schedules``, default all four of
+``forward.SCHEDULES``: serial, overlap, pingpong, overlap+pingpong), each first launched in a
+child process with a time limit (a schedule that hangs or errs is dropped, the rest go on);
+each shape's ratio line names the fastest, and the run ends with a tally of the fastest
+schedule per (head dim, causal), what ``forward.SCHEDULE_BY_HEAD_DIM`` should say.
+
+    PYTHONPATH=. python3 benchmarks/attention.py                 # the whole sweep
     PYTHONPATH=. python3 benchmarks/attention.py --seqs 1024,4096 --dims 128 --no-backward
+    PYTHONPATH=. python3 benchmarks/attention.py --schedules overlap,overlap+pingpong
     KAIOJIT_BACKEND=cpu PYTHONPATH=. python3 benchmarks/attention.py --check   # no GPU
-    PYTHONPATH=. python3 benchmarks/attention.py --resources   # ptxas registers, no GPU
+    PYTHONPATH=. python3 benchmarks/attention.py --resources   # ptxas and SASS, no GPU
 """
 
 from __future__ import annotations
@@ -64,27 +71,34 @@ def autograd_step(forward):
     return make
 
 
-def implementations(with_triton: bool):
+def scheduled(schedule: str):
+    """kaiojit's forward with the consumers' ``schedule`` (a key of forward.SCHEDULES: each a
+    kernel of its own, compiled once)."""
+    from kaiojit.lib import attention as A
+    from kaiojit.lib.attention import forward as F
+
+    def run(q, k, v, causal):
+        d = q.shape[-1]
+        saved = F.SCHEDULE_BY_HEAD_DIM[d]
+        F.SCHEDULE_BY_HEAD_DIM[d] = schedule
+        try:
+            return A.attention(q, k, v, causal=causal)
+        finally:
+            F.SCHEDULE_BY_HEAD_DIM[d] = saved
+    return run
+
+
+def implementations(with_triton: bool, schedules=()):
     """name -> forward(q, k, v, causal) on (batch, seqlen, heads, dim) tensors, returning the
-    output in that layout; and name -> backward maker where one exists."""
+    output in that layout (kaiojit's once per schedule of ``schedules``); and name -> backward
+    maker where one exists."""
     import torch.nn.functional as F
 
     from kaiojit.lib import attention as A
 
     fwd, bwd = {}, {}
-    fwd["kaiojit"] = lambda q, k, v, causal: A.attention(q, k, v, causal=causal)
-
-    def overlapped(q, k, v, causal):
-        """kaiojit with the intra-warpgroup overlap (another kernel, compiled once)."""
-        from kaiojit.lib.attention import forward as F
-        d = q.shape[-1]
-        saved = F.OVERLAP_BY_HEAD_DIM[d]
-        F.OVERLAP_BY_HEAD_DIM[d] = not saved
-        try:
-            return A.attention(q, k, v, causal=causal)
-        finally:
-            F.OVERLAP_BY_HEAD_DIM[d] = saved
-    fwd["kaiojit other schedule"] = overlapped
+    for schedule in schedules:
+        fwd[f"kaiojit {schedule}"] = scheduled(schedule)
     if hasattr(A, "attention_backward"):
         def kj_bwd(q, k, v, causal, do):
             out, lse = A.attention(q, k, v, causal=causal, return_lse=True)
@@ -137,19 +151,19 @@ def implementations(with_triton: bool):
 
 
 def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
-          budget: float = 420.0) -> None:
+          budget: float = 420.0, schedules=None) -> None:
     import torch
+
+    from kaiojit.lib.attention import forward as F
     tt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-    fwd, bwd = implementations(with_triton=True)
-    working = kaiojit_runs()
-    if "other" not in working:
-        fwd.pop("kaiojit other schedule")
-    if "default" not in working:
-        fwd.pop("kaiojit")
+    working = kaiojit_runs(list(F.SCHEDULES) if schedules is None else schedules, dtype)
+    fwd, bwd = implementations(with_triton=True, schedules=working)
+    if not working:
         bwd.pop("kaiojit", None)
     print(f"attention, batch {BATCH}, {HEADS} heads, {dtype}; TFLOP/s (fraction of {PEAK:.0f})")
     print(f"  {torch.cuda.get_device_name()}; implementations: {', '.join(fwd)}")
     start = time.time()
+    wins: dict = {}
     for s in seqs:  # the short sequences of every shape first: a cut-off run keeps them
         for d in dims:
             for causal in causals:
@@ -157,13 +171,20 @@ def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
                     print(f"d={d} causal={causal} seq={s}: skipped, past the {budget:.0f} s "
                           "budget", flush=True)
                     continue
-                run_shape(fwd, bwd if backward else {}, s, d, causal, tt, reps)
+                best = run_shape(fwd, bwd if backward else {}, s, d, causal, tt, reps)
+                ours = {k: v for k, v in best.items() if k.startswith("kaiojit") and v}
+                if ours:
+                    wins.setdefault((d, causal), []).append(max(ours, key=ours.get))
                 torch.cuda.empty_cache()
+    for (d, causal), names in sorted(wins.items()):
+        tally = ", ".join(f"{n.split(' ', 1)[1]} {names.count(n)}" for n in sorted(set(names)))
+        print(f"fastest kaiojit schedule, d={d} causal={causal}: {tally} (of {len(names)} "
+              "sequence lengths)", flush=True)
 
 
-def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int) -> None:
+def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int) -> dict:
     """The rows of one shape: each forward, then each backward, checked against the first
-    SDPA backend's result, then timed."""
+    SDPA backend's result, then timed. The forwards' TFLOP/s by name (None: failed)."""
     import torch
     gen = torch.Generator(device="cuda").manual_seed(s + d)
     sets = [tuple(torch.randn(BATCH, s, HEADS, d, device="cuda", dtype=tt, generator=gen)
@@ -176,13 +197,13 @@ def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int)
             if ref is not None and not name.startswith("sdpa"):
                 _assert_close(f(*sets[0], causal), ref, "output")
             return lambda q, k, v: f(q, k, v, causal), sets, reps
-        best[name] = _row(f"{head} fwd {name:22s}", check, flops(s, d, causal, False))
+        best[name] = _row(f"{head} fwd {name:26s}", check, flops(s, d, causal, False))
     _ratio_line(head, "fwd", best)
     if not bwd:
-        return
+        return best
     do = torch.randn(BATCH, s, HEADS, d, device="cuda", dtype=tt, generator=gen)
     ref_grads = _reference(bwd, sets[0], causal, grads=do)
-    best = {}
+    fb = {}
     for name, make in bwd.items():
         def check(name=name, make=make):
             step = make(*sets[0], causal, do)
@@ -191,8 +212,9 @@ def run_shape(fwd: dict, bwd: dict, s: int, d: int, causal: bool, tt, reps: int)
                 for what, g, r in zip(("dq", "dk", "dv"), grads, ref_grads):
                     _assert_close(g, r, what)
             return lambda *_: step(), sets[:1], max(reps // 2, 3)
-        best[name] = _row(f"{head} bwd {name:22s}", check, flops(s, d, causal, True))
-    _ratio_line(head, "bwd", best)
+        fb[name] = _row(f"{head} bwd {name:26s}", check, flops(s, d, causal, True))
+    _ratio_line(head, "bwd", fb)
+    return best
 
 
 def _assert_close(got, want, what: str) -> None:
@@ -229,46 +251,61 @@ def _reference(table: dict, inputs: tuple, causal: bool, grads=None):
 
 
 SMOKE = """
+import sys
 import torch
 from kaiojit.lib import attention as A
 from kaiojit.lib.attention import forward as F
-q, k, v = (torch.randn(1, 300, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-for schedule in ("default", "other"):
-    if schedule == "other":
-        F.OVERLAP_BY_HEAD_DIM[128] = not F.OVERLAP_BY_HEAD_DIM[128]
-    for causal in (False, True):
-        out = A.attention(q, k, v, causal=causal)
-        ref = torch.nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2).float(), k.transpose(1, 2).float(), v.transpose(1, 2).float(),
-            is_causal=causal).transpose(1, 2)
-        err = float((out.float() - ref).abs().max())
-        print("smoke", schedule, "causal", causal, "max error", err, flush=True)
-        assert err < 3e-2
+dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[sys.argv[1]]
+for schedule in sys.argv[2:]:
+    print("smoke start", schedule, flush=True)
+    for d in (64, 128):
+        F.SCHEDULE_BY_HEAD_DIM[d] = schedule
+        q, k, v = (torch.randn(1, 300, 2, d, device="cuda", dtype=dtype) for _ in range(3))
+        for causal in (False, True):
+            out = A.attention(q, k, v, causal=causal)
+            ref = torch.nn.functional.scaled_dot_product_attention(
+                q.transpose(1, 2).float(), k.transpose(1, 2).float(),
+                v.transpose(1, 2).float(), is_causal=causal).transpose(1, 2)
+            err = float((out.float() - ref).abs().max())
+            print("smoke", schedule, "d", d, "causal", causal, "max error", err, flush=True)
+            assert err < 3e-2
     print("smoke ok", schedule, flush=True)
 """
 
 
-def kaiojit_runs() -> set:
-    """A first kaiojit launch of each schedule in a child process with a time limit: a kernel
-    that hangs (a barrier never completing) must not hang the unattended sweep. The
-    schedules that ran right: {"default", "other"} or fewer."""
+def kaiojit_runs(schedules: list, dtype: str = "bf16", limit: float = 150.0) -> list:
+    """A first kaiojit launch of each schedule (``dtype``, head dims 64 and 128, causal and
+    not, 300 rows: every phase of the loop) in a child process with a time limit: a kernel
+    that hangs (a barrier never completing) must not hang the unattended sweep. A child runs
+    the schedules in turn; one that fails or hangs is dropped and a new child goes on with the
+    next. The schedules that ran right, in order."""
     import subprocess
-    try:
-        r = subprocess.run([sys.executable, "-c", SMOKE], capture_output=True, text=True,
-                           timeout=240, check=False)
-        out = r.stdout + r.stderr
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        out += "\n(the smoke test did not finish in 240 s)"
-    print("  " + out.strip().replace("\n", "\n  ")[-3000:])
-    return {name for name in ("default", "other") if f"smoke ok {name}" in out}
+    ok, left = [], list(schedules)
+    while left:
+        try:
+            r = subprocess.run([sys.executable, "-c", SMOKE, dtype, *left], capture_output=True,
+                               text=True, timeout=limit, check=False)
+            out = r.stdout + r.stderr
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            out += f"\n(the smoke test did not finish in {limit:.0f} s)"
+        print("  " + out.strip().replace("\n", "\n  ")[-2000:], flush=True)
+        passed = [n for n in left if f"smoke ok {n}\n" in out + "\n"]
+        ok += passed
+        tried = [n for n in left if f"smoke start {n}\n" in out + "\n"]
+        failed = [n for n in tried if n not in passed]
+        if failed:
+            print(f"  kaiojit schedule {failed[0]}: dropped (failed or hung)", flush=True)
+        left = left[len(tried):] if tried else []
+    return ok
 
 
 def _ratio_line(head: str, kind: str, best: dict) -> None:
     sdpa = [v for k, v in best.items() if k.startswith("sdpa") and v]
     ours = [v for k, v in best.items() if k.startswith("kaiojit") and v]
     if ours and sdpa:
-        print(f"{head} {kind} kaiojit (best schedule) / fastest SDPA: "
+        name = max((k for k, v in best.items() if k.startswith("kaiojit") and v), key=best.get)
+        print(f"{head} {kind} kaiojit (best: {name}) / fastest SDPA: "
               f"{max(ours) / max(sdpa):.2f}x", flush=True)
 
 
@@ -293,33 +330,47 @@ def check() -> None:
         print(f"d={d} causal={causal}: max error {err:.2e} on the {os.environ.get('KAIOJIT_BACKEND', 'default')} backend")
 
 
-def resources() -> None:
-    """No GPU needed: ptxas's registers and spills (sm_90a) of every kernel configuration."""
+def resources(schedules=None) -> None:
+    """No GPU needed: ptxas's registers, spills and numbered notes (sm_90a) of every kernel
+    configuration, and for the forward's split (GPU) form an outline of its SASS loop: the
+    exponentials computed under a P V GEMM, the named barriers."""
     import kaiojit as kj
     from kaiojit.lib.attention import backward as B
     from kaiojit.lib.attention import forward as F
-    from kaiojit.tools.resources import ptxas_resources
+    from kaiojit.lib.attention import inspect
+    from kaiojit.tools.resources import ptxas_notes, ptxas_resources
+    from kaiojit.tools.sass import sass_of_ptx
     for d in (64, 128):
         for causal in (False, True):
-            m = "tensormap(bfloat16, 3)"
-            for overlap in (False, True):
+            for schedule in schedules or F.SCHEDULES:
                 for lockstep in (False, True):
-                    cfg = F.ForwardConfig(d, "bf16", causal, False, overlap, lockstep)
-                    ptx = kj.compile_ptx(F.forward_kernel(cfg), (
-                        f"void(bfloat16[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], "
-                        "int32[::1], int64, int64, int64, float32)"), arch="sm_90")
-                    form = "lockstep" if lockstep else "split"
-                    print(f"forward  d={d:3d} causal={causal:d} overlap={overlap:d} {form:8s} "
-                          f"{ptxas_resources(ptx, 'sm_90a')}".replace("// kaiojit resources "
-                                                                      "(ptxas): ", ""))
+                    cfg = F.ForwardConfig.scheduled(d, "bf16", causal, False, schedule, lockstep)
+                    ptx = inspect.forward_ptx(cfg)
+                    r = ptxas_resources(ptx, "sm_90a")
+                    notes = ",".join(sorted({c for c, _ in ptxas_notes(ptx, "sm_90a")}))
+                    line = (f"forward  d={d:3d} causal={causal:d} {schedule:16s} "
+                            f"{'lockstep' if lockstep else 'split':8s} {r.registers} regs, "
+                            f"spill {r.spill_store_bytes}/{r.spill_load_bytes} B, notes: "
+                            f"{notes or 'none'}")
+                    if not lockstep:
+                        sass = sass_of_ptx(ptx, "sm_90a")
+                        outline = inspect.sass_outline(sass)
+                        bars = sum(e.startswith("BAR.") for e in outline)
+                        line += (f"; SASS: R0-R{inspect.highest_register(sass) - 1}, "
+                                 f"{inspect.softmax_under_pv(outline)} EX2 under P V, "
+                                 f"{bars} named-barrier ops")
+                    print(line, flush=True)
             _, main, _ = B.kernels(B.BackwardConfig(d, "bf16", causal, False))
+            m = "tensormap(bfloat16, 3)"
             ptx = kj.compile_ptx(main, (
                 f"void(float32[:, :, ::1], bfloat16[:, :, ::1], bfloat16[:, :, ::1], {m}, {m}, "
                 f"{m}, {m}, float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, "
                 "int64, int64, float32)"), arch="sm_90")
-            print(f"backward d={d:3d} causal={causal:d} "
-                  f"{ptxas_resources(ptx, 'sm_90a')}".replace("// kaiojit resources (ptxas): ",
-                                                             ""))
+            r = ptxas_resources(ptx, "sm_90a")
+            notes = ",".join(sorted({c for c, _ in ptxas_notes(ptx, "sm_90a")}))
+            print(f"backward d={d:3d} causal={causal:d} {r.registers} regs, spill "
+                  f"{r.spill_store_bytes}/{r.spill_load_bytes} B, notes: {notes or 'none'}",
+                  flush=True)
 
 
 def main() -> None:
@@ -334,18 +385,22 @@ def main() -> None:
                     help="seconds after which the remaining shapes are skipped")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--resources", action="store_true")
+    ap.add_argument("--schedules", default=None,
+                    help="kaiojit forward schedules to time, comma-separated (default: all of "
+                         "serial, overlap, pingpong, overlap+pingpong)")
     args = ap.parse_args()
+    schedules = args.schedules.split(",") if args.schedules else None
     if args.check:
         check()
         return
     if args.resources:
-        resources()
+        resources(schedules)
         return
     t0 = time.time()
     try:
         sweep([int(x) for x in args.seqs.split(",")], [int(x) for x in args.dims.split(",")],
               [bool(int(x)) for x in args.causal.split(",")], args.dtype,
-              not args.no_backward, args.reps, args.budget)
+              not args.no_backward, args.reps, args.budget, schedules)
     except Exception:  # noqa: BLE001 - the unattended run keeps its log
         traceback.print_exc()
     print(f"sweep took {time.time() - t0:.0f} s")

@@ -19,12 +19,12 @@ import sys
 
 import torch
 import torch.distributed as dist
-from torch_op import BLOCK, RMSNorm, model, rmsnorm_dw_kernel, rmsnorm_dx_kernel, \
-    rmsnorm_forward_kernel
+from torch_op import RMSNorm, model, rmsnorm_dw_kernel, rmsnorm_dx_kernel, rmsnorm_forward_kernel
 
 import kaiojit as kj
 
 KERNELS = (rmsnorm_forward_kernel, rmsnorm_dx_kernel, rmsnorm_dw_kernel)
+BLOCK = 128  # threads a block of the racing kernel
 
 
 @kj.jit(cache=True)

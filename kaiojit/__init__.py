@@ -151,7 +151,7 @@ intp, uintp = int64, uint64
 def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contract: bool = True,
         debug: bool = False, lineinfo: bool = False, opt: int = 3, max_registers: int | None = None,
         cache: bool = False, specialize=(), link=None, prefetch: bool = True,
-        coarsen: bool = True, launch_bounds=None, **unknown):
+        coarsen: bool = True, launch_bounds=None, inline: str = "", **unknown):
     """Compile a Python function as a CUDA kernel (or, with ``device=True``, a device function).
 
     ``@kj.jit`` is lazy: one specialization per argument-type signature, compiled at the first
@@ -163,16 +163,20 @@ def jit(func_or_sig=None, *, device: bool = False, fastmath: bool = False, contr
     launches such a kernel's large grids with a quarter of the blocks (docs/semantics.md).
     ``launch_bounds=128`` (or ``(128, 2)``, ``(128, 2, 4)``) bounds the block's threads (and
     asks for blocks per SM, blocks per cluster), as CUDA C's ``__launch_bounds__``.
+    ``inline="always"`` / ``"never"`` makes a device function always / never inlined into
+    its callers (LLVM's ``alwaysinline`` / ``noinline``); by default LLVM decides.
     """
     if unknown:
         raise TypeError(f"kj.jit() got unknown option(s): {', '.join(sorted(unknown))}")
     if not 0 <= opt <= 3:
         raise ValueError(f"opt must be 0 to 3, got {opt}")
+    if inline not in ("", "always", "never"):
+        raise ValueError(f"inline is 'always', 'never' or '' (LLVM decides), got {inline!r}")
     options = _CompileOptions(fastmath=bool(fastmath), contract=bool(contract), debug=bool(debug), lineinfo=bool(lineinfo),
                               opt=int(opt), max_registers=max_registers, cache=bool(cache),
                               link=_link_files(link), prefetch=bool(prefetch),
                               coarsen=bool(coarsen),
-                              launch_bounds=_launch_bounds_of(launch_bounds))
+                              launch_bounds=_launch_bounds_of(launch_bounds), inline=inline)
 
     @_user_facing(errors=(CompileError,))
     def decorate(pyfunc, sigs=()):

@@ -238,6 +238,7 @@ def type_stage(pyfunc, meta: Metadata) -> kir.KFunction:
             raise TypeError(f"the signature says {pyfunc.__qualname__} returns "
                             f"{sig.return_type}; it returns {kfunc.return_type}")
         kfunc.mangled = meta.symbol
+        kfunc.inline = meta.options.inline
     meta.kfunc = kfunc
     return kfunc
 

@@ -16,9 +16,10 @@ from .compiler import (
     CompiledKernel, CompileOptions, TargetSpec, compile_kernel, stage_names, type_kernel,
 )
 from .errors import (
-    ArgumentError, CompileError, LaunchError, TypingError, user_facing,
+    ArgumentError, CompileError, DeviceFunctionError, LaunchError, user_facing,
 )
 from .frontend.parameters import check_parameters
+from .frontend.recursion import pending_shell, type_recursive
 from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
 )
@@ -31,9 +32,8 @@ from .tools.sass import sass_of
 _DEFAULT_SPEC = TargetSpec("nvptx", "sm_90", 80)
 # device functions are typed under one lock (their caches filled once, whichever kernels'
 # compiles ask at once, with no lock order to get wrong between functions that call each
-# other); what each thread is typing now is its own, so recursion is found per thread
+# other); what each thread is typing now is its own (frontend/recursion.py)
 _DEVICE_TYPING = threading.RLock()
-_TYPING_NOW = threading.local()
 
 
 def _runtime():
@@ -144,8 +144,9 @@ class Dispatcher:
     def compile(self, signature, target: TargetSpec | None = None) -> CompiledKernel:
         """Compile for a signature (a string, a Signature, or a tuple of argument types)."""
         if self.device:
-            raise TypeError(f"{self.__qualname__} is a device function: it is compiled into the "
-                            "kernels that call it; use .inspect_kir() or call it from a kernel")
+            raise DeviceFunctionError(f"{self.__qualname__} is a device function: it is compiled "
+                                      "into the kernels that call it; use .inspect_kir() or call "
+                                      "it from a kernel")
         sig = _as_signature(signature, self.py_func)
         if self._constexpr_at:
             _check_constexpr_signature(self, sig)
@@ -199,20 +200,17 @@ class Dispatcher:
         if kf is not None:
             return kf
         with _DEVICE_TYPING:
-            kf = self._device_cache.get(arg_types)
-            if kf is not None:
+            kf = self._device_cache.get(arg_types) or pending_shell(self, arg_types)
+            if kf is not None:  # typed, or being typed: a call of itself (frontend/recursion.py)
                 return kf
-            typing_now = _TYPING_NOW.__dict__.setdefault("functions", set())
-            if (self, arg_types) in typing_now:
-                raise TypingError(f"{self.__qualname__} calls itself: recursion is not "
-                                  "supported in kernels", loc)
-            typing_now.add((self, arg_types))
-            try:
-                kf = type_kernel(self.py_func, arg_types, _specialize_device, False,
-                                 self.options)
-            finally:
-                typing_now.discard((self, arg_types))
+            names = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
+            params = tuple((n, t) for n, t in zip(names, arg_types)
+                           if not isinstance(t, T.ConstexprType))
+            declared = next((s.return_type for s in self._eager if s.args == arg_types), None)
+            kf = type_recursive(self, arg_types, params, declared, lambda: type_kernel(
+                self.py_func, arg_types, _specialize_device, False, self.options))
             kf.mangled = f"{_mangle_device(self.py_func, arg_types)}"
+            kf.inline = self.options.inline
             self._device_cache[arg_types] = kf
         return kf
 
@@ -260,6 +258,10 @@ class Dispatcher:
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
     def inspect_sass(self, signature=None):
         """SASS through ptxas and nvdisasm or cuobjdump (see :mod:`kaiojit.tools.sass`)."""
+        if self.device:
+            raise DeviceFunctionError(f"Cannot inspect SASS of a device function: "
+                                      f"{self.__qualname__} is compiled into the kernels that "
+                                      "call it (inspect theirs)")
         return self._inspect("sass", signature, "//", "sass")
 
     @user_facing(errors=USER_ERRORS)  # a CompileError, a bad signature's TypeError
@@ -362,7 +364,9 @@ class Dispatcher:
         """First launch with these argument types: type, compile, load (then cached)."""
         rt = _runtime()
         if self.device:
-            raise TypeError(f"device function {self.__qualname__} cannot be launched")
+            raise DeviceFunctionError(f"Cannot compile a device function as a kernel: "
+                                      f"{self.__qualname__} is a device function (device=True); "
+                                      "call it from a kernel")
         params = list(inspect.signature(self.py_func).parameters)
         if len(args) != len(params):
             raise ArgumentError(f"{self.__qualname__}() takes {len(params)} arguments "

@@ -177,6 +177,54 @@ class KernelError(KaiojitError, RuntimeError):
     """A fault detected while a kernel ran: divergent barrier, out-of-bounds index (debug=True)."""
 
 
+# --- exceptions a kernel raises (``raise ValueError("...")`` under debug=True) ----------------
+# classes by ``module:qualname``, the key a fault site keeps (plain text: it may come from the
+# disk cache), registered when a kernel that raises them is typed
+_RAISED: dict[str, type] = {}
+_AS_KERNEL_ERROR: dict[type, type] = {}
+
+
+def raised_class_key(cls: type) -> str:
+    """Register an exception class a kernel raises; the key its fault site names it by."""
+    key = f"{cls.__module__}:{cls.__qualname__}"
+    _RAISED[key] = cls
+    return key
+
+
+def raised_exception(key: str, args: tuple, prefix: str) -> BaseException:
+    """The exception a kernel raised, as numba reports it: its class, the first argument
+    prefixed with where and in which thread it was raised. The class is made a
+    :class:`KernelError` too (so a launch reports it without kaiojit's frames, and
+    ``except MyError`` and ``except kj.KernelError`` both catch it)."""
+    cls = _RAISED.get(key)
+    if cls is None:
+        import importlib
+
+        module, _, qualname = key.partition(":")
+        try:
+            cls = importlib.import_module(module)
+            for part in qualname.split("."):
+                cls = getattr(cls, part)
+        except (ImportError, AttributeError):
+            return KernelError(f"{prefix}: the kernel raised {qualname} "
+                               f"{', '.join(map(repr, args))}".rstrip())
+    both = _AS_KERNEL_ERROR.get(cls)
+    if both is None:
+        try:
+            both = type(cls.__name__, (cls, KernelError), {"__module__": cls.__module__,
+                                                           "__qualname__": cls.__qualname__})
+        except TypeError:  # a class that cannot be combined (its layout): raised as it is
+            both = cls
+        _AS_KERNEL_ERROR[cls] = both
+    first = f"{prefix}: {args[0]}" if args else prefix
+    return both(first, *args[1:])
+
+
+class DeviceFunctionError(KaiojitError, TypeError, RuntimeError):
+    """A device function used as a kernel: launched, or compiled or inspected on its own as
+    one (a TypeError; numba raises a RuntimeError, so it is one too)."""
+
+
 class LibdeviceNotFound(KaiojitError, RuntimeError):
     """A kernel needs libdevice and no CUDA toolkit or ``kaiojit[cu13]`` extra provides it."""
 

@@ -65,6 +65,11 @@ class DeviceDeclaration:
         raise RuntimeError(f"{self.name}() is a declared device function: call it inside a "
                            "kernel (or declare it with py_impl=... to call it from Python)")
 
+    @property
+    def sig(self) -> T.Signature:
+        """numba's name for :attr:`signature`."""
+        return self.signature
+
     def kaiojit_fingerprint(self) -> str:
         """What of the declaration compiled code depends on (the disk cache's records)."""
         return (f"{self.name}:{self.signature}:{self.abi}:{','.join(self.link)}:"
@@ -82,7 +87,14 @@ class DeviceDeclaration:
                         node)
         args = [typer.expr(a) for a in node.args]
         for a, t, n in zip(args, self.signature.args, node.args):
-            if not isinstance(a.type, T.ScalarType):
+            if isinstance(t, T.ArrayType):
+                typer.error(f"{self.name}() is declared with an array parameter ({t}), which "
+                            "kaiojit cannot pass to foreign code: declare a pointer "
+                            f"(types.CPointer({t.dtype})) and pass ffi.from_buffer(array)", n)
+            if isinstance(t, T.CPointer):
+                if a.type != t:
+                    typer.error(f"{self.name}() takes a {t} here, got {a.type}", n)
+            elif not isinstance(a.type, T.ScalarType):
                 typer.error(f"{self.name}() takes numbers, got {a.type}", n)
         args = [typer.coerce(a, t, node) for a, t in zip(args, self.signature.args)]
         return typer.intrinsic("foreign.call", self.signature.return_type, args, node,
@@ -95,8 +107,10 @@ class DeviceDeclaration:
         from llvmlite import binding as llvm
 
         sig = self.signature
-        restype = _CTYPES[str(sig.return_type)]
-        proto = ctypes.CFUNCTYPE(restype, *(_CTYPES[str(a)] for a in sig.args))
+        def ctype(t):
+            return ctypes.c_void_p if isinstance(t, T.CPointer) else _CTYPES.get(str(t))
+
+        proto = ctypes.CFUNCTYPE(ctype(sig.return_type), *map(ctype, sig.args))
         self._callback = proto(self.py_impl)
         with _LOCK:
             _BOUND_CALLBACKS.append(self._callback)
@@ -113,14 +127,20 @@ def declare_device(name: str, sig, link=None, *, abi: str = "numba",
     a Python function the cpu backend calls instead."""
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise ValueError(f"declare_device: {name!r} is not a C identifier")
+    if isinstance(sig, str) and sig.strip().startswith("(") or isinstance(sig, (tuple, list)):
+        raise TypeError(f"declare_device {name!r}: Return type missing from the signature "
+                        f"{sig!r}: give one, as in 'int32(float32)' or 'void(int32)'")
     signature = T.parse_signature(sig) if isinstance(sig, str) else sig
     if not isinstance(signature, T.Signature):
         raise TypeError(f"declare_device: the signature must be a string such as "
                         f"'float32(float32)', got {sig!r}")
-    bad = [str(t) for t in (*signature.args, signature.return_type)
-           if not (isinstance(t, T.ScalarType) and str(t) in _CTYPES)]
+    bad = [str(t) for t in signature.args if not _declarable(t)]
+    if not (_declarable(signature.return_type) or signature.return_type == T.void) or isinstance(
+            signature.return_type, (T.ArrayType, T.CPointer)):
+        bad.append(str(signature.return_type))
     if bad:
-        raise TypeError(f"declare_device {name!r}: arguments and result must be real scalars, "
+        raise TypeError(f"declare_device {name!r}: arguments are real scalars, pointers "
+                        f"(types.CPointer) or arrays, and the result a real scalar or void; "
                         f"got {', '.join(bad)}")
     if abi not in ("numba", "c"):
         raise ValueError(f"declare_device {name!r}: abi is 'numba' or 'c', got {abi!r}")
@@ -131,6 +151,12 @@ def declare_device(name: str, sig, link=None, *, abi: str = "numba",
     if py_impl is not None:
         decl.bind_host()
     return decl
+
+
+def _declarable(t: T.Type) -> bool:
+    """A type a foreign function's parameter may have."""
+    return (isinstance(t, T.ScalarType) and str(t) in _CTYPES) or isinstance(
+        t, (T.CPointer, T.ArrayType))
 
 
 def declaration(name: str) -> DeviceDeclaration:

@@ -32,6 +32,9 @@ class CompileOptions:
     # (max threads per block[, min blocks per SM[, max blocks per cluster]]): PTX's .maxntid,
     # .minnctapersm, .maxclusterrank (numba's and CUDA C's __launch_bounds__)
     launch_bounds: tuple[int, ...] = ()
+    # a device function's inlining into its callers: "" as LLVM decides, "always" (LLVM's
+    # alwaysinline: numba's inline="always" and forceinline=True), "never" (noinline)
+    inline: str = ""
 
 
 def launch_bounds_of(value) -> tuple[int, ...]:

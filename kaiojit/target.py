@@ -151,11 +151,12 @@ ERR_ASSERT = 5           # a failed assert under debug=True
 ERR_NAMED_BARRIER = 6    # a named barrier no thread can complete any more, or over its count
 ERR_CLUSTER_RANK = 7     # a block rank not in the cluster (LAUNCH_INDEX: it, EXTENT: the size)
 ERR_CLUSTER_STUCK = 8    # a cluster barrier wait no block of the cluster can complete any more
+ERR_RAISE = 9            # a kernel's raise statement under debug=True (its site: the exception)
 
 # --- the GPU's debug fault record (kaiojit/lower/gpu_faults.py, kaiojit/runtime/faults.py) ---
 FAULT_GLOBAL = "kaiojit_fault"  # a module global of FAULT_WORDS i64 words
 
-FAULT_KIND = 0        # 0, ERR_BOUNDS or ERR_ASSERT, claimed with a cmpxchg (the first fault wins)
+FAULT_KIND = 0        # 0, ERR_BOUNDS, ERR_ASSERT or ERR_RAISE, claimed with a cmpxchg (the first fault wins)
 FAULT_SITE = 1        # index into CompiledKernel.fault_sites
 FAULT_INDEX = 2
 FAULT_EXTENT = 3

@@ -73,18 +73,131 @@ def op(name: str, *, mutates_args: str | Iterable[str] = (),
     keep_dynamo_out()
 
     def decorate(fn: Callable[..., Any]) -> Any:
+        if backward is None and setup_context is not None:
+            raise TypeError(f"op {name!r}: setup_context without backward")
         custom = torch.library.custom_op(name, fn, mutates_args=mutates_args,
                                          device_types=device_types, schema=schema)
         if fake is not None:
             custom.register_fake(fake)
         if backward is not None:
             custom.register_autograd(backward, setup_context=setup_context)
-        elif setup_context is not None:
-            raise TypeError(f"op {name!r}: setup_context without backward")
+        if device_types is None and not custom._opoverload._schema.is_mutable:
+            direct_kernels(custom, fn)  # the per-call path without custom_op's wrappers
         return custom
     return decorate
 
 
 custom_op = op  # torch.library's name for it
+
+
+class DirectKernels:
+    """The per-call path of a functional op made by :func:`op`, without custom_op's wrappers.
+
+    ``torch.library.custom_op`` registers, per call, three Python layers around the function:
+    an ``Autograd`` kernel that builds a dataclass and redispatches below autograd (a second
+    crossing from C++ into Python), a backend kernel that looks the function up by device, and
+    ``torch._disable_dynamo`` around the function (which sets and restores Dynamo's frame
+    callback). On the RMSNorm op they cost more than the function and its kaiojit launch
+    (benchmarks/torch_op.py ``--host``). This registers, beside them, kernels for the dispatch
+    keys the runtime actually meets, which take precedence over custom_op's alias-key ones:
+
+    - ``CPU`` and ``CUDA``: the function itself, then PyTorch's own check that no output aliases
+      an input (``_C._any_output_is_alias_to_input_or_output``, what custom_op checks);
+    - ``AutogradCPU`` and ``AutogradCUDA``: where grad mode is on and an input requires grad,
+      custom_op's own autograd kernel (the registered backward, ``setup_context``); otherwise,
+      where nothing but the backend key is left below autograd (plain tensors: no fake or
+      meta tensors, no tensor subclass, no dispatch mode), the backend kernel called directly,
+      else the redispatch below autograd that custom_op does.
+
+    The op stays a ``CustomOpDef``: its schema, fake rule, ``register_autograd`` (read at each
+    call that needs it), ``opcheck`` and ``torch.export`` are custom_op's. Ops that mutate
+    arguments or are restricted to device types keep custom_op's path.
+    """
+
+    BACKEND_KEYS = ("CPU", "CUDA")
+    AUTOGRAD_KEYS = ("AutogradCPU", "AutogradCUDA")
+    # what this reads of PyTorch beyond its public API (present in 2.6-2.13); where one is
+    # missing, ops keep custom_op's path
+    PRIVATE = ("_any_output_is_alias_to_input_or_output", "_any_requires_grad",
+               "_after_autograd_keyset", "_AutoDispatchBelowAutograd")
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            from torch._library.autograd import make_autograd_impl  # noqa: F401
+        except ImportError:
+            return False
+        return all(hasattr(torch._C, name) for name in cls.PRIVATE)
+
+    def __init__(self, custom: Any, fn: Callable[..., Any]):
+        from torch._library.autograd import make_autograd_impl
+
+        self.custom = custom
+        self.fn = fn
+        self.op = custom._opoverload
+        self.grad_path = make_autograd_impl(self.op, custom)
+        namespace, self.name = self.op._schema.name.split("::")
+        self.library = torch.library.Library(namespace, "FRAGMENT")  # kept: it registers
+
+    def register(self) -> None:
+        backend = self.backend_kernel()
+        for key in self.BACKEND_KEYS:
+            self.library.impl(self.name, backend, key)
+        autograd = self.autograd_kernel(backend)
+        for key in self.AUTOGRAD_KEYS:
+            self.library.impl(self.name, autograd, key, with_keyset=True)
+
+    def backend_kernel(self) -> Callable[..., Any]:
+        fn, qualname = self.fn, self.op._schema.name
+        aliases = torch._C._any_output_is_alias_to_input_or_output
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            if aliases(args, kwargs, result if result.__class__ is tuple else (result,)):
+                raise RuntimeError(
+                    f"{qualname} (kaiojit.torch.op of {fn.__module__}.{fn.__qualname__}): an "
+                    "output is one of the op's inputs, aliases one, or aliases another output; "
+                    "return new tensors (x.clone() where an input is returned as it is)")
+            return result
+        return kernel
+
+    def autograd_kernel(self, backend: Callable[..., Any]) -> Callable[..., Any]:
+        C = torch._C
+        grad_enabled, any_requires_grad = C.is_grad_enabled, C._any_requires_grad
+        below_autograd, after_autograd = C._AutoDispatchBelowAutograd, C._after_autograd_keyset
+        rest = after_autograd.remove(C.DispatchKey.ADInplaceOrView)  # a fallthrough here
+        plain = frozenset(C.DispatchKeySet(getattr(C.DispatchKey, key)).raw_repr()
+                          for key in self.BACKEND_KEYS)
+        grad_path, redispatch = self.grad_path, self.op.redispatch
+        direct_for: dict[int, bool] = {}  # by the keyset's bits: whether the backend is all left
+
+        def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+            if grad_enabled() and any_requires_grad(*args):
+                return grad_path(keyset, *args, **kwargs)
+            bits = keyset.raw_repr()
+            direct = direct_for.get(bits)
+            if direct is None:
+                if len(direct_for) > 64:
+                    direct_for.clear()
+                direct = direct_for[bits] = (keyset & rest).raw_repr() in plain
+            if direct:
+                return backend(*args, **kwargs)
+            with below_autograd():
+                return redispatch(keyset & after_autograd, *args, **kwargs)
+        return kernel
+
+
+_direct: dict[str, DirectKernels] = {}  # by op name: their libraries stay registered
+
+
+def direct_kernels(custom: Any, fn: Callable[..., Any]) -> DirectKernels | None:
+    """Register :class:`DirectKernels` for the custom op ``custom`` of ``fn`` (None where this
+    PyTorch lacks what they read)."""
+    if not DirectKernels.available():
+        return None
+    direct = DirectKernels(custom, fn)
+    direct.register()
+    _direct[direct.op._schema.name] = direct
+    return direct
 
 keep_dynamo_out()

@@ -32,6 +32,7 @@ def _samples() -> dict[type, BaseException]:
         errors.CudaError: errors.CudaError("CUDA_ERROR_ILLEGAL_ADDRESS", f"illegal {n}",
                                            f"kernel 'k{n}', grid=(1, 1, 1)", 700),
         errors.KernelError: errors.KernelError(f"index {n} is out of bounds"),
+        errors.DeviceFunctionError: errors.DeviceFunctionError(f"Cannot compile f{n}"),
         errors.LibdeviceNotFound: errors.LibdeviceNotFound(f"no libdevice {n}"),
         errors.PerformanceWarning: errors.PerformanceWarning(f"copied {n} bytes"),
     }

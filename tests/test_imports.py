@@ -34,6 +34,7 @@ _STAGES: dict[str, int] = {  # by top-level name; a package of mixed stages, by 
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
     "highlight": BASE, "logs": BASE, "overloads": BASE, "sanitizer_shadow": BASE,
     "execsource": BASE,  # the text of exec()-built functions, for the frontend
+    "hostcu": BASE,  # foreign CUDA C compiled for the host (the cpu backend's declare_device)
     "serialize": BASE,  # pickling the functions kernels are made of
     "kir": 1, "frontend": 2, "lower": 3, "intrinsics": 4, "compiler": 5,
     "dispatcher": LAST, "runtime": LAST,

@@ -1,9 +1,10 @@
 """numba.cuda's ``jit``, ``compile_ptx`` and ``compile`` over kaiojit's compiler.
 
 The options numba takes are accepted with numba's meaning where kaiojit has one (``opt``,
-``debug``, ``lineinfo``, ``fastmath``, ``max_registers``, ``cache``, ``link``) and accepted
-and recorded where it has none yet (``inline``, ``forceinline``, ``lto``, ``launch_bounds``,
-``cc``, ``abi``, ``shared_memory_carveout``): code written for numba compiles unchanged
+``debug``, ``lineinfo``, ``fastmath``, ``max_registers``, ``cache``, ``link``,
+``launch_bounds``, ``inline``, ``forceinline``) and accepted and recorded where it has none
+yet (``lto``, ``cc``, ``abi``, ``shared_memory_carveout``): code written for numba compiles
+unchanged
 (docs/porting.md). Signatures may be strings, ``void(float32[:], int32)`` objects, tuples
 of argument types, or lists of any of those.
 """
@@ -22,8 +23,7 @@ from .dispatcher import numba_dispatcher
 from .linkable import link_paths
 
 # numba options kaiojit accepts and records, with no effect on the code it makes yet
-_RECORDED = ("inline", "forceinline", "lto", "cc", "abi",
-             "shared_memory_carveout", "boundscheck", "nopython")
+_RECORDED = ("lto", "cc", "abi", "shared_memory_carveout", "boundscheck", "nopython")
 
 
 def _signature(sig: Any) -> str | T.Signature:
@@ -44,7 +44,7 @@ def signatures(func_or_sig: Any) -> tuple:
 
 
 def _kj_options(debug, opt, lineinfo, cache, link, kws: dict) -> dict:
-    options = {k: kws.pop(k) for k in ("fastmath", "max_registers", "launch_bounds")
+    options = {k: kws.pop(k) for k in ("fastmath", "max_registers", "launch_bounds", "inline")
                if k in kws}
     for k in _RECORDED:
         kws.pop(k, None)
@@ -59,13 +59,30 @@ def _kj_options(debug, opt, lineinfo, cache, link, kws: dict) -> dict:
     return options
 
 
-def jit(func_or_sig=None, device: bool = False, inline="never", forceinline: bool = False,
+def inline_option(inline, forceinline: bool) -> str:
+    """numba's ``inline=`` and ``forceinline=`` as kaiojit's ``inline``: ``forceinline`` and
+    ``inline="always"`` (or True) always inline the device function; an explicit
+    ``inline="never"`` (or False) never does; left out, or numba's cost-model function (which
+    reads numba's IR), LLVM decides, as NVVM does for numba's default."""
+    if forceinline or inline is True or inline == "always":
+        return "always"
+    if inline is False or inline == "never":
+        return "never"
+    if inline is None or callable(inline):
+        return ""
+    raise ValueError(f"inline is 'always', 'never', a bool or a cost-model function, got "
+                     f"{inline!r}")
+
+
+def jit(func_or_sig=None, device: bool = False, inline=None, forceinline: bool = False,
         link=(), debug=None, opt=None, lineinfo: bool = False, cache: bool = False,
         launch_bounds=None, lto=None, **kws):
     """numba's ``cuda.jit``: a kernel (or with ``device=True`` a device function), lazy or
     compiled eagerly for the signature(s) given."""
     if launch_bounds is not None:
         kws["launch_bounds"] = launch_bounds
+    if inline is not None or forceinline:
+        kws["inline"] = inline_option(inline, forceinline)
     _check_carveout(kws.get("shared_memory_carveout"))
     extensions = list(kws.pop("extensions", None) or ())
     options = _kj_options(debug, opt, lineinfo, cache, link, kws)
@@ -107,8 +124,11 @@ def _check_carveout(carveout) -> None:
 
 def options_back(options: dict) -> dict:
     """The options of :func:`_kj_options` that :func:`jit` takes through ``**kws``."""
-    return {k: options[k] for k in ("fastmath", "max_registers", "launch_bounds")
+    back = {k: options[k] for k in ("fastmath", "max_registers", "launch_bounds")
             if k in options and options[k] != ()}
+    if options.get("inline"):
+        back["inline"] = options["inline"]
+    return back
 
 
 def _target(cc) -> TargetSpec:
@@ -128,8 +148,12 @@ def compile(pyfunc, sig, debug=None, lineinfo: bool = False, device: bool = True
         raise NotImplementedError(f"Unsupported ABI: {abi}")
     if abi == "c" and not device:
         raise NotImplementedError("The C ABI is not supported for kernels")
-    options = _kj_options(debug, opt, lineinfo, False, (), {"fastmath": fastmath,
-                                                             "launch_bounds": launch_bounds})
+    if forceinline and output != "ltoir":
+        raise ValueError("Can only designate forced inlining in LTO-IR (output='ltoir'): "
+                         "PTX is not inlined into its callers")
+    options = _kj_options(debug, opt, lineinfo, False, (), {
+        "fastmath": fastmath, "launch_bounds": launch_bounds,
+        "inline": "always" if forceinline else ""})
     abi_name = (abi_info or {}).get("abi_name") if device and abi == "c" else None
     if abi_name is not None:  # the C function's name: the function renamed, as numba names it
         pyfunc = _renamed(pyfunc.py_func if isinstance(pyfunc, Dispatcher) else pyfunc,

@@ -20,6 +20,7 @@ from ..kir.intrinsics import call_typing, value_intrinsic
 from ..overloads import best_signature
 from .arguments import call_args, const_shape, dtype_arg, scalar_arg
 from .operators import operator_table
+from .recursion import call_return_type
 from .reductions import ARRAY_METHODS, reduce_method, reduction_table
 from .values import PyObj, describe, is_ndarray, result_scalar, type_words
 
@@ -429,6 +430,8 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
         return found[1](typer, node)
     if getattr(fn, "_kaiojit_dispatcher", False):
         return _device_call(typer, fn, node)
+    if _is_cffi_from_buffer(fn):
+        return _from_buffer(typer, node)
     if isinstance(fn, L.KernelBuiltin):
         typer.error(f"kj.{fn.name} is not callable like this", node)
     if inspect.isfunction(fn):
@@ -436,6 +439,25 @@ def call_builtin(typer, fn, node: ast.Call) -> Expr:
                     "@kj.jit(device=True) (or @kj.jit) to make it a device function", node.func,
                     UnsupportedError)
     typer.error(f"{describe(fn)} cannot be called from a kernel", node.func, UnsupportedError)
+
+
+def _is_cffi_from_buffer(fn) -> bool:
+    """``ffi.from_buffer`` of a ``cffi.FFI()`` (numba's way to pass an array to foreign
+    code as a pointer)."""
+    return getattr(fn, "__name__", "") == "from_buffer" and \
+        type(getattr(fn, "__self__", None)).__module__ == "cffi.api"
+
+
+def _from_buffer(typer, node) -> Expr:
+    """``ffi.from_buffer(a)`` in a kernel: a pointer to the array's first element, of type
+    ``types.CPointer(a.dtype)``, for a declared device function (kaiojit/linking.py)."""
+    if node.keywords or len(node.args) != 1:
+        typer.error("ffi.from_buffer() takes one array in a kernel", node)
+    arr = typer.expr(node.args[0])
+    if not isinstance(arr.type, T.ArrayType):
+        typer.error(f"ffi.from_buffer() takes an array, got {type_words(arr.type)}",
+                    node.args[0])
+    return typer.intrinsic("foreign.buffer", T.CPointer(arr.type.dtype), (arr,), node)
 
 
 def _device_arg(typer, node, may_bind: bool):
@@ -517,4 +539,5 @@ def _device_call(typer, dispatcher, node) -> Expr:
     args = [typer.coerce(a, t, node) for a, (_, t) in zip(passed, callee.params)]
     if callee not in typer.callees:
         typer.callees.append(callee)
-    return Expr("call", callee.return_type, tuple(args), attr=callee, loc=typer.loc(node))
+    return Expr("call", call_return_type(typer, callee, node), tuple(args), attr=callee,
+                loc=typer.loc(node))

@@ -12,6 +12,8 @@ from ..errors import UnsupportedError
 from ..kir import Expr
 from ..kir.analysis import is_pure
 from . import records
+from .raising import checked_divisor, checked_tuple_index
+from .recursion import self_reference
 from .values import (
     INT_LITERAL_RANGE,
     PyObj,
@@ -60,6 +62,9 @@ class ExpressionTyping:
             return PyObj(getattr(py_builtins, name))
         if name in _assigned_names(self.src.node):
             self.error(f"name {name!r} is used before it is assigned", node)
+        itself = self_reference(self.pyfunc, name)  # typed at decoration, before it is bound
+        if itself is not None:
+            return PyObj(itself)
         self.error(f"name {name!r} is not defined", node)
 
     def visit_Attribute(self, node):
@@ -123,6 +128,8 @@ class ExpressionTyping:
                 self.error(f"the integer constant {op} gives a value out of range: kernels hold "
                            "integers of 64 bits (int64, or uint64 for those past int64)", node)
         a2, b2 = self.coerce(a, operand_t, node), self.coerce(b, operand_t, node)
+        if op in ("/", "//", "%"):  # under debug=True a zero divisor raises
+            b2 = checked_divisor(self, b2, op, node)
         folded = fold_binop(op, a2, b2, rt)
         if folded is not None:
             folded.weak = weak
@@ -303,7 +310,8 @@ class ExpressionTyping:
     def tuple_at(self, base: Expr, idx: Expr, node) -> Expr:
         """``t[i]`` at a run-time index ``i`` (numba's UniTuple indexing): the items, of one
         type once unified, picked by a chain of selects (``i`` from ``-n``, as Python; an
-        index out of range gives the last item, as numba does not check either)."""
+        index out of range gives the last item, as numba's, or under debug=True raises
+        numba's IndexError)."""
         if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in "iu"):
             self.error(f"a tuple index must be an integer, got {type_words(idx.type)}",
                        node.slice)
@@ -325,6 +333,7 @@ class ExpressionTyping:
                                  self.loc(node))
         loc = self.loc(node)
         i = self.coerce(idx, T.int64, node) if idx.type != T.int64 else idx
+        i = checked_tuple_index(self, i, n, node)  # under debug=True: IndexError
         pick = self.coerce(items[-1], t, node)
         for k in range(n - 2, -1, -1):
             hit = Expr("binop", T.bool_, (
@@ -332,6 +341,9 @@ class ExpressionTyping:
                 Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=k - n)), attr="==")),
                 attr="|", loc=loc)
             pick = Expr("select", t, (hit, self.coerce(items[k], t, node), pick), loc=loc)
+        if n == 1 and i.op == "intrinsic":  # the debug check is evaluated though no pick needs i
+            hit = Expr("cmp", T.bool_, (i, Expr("const", T.int64, attr=0)), attr="==")
+            pick = Expr("select", t, (hit, pick, pick), loc=loc)
         pick.weak = weak
         return pick
 

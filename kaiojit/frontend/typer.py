@@ -17,7 +17,7 @@ from .. import kir
 from ..kir import Expr
 from ..kir.intrinsics import lookup
 from ..kir.verify import verify
-from . import iteration, records
+from . import iteration, raising, records
 from .captured import captured_array, global_ndarray
 from .deps import DependencyRecorder, RecordingNames
 from .expressions import BINOPS, ExpressionTyping
@@ -48,7 +48,7 @@ _UNSUPPORTED = {
     ast.Lambda: "lambda", ast.With: "'with' statements", ast.Try: "'try' statements",
     ast.ClassDef: "class definitions", ast.Yield: "generators ('yield')",
     ast.YieldFrom: "generators ('yield from')", ast.FunctionDef: "nested functions",
-    ast.Global: "'global'", ast.Nonlocal: "'nonlocal'", ast.Raise: "'raise'",
+    ast.Global: "'global'", ast.Nonlocal: "'nonlocal'",
     ast.Assert: "'assert'", ast.Delete: "'del'", ast.Import: "'import'",
     ast.ImportFrom: "'import'", ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets",
     ast.JoinedStr: "f-strings", ast.Await: "'await'", ast.AsyncFunctionDef: "async functions",
@@ -356,6 +356,9 @@ class Typer(RecordingNames, ExpressionTyping, ast.NodeVisitor):
 
     def visit_Pass(self, node):
         return None
+
+    def visit_Raise(self, node):
+        return raising.raise_statement(self, node)  # numba's debug-mode exceptions
 
     def visit_Assert(self, node):
         """Typed always; checked only under debug=True (kaiojit/intrinsics/assertion.py)."""

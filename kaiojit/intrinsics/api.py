@@ -53,7 +53,7 @@ from ..kir.intrinsics import (
 from ..lower import (cluster_host, cluster_ptx, complexinv, complexops, narrowfloat, tma_ptx,
                      wgmma_host)
 from ..lower.arrays import array_slice, array_view, byte_strides, make_array
-from ..lower.gpu_faults import add_site, fail_assert
+from ..lower.gpu_faults import add_site, fail_assert, record_fault
 from ..lower.host import block_linear, counted_loop, ctx_word, ctx_word_ptr, record_error
 from ..lower.host_warp import warp_exchange, warp_word
 from ..lower.llvmtypes import BFLOAT, I1, I8, I16, I32, I64, PTR, ll_mem_type, ll_type
@@ -141,6 +141,6 @@ __all__ = [
     "complexinv", "complexops", "const_int",
     "const_shape", "convert", "counted_loop", "ctx_word", "ctx_word_ptr", "dtype_arg",
     "fail_assert", "family_state", "float_type", "inline_asm", "ll_mem_type", "ll_type",
-    "math_call", "narrowfloat", "record_error", "register", "result_scalar", "scalar_arg",
+    "math_call", "narrowfloat", "record_error", "record_fault", "register", "result_scalar", "scalar_arg",
     "scalar_attribute", "tma_ptx", "type_words", "warp_exchange", "warp_word", "wgmma_host",
 ]

@@ -17,10 +17,12 @@ the condition.
 
 from __future__ import annotations
 
+import json
+
 from llvmlite import ir
 
 from .. import types as T
-from .api import I64, Expr, Intrinsic, Operands, register
+from .api import I64, SCALAR, Expr, Intrinsic, Operands, Same, register
 
 
 def _message(e: Expr) -> str:
@@ -57,3 +59,86 @@ def _host_assert(fl, e: Expr):
 register(Intrinsic(
     name="debug.assert", operands=Operands(T.bool_, result=T.void),
     lowering={"nvptx": _nvptx_assert, "host": _host_assert}, param=str))  # the message
+
+
+# --- raise (kaiojit/frontend/raising.py): the exception named by the node's param ------------
+
+def _raised(e: Expr) -> dict:
+    key, args = json.loads(e.param)
+    return {"exception": key, "args": args}
+
+
+def _nvptx_raise(fl, e: Expr):
+    if not _enabled(fl):
+        return
+    from ..target import ERR_RAISE
+    from .api import add_site, record_fault
+
+    site = add_site(fl.target.sites, e.loc, kind="raise", **_raised(e))
+    zero = ir.Constant(I64, 0)
+    record_fault(fl, ERR_RAISE, site, zero, zero)
+
+
+def _host_raise(fl, e: Expr):
+    if not _enabled(fl):
+        return
+    from ..target import ERR_RAISE
+    from .api import record_error
+
+    site = fl.mod.add_site("raise", e.loc, **_raised(e))
+    zero = ir.Constant(I64, 0)
+    record_error(fl, ERR_RAISE, site, zero, zero, fl.thread_linear())
+
+
+def _check_fails(fl, e: Expr, value):
+    """The i1 that is true where a debug check of ``value`` fails."""
+    _, _, kind, n = json.loads(e.param)
+    b = fl.builder
+    t = e.type
+    if kind == "nonzero":
+        if t.is_float:
+            return b.fcmp_ordered("==", value, ir.Constant(value.type, 0.0))
+        return b.icmp_unsigned("==", value, ir.Constant(value.type, 0))
+    v = b.sext(value, I64) if value.type.width < 64 else value  # an index: -n <= v < n
+    return b.icmp_unsigned(">=", b.add(v, ir.Constant(I64, n)), ir.Constant(I64, 2 * n))
+
+
+def _nvptx_check(fl, e: Expr):
+    value = fl.expr(e.args[0])
+    if not _enabled(fl):
+        return value
+    from ..target import ERR_RAISE
+    from .api import add_site, record_fault
+
+    key, args, _, _ = json.loads(e.param)
+    site = add_site(fl.target.sites, e.loc, kind="raise", exception=key, args=args)
+    with fl.builder.if_then(_check_fails(fl, e, value), likely=False):
+        zero = ir.Constant(I64, 0)
+        record_fault(fl, ERR_RAISE, site, zero, zero)
+    return value
+
+
+def _host_check(fl, e: Expr):
+    value = fl.expr(e.args[0])
+    if not _enabled(fl):
+        return value
+    from ..target import ERR_RAISE
+    from .api import record_error
+
+    key, args, _, _ = json.loads(e.param)
+    site = fl.mod.add_site("raise", e.loc, exception=key, args=args)
+    with fl.builder.if_then(_check_fails(fl, e, value), likely=False):
+        zero = ir.Constant(I64, 0)
+        record_error(fl, ERR_RAISE, site, zero, zero, fl.thread_linear())
+    return value
+
+
+register(Intrinsic(
+    name="debug.check", operands=Operands(SCALAR, result=Same(0)),
+    lowering={"nvptx": _nvptx_check, "host": _host_check},
+    param=str))  # [class key, args, "nonzero" | "index", n]: the value, checked under debug
+
+
+register(Intrinsic(
+    name="debug.raise", operands=Operands(result=T.void),
+    lowering={"nvptx": _nvptx_raise, "host": _host_raise}, param=str))  # [class key, args]

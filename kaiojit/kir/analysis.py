@@ -24,10 +24,12 @@ from .nodes import Assign, Expr, ForRange, KFunction, Store, While
 from .walk import function_exprs, stmt_exprs, walk_expr, walk_functions, walk_stmts
 
 
-def written_params(kfunc: KFunction) -> set[str]:
+def written_params(kfunc: KFunction, _typing: frozenset = frozenset()) -> set[str]:
     """Parameters whose array may be written (stored to, written by an intrinsic such as an
-    atomic, passed to a device function that writes it, or aliased)."""
+    atomic, passed to a device function that writes it, or aliased). A call of a function
+    this one is inside of (recursion) may write every array it is passed."""
     written: set[str] = set()
+    _typing = _typing | {id(kfunc)}
     params = {n for n, t in kfunc.params if isinstance(t, (T.ArrayType, T.RecordType))}
 
     def root(e: Expr) -> str | None:
@@ -52,7 +54,8 @@ def written_params(kfunc: KFunction) -> set[str]:
                         if r:
                             written.add(r)
                 elif e.op == "call":
-                    callee_written = written_params(e.attr)
+                    callee_written = ({n for n, _ in e.attr.params} if id(e.attr) in _typing
+                                      else written_params(e.attr, _typing))
                     for (pname, _), arg in zip(e.attr.params, e.args):
                         r = root(arg)
                         if r and pname in callee_written:

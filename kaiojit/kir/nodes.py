@@ -159,6 +159,7 @@ class KFunction:
     callees: list[KFunction] = field(default_factory=list)
     mangled: str = ""
     deps: dict | None = None  # what typing read (frontend/deps.py); None: not recordable
+    inline: str = ""  # a device function's CompileOptions.inline: "", "always" or "never"
 
     @property
     def signature(self) -> Signature:

@@ -65,8 +65,9 @@ def _joined(args) -> str:
     return ", ".join(expr_text(a) for a in args)
 
 
-def function_text(f: KFunction) -> str:
-    """A function's header, its locals with their types, its body, then its callees."""
+def function_text(f: KFunction, alone: bool = False) -> str:
+    """A function's header, its locals with their types, its body, then (unless ``alone``)
+    the functions it calls."""
     kind = "kernel" if f.is_kernel else "device"
     params = ", ".join(f"{n}: {t}" for n, t in f.params)
     lines = [f"{kind} {f.qualname}({params}) -> {f.return_type}:"]
@@ -74,9 +75,22 @@ def function_text(f: KFunction) -> str:
         lines.append(f"    local {name}: {t}")
     block_lines(f.body, 1, lines)
     text = "\n".join(lines)
-    for callee in f.callees:
-        text += "\n\n" + function_text(callee)
+    if not alone:  # then every function it calls, each once (a recursive one calls itself)
+        for callee in _callees_once(f):
+            text += "\n\n" + function_text(callee, alone=True)
     return text
+
+
+def _callees_once(f: KFunction) -> list[KFunction]:
+    """The functions ``f`` calls, directly or not, each once, depth first in call order."""
+    seen, order, todo = {id(f)}, [], list(reversed(f.callees))
+    while todo:
+        g = todo.pop()
+        if id(g) not in seen:
+            seen.add(id(g))
+            order.append(g)
+            todo.extend(reversed(g.callees))
+    return order
 
 
 def block_lines(body: list[Stmt], depth: int, lines: list[str]) -> None:

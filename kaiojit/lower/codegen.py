@@ -102,6 +102,8 @@ class ModuleLowering:
             name = kfunc.mangled or f"{kfunc.name}_{len(self.functions)}"
             fn = ir.Function(self.module, fnty, name=name)
             fn.linkage = "internal"
+            if kfunc.inline:  # @jit(inline="always" / "never", device=True)
+                fn.attributes.add("alwaysinline" if kfunc.inline == "always" else "noinline")
             self.functions[id(kfunc)] = fn
             self.pending.append(kfunc)
         return fn

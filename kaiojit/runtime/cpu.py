@@ -35,7 +35,7 @@ from kaiojit.errors import CudaError, KernelError, LaunchError, source_position
 from kaiojit.runtime import clusters, cooperative, sanitizer
 from kaiojit.runtime.args import ArgPacker
 from kaiojit.runtime.backend import DeviceLimits, Dim3, FastLaunchBinding, LaunchConfig
-from kaiojit.runtime.faults import assert_message, bounds_message
+from kaiojit.runtime.faults import assert_message, bounds_message, raise_error
 from kaiojit.runtime.hostjit import load_host_image
 from kaiojit.runtime.launch import ConfigCache, check_launch_config, launch_bound
 from kaiojit.runtime.slots import ArgSlots, ThreadSlots
@@ -544,8 +544,9 @@ def named_barrier_message(kernel: str, op: str, arrived: int, count: int, where:
             "completes in program order.)")
 
 
-def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelError:
-    """The KernelError for the fault native code recorded in ``launch``."""
+def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> BaseException:
+    """The KernelError for the fault native code recorded in ``launch`` (a kernel's
+    ``raise``: the exception it raised)."""
     from kaiojit import target as H
 
     site = kernel.host.sites[int(launch[H.LAUNCH_SITE])]
@@ -557,6 +558,8 @@ def kernel_error(kernel: CpuKernel, config: Any, launch: np.ndarray) -> KernelEr
     where = (source_position(site["filename"], site["line"]) if site["filename"]
              else "an unknown line")
     source = f"\n    {site['source_line'].strip()}" if site["source_line"] else ""
+    if launch[H.LAUNCH_ERROR] == H.ERR_RAISE:
+        return raise_error(kernel.name, site, block, thread)
     if launch[H.LAUNCH_ERROR] == H.ERR_ASSERT:
         msg = assert_message(kernel.name, site, block, thread)
     elif launch[H.LAUNCH_ERROR] == H.ERR_BOUNDS:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from kaiojit.errors import KernelError, source_position
+from kaiojit.errors import KernelError, raised_exception, source_position
 from kaiojit.target import (
     ERR_ASSERT,
     ERR_BOUNDS,
+    ERR_RAISE,
     FAULT_BLOCK,
     FAULT_EXTENT,
     FAULT_GLOBAL,
@@ -55,13 +56,24 @@ def assert_message(kernel: str, site: dict, block: tuple, thread: tuple) -> str:
             f"{text}{source}")
 
 
-def fault_error(kernel: str, sites: tuple, record: list[int]) -> KernelError:
+def raise_error(kernel: str, site: dict, block: tuple, thread: tuple) -> BaseException:
+    """The exception a kernel's ``raise`` recorded (kaiojit/frontend/raising.py), on every
+    backend, worded as numba words it."""
+    where = (f"In function {kernel!r}, file {site['filename']}, line {site['line']}, "
+             if site.get("filename") else "")
+    return raised_exception(site["exception"], tuple(site["args"]),
+                            f"{where}tid={list(thread)} ctaid={list(block)}")
+
+
+def fault_error(kernel: str, sites: tuple, record: list[int]) -> BaseException:
     """The KernelError of a filled ``kaiojit_fault`` record (signed 64-bit words)."""
     kind = record[FAULT_KIND]
-    assert kind in (ERR_BOUNDS, ERR_ASSERT), record
+    assert kind in (ERR_BOUNDS, ERR_ASSERT, ERR_RAISE), record
     site = sites[record[FAULT_SITE]]
     block = tuple(record[FAULT_BLOCK:FAULT_BLOCK + 3])
     thread = tuple(record[FAULT_THREAD:FAULT_THREAD + 3])
+    if kind == ERR_RAISE:
+        return raise_error(kernel, site, block, thread)
     if kind == ERR_ASSERT:
         return KernelError(assert_message(kernel, site, block, thread))
     return KernelError(bounds_message(kernel, site, record[FAULT_INDEX],

@@ -52,6 +52,11 @@ def load_host_image(image: HostImage) -> HostCode:
         from kaiojit.runtime import sanitizer  # the checked mode's shadow functions
 
         sanitizer.register_symbols()
+    foreign = [name for name in own if name.startswith("kaiojit_cu_")]
+    if foreign:  # foreign CUDA C compiled for the host (kaiojit/hostcu.py)
+        from kaiojit import hostcu
+
+        hostcu.register_symbols(foreign)
     if any(not name.startswith(SANITIZER_PREFIX) for name in own):
         from kaiojit import tma_host  # kaiojit's own native functions: the tensor copies
 

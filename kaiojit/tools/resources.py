@@ -94,7 +94,7 @@ class PtxasError(RuntimeError):
     """ptxas is missing, or rejected the PTX (its log is the message)."""
 
 
-_CACHE: dict[str, dict[str, Resources]] = {}
+_CACHE: dict[str, str] = {}  # ptxas's log by (arch, PTX) hash
 _CACHE_LOCK = threading.Lock()
 
 
@@ -114,17 +114,33 @@ def ptxas_resources(ptx: str, arch: str = "sm_90", entry: str | None = None) -> 
                          f"(it has {', '.join(sorted(report))})") from None
 
 
-def _ptxas_report(ptx: str, arch: str) -> dict[str, Resources]:
+_NOTE = re.compile(r"\((C\d{4})\)\s*(.*)")
+
+
+def ptxas_notes(ptx: str, arch: str = "sm_90") -> list[tuple[str, str]]:
+    """ptxas's numbered notes on ``ptx`` as (code, text) pairs: what it changed in the
+    kernel's schedule, e.g. ``C7514`` (wgmma instructions serialized), ``C7517`` / ``C7519``
+    (a ``wgmma.wait_group`` / ``wgmma.fence`` it had to inject), ``C7507`` (``setmaxnreg``
+    ignored). A wgmma kernel that overlaps its tensor-core work with other work wants none."""
+    return [(m.group(1), m.group(2).strip()) for m in map(_NOTE.search,
+                                                          _ptxas_log(ptx, arch).splitlines())
+            if m]
+
+
+def _ptxas_log(ptx: str, arch: str) -> str:
     key = hashlib.sha256(f"{arch}\0{ptx}".encode()).hexdigest()
-    report = _CACHE.get(key)
-    if report is None:
+    log = _CACHE.get(key)
+    if log is None:
         log = _run_ptxas(ptx, arch)
-        report = parse_ptxas_report(log, ptx)
         with _CACHE_LOCK:
             if len(_CACHE) > 256:
                 _CACHE.clear()
-            _CACHE[key] = report
-    return report
+            _CACHE[key] = log
+    return log
+
+
+def _ptxas_report(ptx: str, arch: str) -> dict[str, Resources]:
+    return parse_ptxas_report(_ptxas_log(ptx, arch), ptx)
 
 
 def _run_ptxas(ptx: str, arch: str) -> str:

@@ -16,6 +16,12 @@ def sass_of(ck: CompiledKernel) -> str:
     if ck.target.kind != "nvptx":
         raise ValueError(f"{ck.py_name} was compiled for the {ck.target.kind}, not a GPU: it "
                          "has no SASS")
+    return sass_of_ptx(ck.ptx, ck.target.arch)
+
+
+def sass_of_ptx(ptx: str, arch: str) -> str:
+    """SASS of PTX text for ``arch`` (e.g. ``"sm_90a"``): what ptxas made of it, as nvdisasm
+    (or cuobjdump) prints it."""
     ptxas = find_tool("ptxas")
     disasm = find_tool("nvdisasm") or find_tool("cuobjdump")
     if ptxas is None or disasm is None:
@@ -27,8 +33,8 @@ def sass_of(ck: CompiledKernel) -> str:
         src = os.path.join(tmp, "k.ptx")
         cubin = os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
-            f.write(ck.ptx)
-        subprocess.run([ptxas, f"-arch={ck.target.arch}", src, "-o", cubin], check=True,
+            f.write(ptx)
+        subprocess.run([ptxas, f"-arch={arch}", src, "-o", cubin], check=True,
                        capture_output=True)
         if os.path.basename(disasm).startswith("nvdisasm"):
             cmd = [disasm, "-c", cubin]
@@ -37,4 +43,4 @@ def sass_of(ck: CompiledKernel) -> str:
         return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-__all__ = ["find_tool", "sass_of"]
+__all__ = ["find_tool", "sass_of", "sass_of_ptx"]

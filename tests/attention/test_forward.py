@@ -74,10 +74,15 @@ def test_forward(kj_backend, batch, sq, sk, heads, kv_heads, d, dtype, causal):
     fixed_case(batch, sq, sk, heads, kv_heads, d, dtype, causal)
 
 
-def test_overlapped_schedule(kj_backend, monkeypatch):
-    """The intra-warpgroup overlap (P V of tile j - 1 issued behind S_j): the same results."""
-    monkeypatch.setitem(F.OVERLAP_BY_HEAD_DIM, 64, True)
-    fixed_case(1, 150, 201, 2, 2, 64, "bf16", True)
+@pytest.mark.parametrize("schedule", ["pingpong", "overlap+pingpong"])
+def test_schedules(kj_backend, monkeypatch, schedule):
+    """The consumers' other schedules (the ping-pong between the two consumers by named
+    barriers, whose every phase must complete: the cpu backend reports one that cannot; with
+    FA3's intra-warpgroup overlap, P V of tile j - 1 issued behind S_j, its loop peeled: the
+    overlap alone differs from it only by the barriers): the same results."""
+    monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, 64, schedule)
+    fixed_case(1, 300, 333, 2, 1, 64, "bf16", True)  # blocks of 2 and 3 key tiles
+    fixed_case(1, 200, 20, 1, 1, 64, "bf16", True)   # blocks of no key tile and of one
 
 
 def packed(lens_q, lens_k, heads, kv_heads, d, dtype):
@@ -112,10 +117,10 @@ def test_varlen(kj_backend):
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("overlap", [False, True])
-@pytest.mark.parametrize("lockstep", [False, True])
-def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, overlap, lockstep):
-    monkeypatch.setitem(F.OVERLAP_BY_HEAD_DIM, d, overlap)
+@pytest.mark.parametrize("schedule, lockstep", [(name, False) for name in F.SCHEDULES]
+                         + [("serial", True)])  # the lockstep form: no warp specialization
+def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, schedule, lockstep):
+    monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, d, schedule)
     monkeypatch.setattr(F, "LOCKSTEP_ON_GPU", lockstep)
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)

@@ -3,10 +3,14 @@ and backward of head dim 128 (the largest register footprint), with the wgmma fo
 
 from __future__ import annotations
 
+import pytest
+
 import kaiojit as kj
 from kaiojit.lib.attention import backward as B
 from kaiojit.lib.attention import forward as F
-from kaiojit.tools.resources import ptxas_resources
+from kaiojit.lib.attention import inspect
+from kaiojit.tools.resources import ptxas_notes, ptxas_resources
+from kaiojit.tools.sass import sass_of_ptx
 
 MAP = "tensormap({t}, 3)"
 
@@ -16,9 +20,7 @@ def resources(ptx: str):
 
 
 def forward_signature(t: str) -> str:
-    m = MAP.format(t=t)
-    return (f"void({t}[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], int32[::1], "
-            "int64, int64, int64, float32)")
+    return inspect.forward_signature(t)
 
 
 def backward_signature(t: str) -> str:
@@ -40,6 +42,32 @@ def test_forward_ptx():
     assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx  # the producer's registers ...
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx  # ... to the consumers'
     assert resources(ptx).spill_store_bytes == 0  # head dim 128 fits in 232 registers
+
+
+@pytest.mark.parametrize("schedule", list(F.SCHEDULES))
+@pytest.mark.parametrize("d", [64, 128])
+def test_forward_schedules_ptxas(schedule, d):
+    """Each schedule's split form as ptxas sees it: no spill, and none of its notes that it
+    serialized the wgmmas (C7514) or injected a wait or a fence (C7517, C7519); in the SASS,
+    with the overlap, the softmax's 64 exponentials of a tile (and the 2 of its rescale) run
+    while a P V GEMM is in flight; with the ping-pong, the consumers' HGMMAs sit between a
+    named barrier's sync and arrive."""
+    cfg = F.ForwardConfig.scheduled(d, "bf16", d == 128, False, schedule, lockstep=False)
+    ptx = inspect.forward_ptx(cfg)
+    assert ptxas_notes(ptx, "sm_90a") == []
+    assert not resources(ptx).spills
+    overlap, pingpong = F.SCHEDULES[schedule]
+    outline = inspect.sass_outline(sass_of_ptx(ptx, "sm_90a"))
+    assert inspect.softmax_under_pv(outline) == (66 if overlap else 0), outline
+    bars = [e for e in outline if e.startswith("BAR.")]
+    if pingpong:  # sync, GEMMs, arrive: each consumer's turn
+        assert bars and bars == ["BAR.SYNC.DEFER_BLOCKING", "BAR.ARV"] * (len(bars) // 2)
+        for i, e in enumerate(outline):
+            if "HGMMA" in e:
+                assert [b for b in outline[:i] if b.startswith("BAR.")][-1].startswith(
+                    "BAR.SYNC"), outline
+    else:
+        assert bars == [], outline
 
 
 def test_backward_ptx():

@@ -143,16 +143,19 @@ def test_foreign_code_without_python_is_a_located_error_on_the_cpu(kj_backend):
         pytest.skip("the cpu backend's error")
     with pytest.raises(kj.UnsupportedError,
                        match=r"sub_f32\(\) is foreign device code, which cannot run on the cpu "
-                             r"backend: declare it with kj.declare_device\(..., py_impl=") as e:
+                             r"backend: link CUDA C source \(.cu, cuda.CUSource\), which the cpu "
+                             r"backend compiles for the host, or declare it with "
+                             r"kj.declare_device\(..., py_impl=") as e:
         kj.jit(no_python)[1, 1](kj.device_array(1, np.float32),
                                 kj.to_device(np.ones(1, np.float32)))
     assert_located(e.value, no_python, "sub_f32(x[0], 1.0)")
 
 
 def test_declaration_errors(tmp_path):
-    with pytest.raises(TypeError, match=r"arguments and result must be real scalars, got "
-                                        r"float32\[:\]"):
-        kj.declare_device("f", "float32(float32[:])")
+    with pytest.raises(TypeError, match=r"arguments are real scalars, pointers "
+                                        r"\(types.CPointer\) or arrays, and the result a real "
+                                        r"scalar or void; got float32\[:\]"):
+        kj.declare_device("f", "float32[:](float32)")
     with pytest.raises(ValueError, match=r"abi is 'numba' or 'c', got 'cpp'"):
         kj.declare_device("f", "float32(float32)", abi="cpp")
     with pytest.raises(ValueError, match=r"'2f' is not a C identifier"):

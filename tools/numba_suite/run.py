@@ -38,6 +38,7 @@ REPO = HERE.parent.parent
 VERSION = "0.30.4"
 CACHE = Path(tempfile.gettempdir()) / "kaiojit-numba-suite"
 WHEEL_DIR = "numba_cuda/numba/cuda/tests/cudapy/"
+WHEEL_DATA_DIR = "numba_cuda/numba/cuda/tests/data/"
 
 # numba-cuda's cudapy files that test numba's compiler and its internals, not the kernel
 # language or the host API kernels use: left out of the acceptance count.
@@ -70,22 +71,25 @@ INTERNALS = {
 
 
 def fetch(cache: Path) -> Path:
-    """numba-cuda's cudapy test directory, from its wheel (pip download), cached."""
+    """numba-cuda's cudapy test directory, from its wheel (pip download), cached, with the
+    test data they link (``tests/data``: numba's ``test_data_dir``) beside it."""
     dest = cache / "layout" / "numba" / "cuda" / "tests" / "cudapy"
-    if (dest / "test_array.py").exists():
+    data = dest.parent / "data"
+    if (dest / "test_array.py").exists() and (data / "jitlink.cu").exists():
         return dest
     wheels = cache / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", f"numba-cuda=={VERSION}",
-                    "--no-deps", "-q", "-d", str(wheels)], check=True)
+    if not any(wheels.glob(f"numba_cuda-{VERSION}-*.whl")):
+        subprocess.run([sys.executable, "-m", "pip", "download", f"numba-cuda=={VERSION}",
+                        "--no-deps", "-q", "-d", str(wheels)], check=True)
     wheel = next(wheels.glob(f"numba_cuda-{VERSION}-*.whl"))
-    dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as z:
-        for name in z.namelist():
-            if name.startswith(WHEEL_DIR) and not name.endswith("/"):
-                target = dest / name[len(WHEEL_DIR):]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(z.read(name))
+        for folder, into in ((WHEEL_DIR, dest), (WHEEL_DATA_DIR, data)):
+            for name in z.namelist():
+                if name.startswith(folder) and not name.endswith("/"):
+                    target = into / name[len(folder):]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(name))
     return dest
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import os
 import subprocess
 import sys
 import unittest
@@ -24,7 +25,10 @@ import numpy as np
 ENABLE_CUDASIM = False  # kaiojit's cpu backend is not numba's simulator: sim-only skips apply
 
 
-test_data_dir = Path(__file__).parent / "data"  # numba's tests/data is not extracted
+# numba's tests/data, which run.py extracts beside the cudapy files (the .cu and .ptx files
+# some tests link)
+test_data_dir = Path(os.environ.get("NUMBA_SUITE_CUDAPY", Path(__file__).parent / "cudapy")
+                     ).parent / "data"
 
 
 class _Config:

@@ -16,6 +16,11 @@ A block of 384 threads owns BM = 128 query rows of one (sequence, head):
   ``lse = scale * max + log(sum)`` (natural log, float32; ``-inf`` for a row that sees no key,
   whose output is 0).
 
+The consumers follow one of four schedules (``SCHEDULES``; docs/attention.md): serial, FA3's
+intra-warpgroup overlap (``P_{j-1} V_{j-1}`` under the softmax of ``S_j``, the loop peeled so
+ptxas keeps the wgmmas asynchronous), FA3's ping-pong between the two consumers (named
+barriers), or both.
+
 Causal masks are bottom-right aligned (FlashAttention's convention, the same as PyTorch's
 top-left one for square problems): query row ``i`` of a sequence of ``len_q`` sees keys
 ``j <= i + len_k - len_q``. The producer and consumers run the same loop over key tiles, the
@@ -37,12 +42,16 @@ ATOM = 64             # columns of one 128-byte swizzled atom (16-bit elements)
 THREADS = 384         # a producer warpgroup and two consumer warpgroups
 NEG_INF = -math.inf
 LN2 = math.log(2.0)
-# whether kaiojit.lib.attention's forward uses the intra-warpgroup overlap, by head dim (both
-# schedules compute the same; benchmarks/attention.py times both)
-OVERLAP_BY_HEAD_DIM = {64: False, 128: False}
+# the consumers' schedules (ForwardConfig's overlap and pingpong; see make_forward):
+SCHEDULES = {"serial": (False, False), "overlap": (True, False), "pingpong": (False, True),
+             "overlap+pingpong": (True, True)}
+# the schedule kaiojit.lib.attention's forward uses, by head dim (all compute the same;
+# benchmarks/attention.py times each)
+SCHEDULE_BY_HEAD_DIM = {64: "serial", 128: "serial"}
 # the lockstep form on the GPU too (the gpu tests compare both forms); the cpu backend always
 # runs it
 LOCKSTEP_ON_GPU = False
+PINGPONG_BAR = 1      # the first consumer's named barrier; the second's is the next one
 
 
 @dataclass(frozen=True)
@@ -54,13 +63,23 @@ class ForwardConfig:
     causal: bool
     varlen: bool         # cumulative sequence lengths (else fixed lengths)
     # FA3's intra-warpgroup overlap: P_{j-1} V_{j-1} runs under the softmax of S_j (one more
-    # S tile of registers live: spills at 168 registers for head dim 128)
+    # S tile of registers live)
     overlap: bool = False
     # the producer's step merged into the consumers' loop: what the cpu backend runs (see
     # make_forward); the GPU runs the split form
     lockstep: bool = True
     # register reallocation (setmaxnreg) between producer and consumers, split form only
     reg_alloc: bool = True
+    # FA3's inter-warpgroup ping-pong: the consumers take turns at the tensor cores, one's
+    # softmax under the other's GEMMs (named barriers)
+    pingpong: bool = False
+
+    @classmethod
+    def scheduled(cls, head_dim: int, dtype: str, causal: bool, varlen: bool, schedule: str,
+                  lockstep: bool) -> ForwardConfig:
+        """The configuration of a named schedule (a key of ``SCHEDULES``)."""
+        overlap, pingpong = SCHEDULES[schedule]
+        return cls(head_dim, dtype, causal, varlen, overlap, lockstep, pingpong=pingpong)
 
     @property
     def stages(self) -> int:
@@ -93,6 +112,19 @@ def make_forward(cfg: ForwardConfig):
     PARTS = 1 if LOCKSTEP else 2
     # setmaxnreg in the split form: 128 x 40 + 256 x 232 = 64,512 of the 65,536 registers
     REG_ALLOC = not LOCKSTEP and cfg.reg_alloc
+    PINGPONG = int(cfg.pingpong)
+    PHASES = 3 if OVERLAP else 1      # overlapped: the first tile, the steady loop, the last P V
+    SECTIONS = 1 if OVERLAP else 2    # the passes of the ping-pong token an iteration
+    ARMS = 2 if LOCKSTEP and PINGPONG else 1  # lockstep ping-pong: one consumer, then the other
+    # compile-time flags (see the consumers' loop): by phase, S_j issued, P_{j-1} V_{j-1}
+    # issued behind it, the last pass of the ping-pong token; by part, the producer's and the
+    # consumers' code; by section x arm, the section
+    S_HERE = (1, 1, 0) if OVERLAP else (1,)
+    PV_EARLY = (0, 1, 1) if OVERLAP else (0,)
+    LAST_PASS = (0, 0, 1) if OVERLAP else (0,)
+    PRODUCES = (1,) if LOCKSTEP else (1, 0)
+    CONSUMES = (1,) if LOCKSTEP else (0, 1)
+    SEC = tuple(i // ARMS for i in range(SECTIONS * ARMS))
 
     @kj.jit(device=True)
     def key_limit(row, len_q, len_k):
@@ -162,129 +194,151 @@ def make_forward(cfg: ForwardConfig):
                     kj.tma.load(smem[a * Q_ATOM:], q_map, q0 + m0, h, a * ATOM, bars[0:])
         else:
             kj.mbarrier.wait(bars[0:], 0)
-        # iteration j: the producer loads tile j; a consumer computes S_j and P_j, and
-        # O += P V of tile j (or, overlapped, of tile j - 1 under the softmax of S_j)
-        # lockstep (the cpu backend, which runs a block's threads branch by branch): one loop,
-        # each iteration the producer's step then the consumers'; split (the GPU): part 0 is
-        # the producer warpgroup's own loop, part 1 the consumers' (ptxas then sees their
-        # registers apart), the other warpgroups' loop running no iteration
+        # The consumers' schedule. Serial: tile j's S, softmax and P V in turn. Overlapped
+        # (FA3's intra-warpgroup pipelining), in three phases, so that each phase's wgmma groups
+        # in flight are the same on every pass (ptxas serializes them otherwise: C7514): the
+        # first tile's S and softmax; then for each later tile j, S_j issued and P_{j-1} V_{j-1}
+        # behind it, which runs while the softmax of S_j is computed; then the last tile's P V.
+        # Ping-pong (FA3's inter-warpgroup schedule): the consumers pass a token through the
+        # named barriers PINGPONG_BAR + c (256 threads: the holder's sync, the other's arrive),
+        # the holder issuing its GEMMs while the other computes its softmax; the first consumer
+        # holds it first, the second skips its last pass (every barrier phase completes).
+        # Lockstep (the cpu backend, which runs a block's threads branch by branch): one loop,
+        # each iteration the producer's step, then the consumers' (with ping-pong, each section
+        # between passes of the token runs the first consumer's arm, then the second's: the
+        # token's order); split (the GPU): part 0 is the producer warpgroup's own loop, part 1
+        # the consumers' (ptxas then sees their registers apart).
+        # `for _ in kj.static_range(flag)` is an `if` decided at compile time (flag 0 or 1):
+        # the code of the other phases and sections is never built.
+        if PINGPONG and wg == 1 and n_tiles > 0:
+            kj.named_barrier.arrive(PINGPONG_BAR, 256)
         for part in kj.static_range(PARTS):
-            producing = LOCKSTEP or part == 0
-            consuming = LOCKSTEP or part == 1
             if LOCKSTEP or (wg == 0) == (part == 0):  # this warpgroup's part
                 if REG_ALLOC and part == 0:   # the producer gives registers up ...
                     kj.warpgroup.reg_dealloc(PRODUCER_REGS)
                 if REG_ALLOC and part == 1:   # ... for the consumers' S, P and O
                     kj.warpgroup.reg_alloc(CONSUMER_REGS)
-                for j in range(n_tiles + OVERLAP):
-                    s = j % STAGES
-                    use = j // STAGES
-                    sp = (j + STAGES - 1) % STAGES          # the stage of tile j - 1
-                    if producing and wg == 0 and t == 0 and j < n_tiles:
-                        kbar, vbar = bars[1 + s:], bars[1 + STAGES + s:]
-                        if use > 0:
-                            kj.mbarrier.wait(bars[1 + 2 * STAGES + s:], (use - 1) % 2)
-                        kj.mbarrier.arrive_expect_tx(kbar, TILE_BYTES)
-                        for a in kj.static_range(ATOMS):
-                            kj.tma.load(smem[K_BASE + s * KV + a * KV_ATOM:], k_map, k0 + j * BN,
-                                        hk, a * ATOM, kbar)
-                        if use > 0:
-                            kj.mbarrier.wait(bars[1 + 3 * STAGES + s:], (use - 1) % 2)
-                        kj.mbarrier.arrive_expect_tx(vbar, TILE_BYTES)
-                        for a in kj.static_range(ATOMS):
-                            kj.tma.load(smem[V_BASE + s * KV + a * KV_ATOM:], v_map, k0 + j * BN,
-                                        hk, a * ATOM, vbar)
-                    if consuming and wg > 0:
-                        # stage 0 issues S_j = Q K_j^T; stage 2 waits for it and computes P_j by
-                        # the online softmax. O += P V is issued in stage 1 for tile j - 1
-                        # (overlap: it runs under the softmax) or in stage 3 for tile j.
-                        for stage in kj.static_range(4):
-                            pv = j - OVERLAP  # the tile whose P V this stage issues
-                            if stage == 3 - 2 * OVERLAP and pv >= 0 and pv < n_tiles:
-                                st = pv % STAGES
-                                vo = V_BASE + st * KV
-                                kj.mbarrier.wait(bars[1 + STAGES + st:], (pv // STAGES) % 2)
-                                kj.wgmma.fence()
-                                for kk in kj.static_range(BN // 16):  # P in registers, V MN-major
-                                    dv = kj.wgmma.descriptor(smem, vo + kk * 16 * ATOM, swizzle=128,
-                                                             leading_byte_offset=BN * 128,
-                                                             stride_byte_offset=1024)
-                                    kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv, dtype=dtype,
-                                                       shape=(64, D, 16), trans_b=1)
-                                kj.wgmma.commit_group()
-                                if not OVERLAP:
-                                    kj.wgmma.wait_group(0, o_acc)
-                                    if lane == 0:  # V_j is read (wait_group is warp-wide)
-                                        kj.mbarrier.arrive(bars[1 + 3 * STAGES + st:])
-                            if stage == 0 and j < n_tiles:  # S_j for this warpgroup's 64 rows
-                                kj.mbarrier.wait(bars[1 + s:], use % 2)
-                                kj.wgmma.fence()
-                                ko = K_BASE + s * KV
-                                for kk in kj.static_range(D // 16):
-                                    step = (kk % 4) * 16  # a k16 slice: 32 bytes into the atom
-                                    dq = kj.wgmma.descriptor(smem, (kk // 4) * Q_ATOM + q_rows
-                                                             + step, swizzle=128,
-                                                             stride_byte_offset=1024)
-                                    dk = kj.wgmma.descriptor(smem, ko + (kk // 4) * KV_ATOM + step,
-                                                             swizzle=128, stride_byte_offset=1024)
-                                    kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16),
-                                                       dtype=dtype, scale_d=kk > 0)
-                                kj.wgmma.commit_group()
-                            if stage == 2 and j < n_tiles:
-                                if OVERLAP and j > 0:
-                                    kj.wgmma.wait_group(1, s_acc)   # S_j done, P V may still run
-                                else:
-                                    kj.wgmma.wait_group(0, s_acc)
-                                if lane == 0:  # K_j is read
-                                    kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])
-                                n0 = j * BN  # masks: keys past the end or a row's causal limit
-                                if n0 + BN > lim_a or n0 + BN > lim_b:
-                                    for i in S_IDX:
-                                        col = n0 + 8 * (i // 4) + col_q + i % 2
-                                        if (i // 2) % 2 == 0:
-                                            if col >= lim_a:
+                for phase in kj.static_range(PHASES):
+                    lo = (0, 1, n_tiles)[phase]  # the phases' tiles (one phase if serial)
+                    hi = (n_tiles, min(n_tiles, 1), n_tiles, n_tiles + min(n_tiles, 1))[
+                        phase + OVERLAP]
+                    for j in range(lo, hi):
+                        s = j % STAGES
+                        use = j // STAGES
+                        for _ in kj.static_range(PRODUCES[part] * S_HERE[phase]):
+                            if wg == 0 and t == 0:
+                                for kv in kj.static_range(2):  # K_j, then V_j
+                                    full = bars[1 + kv * STAGES + s:]
+                                    if use > 0:  # the stage's last tile is consumed
+                                        kj.mbarrier.wait(bars[1 + (2 + kv) * STAGES + s:],
+                                                         (use - 1) % 2)
+                                    kj.mbarrier.arrive_expect_tx(full, TILE_BYTES)
+                                    for a in kj.static_range(ATOMS):
+                                        kj.tma.load(smem[K_BASE + (kv * STAGES + s) * KV
+                                                         + a * KV_ATOM:], (k_map, v_map)[kv],
+                                                    k0 + j * BN, hk, a * ATOM, full)
+                        # section 0: S_j (and the early P V), the softmax; section 1 (serial):
+                        # P_j V_j; with ARMS == 2 each section one consumer after the other
+                        for sa in kj.static_range(SECTIONS * ARMS * CONSUMES[part]):
+                            pv = j - 1 + SEC[sa]  # the tile whose P V this section issues
+                            if wg > 0 and (ARMS == 1 or c == sa % ARMS):
+                                for _ in kj.static_range(PINGPONG):  # this consumer's turn
+                                    kj.named_barrier.sync(PINGPONG_BAR + c, 256)
+                                for _ in kj.static_range(S_HERE[phase] * (1 - SEC[sa])):
+                                    kj.mbarrier.wait(bars[1 + s:], use % 2)  # S_j, 64 rows
+                                    kj.wgmma.fence()
+                                    ko = K_BASE + s * KV
+                                    for kk in kj.static_range(D // 16):
+                                        step = (kk % 4) * 16  # a k16 slice: 32 B into the atom
+                                        dq = kj.wgmma.descriptor(
+                                            smem, (kk // 4) * Q_ATOM + q_rows + step,
+                                            swizzle=128, stride_byte_offset=1024)
+                                        dk = kj.wgmma.descriptor(
+                                            smem, ko + (kk // 4) * KV_ATOM + step, swizzle=128,
+                                            stride_byte_offset=1024)
+                                        kj.wgmma.mma_async(s_acc, dq, dk, shape=(64, BN, 16),
+                                                           dtype=dtype, scale_d=kk > 0)
+                                    kj.wgmma.commit_group()
+                                for _ in kj.static_range(PV_EARLY[phase] + SEC[sa]):
+                                    st = pv % STAGES  # O += P V, V MN-major
+                                    vo = V_BASE + st * KV
+                                    kj.mbarrier.wait(bars[1 + STAGES + st:], (pv // STAGES) % 2)
+                                    kj.wgmma.fence()  # after the wait's loop (C7519 otherwise)
+                                    for kk in kj.static_range(BN // 16):
+                                        dv = kj.wgmma.descriptor(
+                                            smem, vo + kk * 16 * ATOM, swizzle=128,
+                                            leading_byte_offset=BN * 128, stride_byte_offset=1024)
+                                        kj.wgmma.mma_async(o_acc, p_words[4 * kk:], dv,
+                                                           dtype=dtype, shape=(64, D, 16),
+                                                           trans_b=1)
+                                    kj.wgmma.commit_group()
+                                for _ in kj.static_range(PINGPONG):  # the other's turn
+                                    if c == 0 or not (LAST_PASS[phase] == 1 or (
+                                            SEC[sa] == 1 and j + 1 == n_tiles)):
+                                        kj.named_barrier.arrive(PINGPONG_BAR + 1 - c, 256)
+                                for _ in kj.static_range(S_HERE[phase] * (1 - SEC[sa])):
+                                    for _w in kj.static_range(PV_EARLY[phase]):
+                                        kj.wgmma.wait_group(1, s_acc)  # S_j done; P V may run
+                                    for _w in kj.static_range(1 - PV_EARLY[phase]):
+                                        kj.wgmma.wait_group(0, s_acc)
+                                    if lane == 0:  # K_j is read (wait_group is warp-wide)
+                                        kj.mbarrier.arrive(bars[1 + 2 * STAGES + s:])
+                                    n0 = j * BN  # masks: keys past the end or a row's causal limit
+                                    if n0 + BN > lim_a or n0 + BN > lim_b:
+                                        for i in S_IDX:
+                                            col = n0 + 8 * (i // 4) + col_q + i % 2
+                                            if (i // 2) % 2 == 0:
+                                                if col >= lim_a:
+                                                    s_acc[i] = NEG_INF
+                                            elif col >= lim_b:
                                                 s_acc[i] = NEG_INF
-                                        elif col >= lim_b:
-                                            s_acc[i] = NEG_INF
-                                # the online softmax: row maxima over the 4 lanes of a row
-                                mx_a, mx_b = m_a, m_b
-                                for i in S_IDX:
-                                    if (i // 2) % 2 == 0:
-                                        mx_a = max(mx_a, s_acc[i])
-                                    else:
-                                        mx_b = max(mx_b, s_acc[i])
-                                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
-                                mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
-                                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
-                                mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
-                                # a row that has seen no key yet keeps max -inf: subtract 0
-                                use_a = mx_a * scale_log2 if mx_a != NEG_INF else kj.float32(0.0)
-                                use_b = mx_b * scale_log2 if mx_b != NEG_INF else kj.float32(0.0)
-                                alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
-                                alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
-                                m_a, m_b = mx_a, mx_b
-                                sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
-                                for i in S_IDX:
-                                    if (i // 2) % 2 == 0:
-                                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
-                                        sum_a += p
-                                    else:
-                                        p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
-                                        sum_b += p
-                                    s_acc[i] = p
-                                l_a = l_a * alpha_a + sum_a
-                                l_b = l_b * alpha_b + sum_b
-                            if stage == 2 and OVERLAP and j > 0:  # P_{j-1} V_{j-1} is done
-                                kj.wgmma.wait_group(0, o_acc)
-                                if lane == 0:
-                                    kj.mbarrier.arrive(bars[1 + 3 * STAGES + sp:])
-                            if stage == 2 and j < n_tiles:  # O to the new maxima; P_j to registers
-                                for i in O_IDX:
-                                    if (i // 2) % 2 == 0:
-                                        o_acc[i] *= alpha_a
-                                    else:
-                                        o_acc[i] *= alpha_b
-                                kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
+                                    # the online softmax: row maxima over the 4 lanes of a row
+                                    mx_a, mx_b = m_a, m_b
+                                    for i in S_IDX:
+                                        if (i // 2) % 2 == 0:
+                                            mx_a = max(mx_a, s_acc[i])
+                                        else:
+                                            mx_b = max(mx_b, s_acc[i])
+                                    mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 1))
+                                    mx_a = max(mx_a, kj.shfl_xor_sync(0xFFFFFFFF, mx_a, 2))
+                                    mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 1))
+                                    mx_b = max(mx_b, kj.shfl_xor_sync(0xFFFFFFFF, mx_b, 2))
+                                    # a row that has seen no key yet keeps max -inf: subtract 0
+                                    use_a = (mx_a * scale_log2 if mx_a != NEG_INF
+                                             else kj.float32(0.0))
+                                    use_b = (mx_b * scale_log2 if mx_b != NEG_INF
+                                             else kj.float32(0.0))
+                                    alpha_a = kj.ex2_approx(m_a * scale_log2 - use_a)
+                                    alpha_b = kj.ex2_approx(m_b * scale_log2 - use_b)
+                                    m_a, m_b = mx_a, mx_b
+                                    sum_a, sum_b = kj.float32(0.0), kj.float32(0.0)
+                                    for i in S_IDX:
+                                        if (i // 2) % 2 == 0:
+                                            p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_a))
+                                            sum_a += p
+                                        else:
+                                            p = kj.ex2_approx(kj.fma(s_acc[i], scale_log2, -use_b))
+                                            sum_b += p
+                                        s_acc[i] = p
+                                    l_a = l_a * alpha_a + sum_a
+                                    l_b = l_b * alpha_b + sum_b
+                                # V_j, needed next, waited for here (it came with K_j): the
+                                # wait's loop is a block boundary that keeps ptxas from hoisting
+                                # the wait_group(0) below to the top of the softmax's block (it
+                                # does, and P V then overlaps nothing)
+                                for _ in kj.static_range(PV_EARLY[phase] * S_HERE[phase]):
+                                    kj.mbarrier.wait(bars[1 + STAGES + s:], use % 2)
+                                for _ in kj.static_range(PV_EARLY[phase] + SEC[sa]):
+                                    kj.wgmma.wait_group(0, o_acc)  # P V is done: V is read
+                                    if lane == 0:
+                                        kj.mbarrier.arrive(bars[1 + 3 * STAGES + pv % STAGES:])
+                                for _ in kj.static_range(S_HERE[phase] * (1 - SEC[sa])):
+                                    for i in O_IDX:  # O to the new maxima; P_j to A registers
+                                        if (i // 2) % 2 == 0:
+                                            o_acc[i] *= alpha_a
+                                        else:
+                                            o_acc[i] *= alpha_b
+                                    kj.wgmma.acc_to_a(s_acc, p_words, dtype, n=BN)
                 if not LOCKSTEP and part == 0:
                     return
         if wg > 0:
@@ -324,5 +378,5 @@ def forward_kernel(cfg: ForwardConfig):
     return kernel
 
 
-__all__ = ["BM", "BN", "OVERLAP_BY_HEAD_DIM", "THREADS", "ForwardConfig", "forward_kernel",
-           "make_forward"]
+__all__ = ["BM", "BN", "SCHEDULES", "SCHEDULE_BY_HEAD_DIM", "THREADS", "ForwardConfig",
+           "forward_kernel", "make_forward"]

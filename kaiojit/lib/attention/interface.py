@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from . import backward as B
-from .forward import ATOM, BM, BN, OVERLAP_BY_HEAD_DIM, THREADS, ForwardConfig, forward_kernel
+from .forward import ATOM, BM, BN, THREADS, ForwardConfig, forward_kernel
 
 DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 HEAD_DIMS = (64, 128)
@@ -137,8 +137,9 @@ def _config(d: int, dtype: str, causal: bool, varlen: bool) -> ForwardConfig:
     import kaiojit as kj
 
     from . import forward
-    return ForwardConfig(d, DTYPES[dtype], bool(causal), varlen, OVERLAP_BY_HEAD_DIM[d],
-                         lockstep=kj.backend() != "cuda" or forward.LOCKSTEP_ON_GPU)
+    return ForwardConfig.scheduled(d, DTYPES[dtype], bool(causal), varlen,
+                                   forward.SCHEDULE_BY_HEAD_DIM[d],
+                                   lockstep=kj.backend() != "cuda" or forward.LOCKSTEP_ON_GPU)
 
 
 def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, seqlen_k: int,

@@ -39,6 +39,7 @@ from typing import Any
 
 from kaiojit import types as kt
 from kaiojit.runtime.backend import LaunchConfig, LoadedKernel
+from kaiojit.runtime.dlpack import K_DL_CPU, K_DL_CUDA
 from kaiojit.runtime.interop import _cupy_info, _torch_info, array_extractor
 from kaiojit.runtime.memory import DeviceArray
 from kaiojit.runtime.native import dlpack_exchange, getset_reader
@@ -84,6 +85,7 @@ class _Code:
         self.has_device_array = False
         # arrays read natively through their DLPack exchange API, after the packing
         self.reads: list[tuple[str, dlpack_exchange.ArrayRead]] = []
+        self.host_reads = True  # whether every such array was host memory (a CPU tensor)
         # arrays read natively through their classes' C getters (CuPy), after the packing
         self.getset_reads: list[tuple[str, getset_reader.ArrayRead]] = []
 
@@ -174,8 +176,12 @@ def _generate(name: str, code: _Code, ncall: int, with_record: bool) -> Callable
     reads = []  # after the packing, whose pad bytes cover these arrays' slots
     slots = code.env["SLOTS"]
     if code.reads:
-        code.env["READ"] = dlpack_exchange.reader([r for _, r in code.reads], slots.address,
-                                                  code.env["DEV"], slots)
+        # CUDA tensors; CPU tensors where they were the launch's and the backend's memory is
+        # host memory (the mock backend), which the general path also takes
+        host = code.host_reads and code.env["BK"].dlpack_device_type() == K_DL_CPU
+        code.env["READ"] = dlpack_exchange.reader(
+            [r for _, r in code.reads], slots.address, code.env["DEV"], slots,
+            device_type=K_DL_CPU if host else K_DL_CUDA)
         reads.append(f"READ({', '.join(v for v, _ in code.reads)})")
     if code.getset_reads:
         code.env["READ_GETSET"] = getset_reader.reader(
@@ -256,6 +262,7 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
         code.guards.append(f"not {v}.is_conj()")
     if extractor is not None and dlpack_exchange.export_function(cls) is not None:
         _exchange(code, v, t, cls)
+        code.host_reads &= getattr(value, "is_cpu", False) is True
         return True
     if extractor is _torch_info:
         _torch(code, v, i, t, value)
