@@ -189,3 +189,16 @@ def test_ufuncs_take_foreign_arrays_and_return_numbas_device_array(kj_backend):
         returned = ufunc(host, val, out=out)
         assert returned.device_ctypes_pointer.value == out.arr.ptr
         np.testing.assert_array_equal(returned.copy_to_host(), host + val)
+
+
+def test_a_ufunc_broadcasts_numbas_device_arrays(kj_backend):
+    """A broadcast operand is a strided view of the array's memory: its interface carries the
+    pointer as an int, also where numba's arrays give ``device_ctypes_pointer`` as c_void_p."""
+    @cuda.vectorize(["f8(f8, f8)"])
+    def vsub(a, b):
+        return a - b
+
+    rows, cols = int(rng.integers(2, 9)), int(rng.integers(2, 9))
+    x, y = rng.standard_normal((rows, 1)), rng.standard_normal((1, cols))
+    got = vsub(cuda.to_device(x), cuda.to_device(y))
+    np.testing.assert_array_equal(got.copy_to_host(), x - y)

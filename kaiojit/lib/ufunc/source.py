@@ -92,7 +92,7 @@ class StridedView:
         self.base = base  # keeps the memory alive while the view is
         self.__cuda_array_interface__ = {
             "shape": shape, "strides": strides, "typestr": base.dtype.str,
-            "data": (base.device_ctypes_pointer, False), "version": 3, "stream": None,
+            "data": (int(base.ptr), False), "version": 3, "stream": None,
         }
 
 
