@@ -11,9 +11,11 @@ the launch's other findings. See docs/sanitizer.md.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -133,31 +135,54 @@ class UnwrittenMemory:
         self._lock = threading.Lock()
         self._sizes: dict[int, int] = {}
         self._bits: dict[int, np.ndarray] = {}
+        self._pending: list[int] = []  # forgotten while the lock was held (see forget)
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """The lock, with the allocations forgotten meanwhile dropped first."""
+        with self._lock:
+            while self._pending:
+                self._forget(self._pending.pop())
+            yield
 
     def __bool__(self) -> bool:
         return bool(self._sizes)
 
     def allocated(self, ptr: int, nbytes: int) -> None:
         if nbytes > 0:
-            with self._lock:
+            with self._held():
                 self._sizes[ptr] = nbytes
 
     def forget(self, ptr: int) -> None:
-        """The allocation at or around ``ptr`` counts as written from now on."""
-        with self._lock:
-            for base in self._overlapping(ptr, ptr + 1):
-                self._drop(base)
+        """The allocation at or around ``ptr`` counts as written from now on. A freed array's
+        finalizer calls this, and the garbage collector may run it on a thread that holds the
+        lock (inside any method here, where a list is built): then the pointer waits for the
+        lock's next holder instead of deadlocking. An allocation is only ever made under the
+        lock, after the waiting pointers are dropped, so a reused address is not forgotten."""
+        if not self._lock.acquire(blocking=False):
+            self._pending.append(ptr)  # atomic under the GIL
+            return
+        try:
+            while self._pending:
+                self._forget(self._pending.pop())
+            self._forget(ptr)
+        finally:
+            self._lock.release()
+
+    def _forget(self, ptr: int) -> None:
+        for base in self._overlapping(ptr, ptr + 1):
+            self._drop(base)
 
     def clear(self) -> None:
         """Everything counts as written (memory went where the checks do not see)."""
-        with self._lock:
+        with self._held():
             self._sizes.clear()
             self._bits.clear()
 
     def written(self, ptr: int, nbytes: int) -> None:
         if not self._sizes or nbytes <= 0:
             return
-        with self._lock:
+        with self._held():
             for base in self._overlapping(ptr, ptr + nbytes):
                 size = self._sizes[base]
                 lo, hi = max(ptr - base, 0), min(ptr + nbytes - base, size)
@@ -174,7 +199,7 @@ class UnwrittenMemory:
         array arguments) touch, and their bases; None if there are none."""
         if not self._sizes:
             return None
-        with self._lock:
+        with self._held():
             bases = sorted({base for lo, hi in ranges for base in self._overlapping(lo, hi)})
             if not bases:
                 return None
@@ -187,7 +212,7 @@ class UnwrittenMemory:
     def after_launch(self, bases: list[int], seen: bool) -> None:
         """A launch over ``bases`` ended: drop what it wrote all of, or (``seen`` False: its
         writes were not all watched) all of them."""
-        with self._lock:
+        with self._held():
             for base in bases:
                 bits = self._bits.get(base)
                 if not seen or (bits is not None and bits.all()):

@@ -351,3 +351,33 @@ def test_the_plugin_turns_it_on_by_default():
 
     assert os.environ.get("KAIOJIT_SANITIZE") in ("1", "0")
     assert CpuBackend().sanitize is (os.environ["KAIOJIT_SANITIZE"] == "1")
+
+
+def test_a_freed_arrays_finalizer_inside_the_unwritten_lock_does_not_deadlock():
+    """The garbage collector runs a freed array's finalizer (``forget``) wherever Python
+    allocates, also inside UnwrittenMemory's locked methods on the same thread: a full suite
+    once hung there (``written`` building its list of overlapping allocations)."""
+    import threading
+
+    from kaiojit.runtime.sanitizer import UnwrittenMemory
+
+    memory = UnwrittenMemory()
+    size = int(np.random.default_rng().integers(16, 256))
+    freed, kept = 1 << 20, 1 << 24
+    memory.allocated(freed, size)
+    memory.allocated(kept, size)
+    overlapping = memory._overlapping
+
+    def collecting(lo, hi):  # as a collection inside the list comprehension would
+        memory._overlapping = overlapping
+        memory.forget(freed)
+        return overlapping(lo, hi)
+
+    memory._overlapping = collecting
+    worker = threading.Thread(target=memory.written, args=(kept, 1), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "forget inside written() deadlocked"
+    memory.written(kept + 1, 1)  # the next holder of the lock drops the freed allocation
+    assert memory._overlapping(freed, freed + 1) == []
+    assert memory._overlapping(kept, kept + 1) == [kept]
