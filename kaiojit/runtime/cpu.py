@@ -231,6 +231,7 @@ class CpuBackend:
         self.unwritten = sanitizer.UnwrittenMemory()  # global initcheck's (checked mode only)
         self.limits = DeviceLimits()
         self._lock = threading.Lock()
+        self._unfreed: list[int] = []  # freed while the lock was held (see free)
         self._buffers: dict[int, np.ndarray] = {}
         self._handles = itertools.count(0x10, 0x10)
         self._events: dict[int, float | None] = {}
@@ -422,19 +423,34 @@ class CpuBackend:
         buf = np.empty(-(-max(nbytes, 1) // 16) * 16 + ALIGN, np.uint8)
         ptr = (buf.ctypes.data + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
+            self._drop_unfreed()
             self._buffers[ptr] = buf
         if self.sanitize:
             self.unwritten.allocated(ptr, nbytes)
         return ptr
 
     def free(self, ptr: int, device: int) -> None:
-        with self._lock:
-            self._buffers.pop(ptr, None)
+        # an array's finalizer: the garbage collector may run it on a thread that holds the
+        # lock (where it builds a tuple); then the buffer waits for the lock's next holder
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop_unfreed()
+                self._buffers.pop(ptr, None)
+            finally:
+                self._lock.release()
+        else:
+            self._unfreed.append(ptr)  # atomic under the GIL; the buffer lives until then
         self.unwritten.forget(ptr)
+
+    def _drop_unfreed(self) -> None:
+        while self._unfreed:
+            self._buffers.pop(self._unfreed.pop(), None)
 
     @property
     def live_allocations(self) -> int:
-        return len(self._buffers)
+        with self._lock:
+            self._drop_unfreed()
+            return len(self._buffers)
 
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
@@ -468,6 +484,7 @@ class CpuBackend:
 
     def pointer_device(self, ptr: int) -> int:
         with self._lock:
+            self._drop_unfreed()
             for base, buf in self._buffers.items():
                 if base <= ptr < base + buf.size:
                     return 0

@@ -381,3 +381,25 @@ def test_a_freed_arrays_finalizer_inside_the_unwritten_lock_does_not_deadlock():
     memory.written(kept + 1, 1)  # the next holder of the lock drops the freed allocation
     assert memory._overlapping(freed, freed + 1) == []
     assert memory._overlapping(kept, kept + 1) == [kept]
+
+
+def test_a_free_inside_the_cpu_backends_lock_does_not_deadlock():
+    """The same for the cpu backend's table of buffers: a finalizer's free() on a thread that
+    holds its lock (pointer_device builds tuples there) waits for the lock's next holder."""
+    import threading
+
+    backend = CpuBackend()
+    n = int(np.random.default_rng().integers(1, 100))
+    ptr = backend.alloc(n)
+    live = backend.live_allocations
+
+    def freeing_inside():
+        with backend._lock:  # as the collector running the finalizer inside pointer_device
+            backend.free(ptr, 0)
+
+    worker = threading.Thread(target=freeing_inside, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "free inside the backend's lock deadlocked"
+    assert backend.live_allocations == live - 1  # dropped by the lock's next holder
+    assert backend.pointer_device(ptr) == -1
