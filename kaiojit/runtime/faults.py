@@ -114,7 +114,7 @@ class FaultWatch:
         words = (ctypes.c_int64 * FAULT_WORDS)()
         try:
             backend.read_device(ctypes.addressof(words), address, ctypes.sizeof(words), device)
-        except Exception:  # the context is going away (a sticky error, interpreter exit)
+        except CudaError:  # the context is going away (a sticky error, interpreter exit)
             return
         if words[FAULT_KIND] != 0:
             self.pending.append(fault_error(name, sites, list(words)))
