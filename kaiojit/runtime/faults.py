@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from kaiojit.errors import KernelError, raised_exception, source_position
+from kaiojit.errors import CudaError, KernelError, raised_exception, source_position
 from kaiojit.target import (
     ERR_ASSERT,
     ERR_BOUNDS,
