@@ -28,8 +28,11 @@ for step in $steps; do
         # the whole suite: gpu-marked tests, and the end-to-end suite on the cuda backend
         # (-v: each test's outcome as it ends, so a run stopped by its timeout still names what
         # failed; --tb=line: one line a failure at the end; TESTS_JOBS=8: pytest-xdist workers)
+        # (TESTS_EACH=120: pytest-timeout's limit a test, where it is installed, so a hang
+        # fails its test by name instead of stopping the run)
         jobs=${TESTS_JOBS:+-n $TESTS_JOBS}
-        timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -v -p no:cacheprovider $jobs --tb=line -rfEs 2>&1 \
+        each=${TESTS_EACH:+--timeout $TESTS_EACH}
+        timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -v -p no:cacheprovider $jobs $each --tb=line -rfEs 2>&1 \
             | tee "$OUT/gpu_tests.log" | tail -40 ;;&
     numba)
         timeout ${NUMBA_TIMEOUT:-500} python3 tools/numba_suite/run.py --backend cuda --tests .numba_cudapy \
