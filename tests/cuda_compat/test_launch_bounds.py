@@ -1,12 +1,16 @@
 """``launch_bounds=`` (numba's, CUDA C's ``__launch_bounds__``): PTX's .maxntid,
-.minnctapersm and .maxclusterrank; a launch of a bigger block fails as the driver's does.
+.minnctapersm and .maxclusterrank; a launch of a bigger block is a LaunchError naming the
+bound, raised before the driver would refuse it.
 ``shared_memory_carveout=`` is checked as numba checks it."""
+
+import traceback
 
 import numpy as np
 import pytest
 
 import kaiojit as kj
 from kaiojit import cuda
+from tests.located import assert_no_internals
 
 rng = np.random.default_rng()
 
@@ -35,8 +39,11 @@ def test_launch_above_the_bound_fails(kj_backend):
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(64))
     with pytest.raises(kj.LaunchError, match=r"^kernel 'fill': block \(128, 1, 1\) has 128 "
                                             r"threads; this kernel can run at most 64 per block "
-                                            r"\(its launch_bounds\)$"):
+                                            r"\(its launch_bounds\)$") as info:
         bounded[1, 128](out)  # refused before the driver would (CUDA_ERROR_INVALID_VALUE)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert frames[0].filename == __file__ and "bounded[1, 128](out)" in frames[0].line
+    assert_no_internals(info.value)
 
 
 @pytest.mark.parametrize("bad, error, text", [
