@@ -20,6 +20,7 @@ from kaiojit.errors import PerformanceWarning, warn_user
 from kaiojit.runtime.interop import (
     array_extractor,
     cai_extractor,
+    cai_info,
     instance_extractor,
     producer_stream,
 )
@@ -314,10 +315,12 @@ def _array_writer(first: int, t: kt.ArrayType, name: str, written: bool = True) 
             info = staged.device_array.launch_info
         else:
             try:
-                info = ex(value)
-                cai = value.__cuda_array_interface__ if ex is cai_extractor else None
-                if cai is not None:
+                if ex is cai_extractor:  # the dict read once (a producer may build it per read)
+                    cai = value.__cuda_array_interface__
+                    info = cai_info(cai)
                     producer_stream(cai)  # synchronized on, as CAI v3 asks
+                else:
+                    cai, info = None, ex(value)
             except TypeError as e:
                 raise TypeError(f"parameter {name!r}: {e}") from None
             if written and cai is not None and cai["data"][1]:
