@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|torchop|coldstart|compile|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
 # (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
@@ -74,6 +74,8 @@ for step in $steps; do
         timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
     coldstart|all)
         timeout 240 python3 benchmarks/cold_start.py --target nvptx --arch sm_90a 2>&1 | tee "$OUT/cold_start.log" | tail -12 ;;&
+    aotspeed|all)  # an exported cubin's kernel against the JIT's
+        timeout 200 python3 benchmarks/aot_speed.py 2>&1 | tee "$OUT/aot_speed.log" | tail -6 ;;&
     compile|all)
         NUMBA_CUDA_PATH=$NP22 timeout 200 python3 benchmarks/compile_time.py 2>&1 | tee "$OUT/compile.log" | tail -12 ;;&
     fuzz)  # a run of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports
