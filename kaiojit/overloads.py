@@ -14,7 +14,9 @@ def accepts(param: T.Type, arg: T.Type) -> bool:
         return param.accepts(arg)
     if isinstance(param, T.ArrayType) and isinstance(arg, T.ArrayType):
         return (param.dtype == arg.dtype and param.ndim == arg.ndim
-                and param.layout in ("A", arg.layout))
+                and param.layout in ("A", arg.layout)
+                and (not param.align or arg.align == param.align))  # no unaligned data for
+        # a kernel compiled to assume 16-byte aligned rows (128-bit accesses)
     return isinstance(param, T.ScalarType) and isinstance(arg, T.ScalarType)
 
 

@@ -9,7 +9,6 @@ module is imported.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from kaiojit.aot.manifest import USER_ERRORS, ArtifactError, Entry, Manifest
 from kaiojit.errors import user_facing
 from kaiojit.options import VERSION, CompileOptions
 from kaiojit.overloads import accepts as _accepts
+from kaiojit.runtime.args import typeof
 from kaiojit.target import HostImage
 
 
@@ -66,7 +66,17 @@ def choose_arch(archs: list[str], cc: int, cubin: bool) -> str | None:
 
 
 class ExportedKernel:
-    """An exported kernel: its signatures, launched as ``kernel[grid, block](...)``."""
+    """An exported kernel: its signatures, launched as ``kernel[grid, block](...)``.
+
+    It launches as a ``@kj.jit`` kernel does: ``kernel[config]`` is a
+    :class:`~kaiojit.launch.launcher.Launcher` (cached per configuration) whose first call
+    takes the general path (type the arguments, pick the exported signature, load, check,
+    pack, launch) and then builds the runtime's fast form of that launch; later
+    ``kernel[config]`` return the fast form itself, so a repeated launch costs what a JIT
+    kernel's does. It offers the launcher what it reads of a dispatcher: ``loaded_kernel``,
+    ``passed_args``, ``constexpr_positions`` and ``cache_fast_launch``."""
+
+    constexpr_positions: tuple[int, ...] = ()  # an export has none: constants are folded
 
     def __init__(self, module: ExportedModule, name: str, entries: list[Entry]):
         self.module = module
@@ -74,33 +84,63 @@ class ExportedKernel:
         self.entries = entries
         self.signatures = [kt.parse_signature(e.signature) for e in entries]
         self._loaded: dict[int, Any] = {}
+        self._by_types: dict[tuple, Any] = {}  # the arguments' types -> the loaded kernel
+        self._launchers: dict[Any, Any] = {}  # configuration -> Launcher or its fast form
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<exported kernel {self.__name__}: {', '.join(map(str, self.signatures))}>"
 
-    @user_facing(errors=USER_ERRORS)
     def __getitem__(self, config):
-        from kaiojit.launch.launcher import parse_launch_config
+        try:
+            launcher = self._launchers.get(config)
+        except TypeError:  # an unhashable configuration (lists): a launcher of its own
+            launcher, cached = None, False
+        else:
+            cached = len(self._launchers) < 64
+        if launcher is None:
+            from kaiojit.launch.launcher import Launcher, parse_launch_config
 
-        grid, block, stream, shared, cluster = parse_launch_config(config)
-        return functools.partial(self._configured, grid, block, stream, shared, cluster)
-
-    @user_facing(errors=USER_ERRORS)
-    def _configured(self, grid, block, stream, shared, cluster, *args) -> None:
-        """``kernel[grid, block, ...](*args)``: the partial of ``__getitem__`` calls it (a
-        partial adds no frame between the user's call and this entry point)."""
-        self._launch(grid, block, stream, shared, args, cluster)
+            try:
+                parsed = parse_launch_config(config)
+            except (TypeError, ValueError) as e:  # shown at the user's kernel[...]
+                __tracebackhide__ = True  # noqa: F841
+                raise e.with_traceback(None) from None
+            launcher = Launcher(self, *parsed, config if cached else None)
+            if cached:
+                self._launchers[config] = launcher
+        return launcher
 
     @user_facing(errors=USER_ERRORS)
     def launch(self, *args, grid, block, shared_mem=0, stream=None, cluster=None):
-        self._launch(grid, block, stream, shared_mem, args, cluster)
+        self.loaded_kernel(args).launch(grid, block, stream, shared_mem, args, cluster)
 
-    def _launch(self, grid, block, stream, shared, args, cluster) -> None:
-        loaded = self._loaded_for(args)
-        loaded.launch(grid, block, stream, shared, args, cluster)
+    # --- what a Launcher reads of its kernel --------------------------------------------------
 
-    def _loaded_for(self, args: tuple) -> Any:
+    def passed_args(self, args: tuple) -> tuple:
+        return args
+
+    def cache_fast_launch(self, config: Any, fast: Any) -> None:
+        """``kernel[config]`` returns ``fast`` from now on, if ``config``'s launcher is
+        still cached."""
+        if self._launchers.get(config) is not None:
+            self._launchers[config] = fast
+
+    def loaded_kernel(self, args: tuple) -> Any:
+        """The loaded signature that takes ``args``: by their types once they were seen,
+        else matched (a ``TypeError`` naming the signatures exported) and loaded."""
+        try:
+            key = tuple([typeof(a) for a in args])
+        except TypeError:  # an argument kaiojit cannot type: argument_types names it
+            key = None
+        loaded = self._by_types.get(key) if key is not None else None
+        if loaded is None:
+            loaded = self._match(args)
+            if key is not None and len(self._by_types) < 64:
+                self._by_types[key] = loaded
+        return loaded
+
+    def _match(self, args: tuple) -> Any:
         types = argument_types(self.__name__, self.entries[0].arg_names, args)
         for i, sig in enumerate(self.signatures):
             if all(_accepts(p, a) for p, a in zip(sig.args, types)):
@@ -136,6 +176,11 @@ class ExportedModule:
                     lambda entries, name=name: ExportedKernel(self, name, entries))
             else:
                 self.kernels[name] = ExportedKernel(self, name, es)
+        # plain attributes, so ``module.saxpy`` costs no __getattr__ call at each launch (a
+        # kernel named as a method or attribute of the module stays reachable as module[name])
+        for name, kernel in self.kernels.items():
+            if name not in self.__dict__ and not hasattr(type(self), name):
+                self.__dict__[name] = kernel
 
     def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("kernels", {})

@@ -243,7 +243,7 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
            device: int) -> bool:
     cls = value.__class__
     if cls is DeviceArray:
-        if value.kaiojit_type != t or value.device_id != device:
+        if not _same_array(value.kaiojit_type, t) or value.device_id != device:
             return False  # an eager signature that converts: the general path's work
         if i is not None:
             tag = code.const(f"G{i}", value.launch_tag)
@@ -271,6 +271,14 @@ def _array(code: _Code, v: str, i: int | None, t: kt.ArrayType, value: Any,
         _cupy(code, v, i, t, value)
         return True
     return False
+
+
+def _same_array(arg: kt.ArrayType, param: kt.ArrayType) -> bool:
+    """Whether a DeviceArray of type ``arg`` packs as ``param`` takes it: the same type, or
+    an aligned array for a parameter that assumes no alignment (an eager or exported
+    signature spelled without ``align=16``): the same bytes either way."""
+    return arg == param or (not param.align and arg.dtype == param.dtype
+                            and arg.ndim == param.ndim and arg.layout == param.layout)
 
 
 def _shape_and_alignment(code: _Code, v: str, t: kt.ArrayType, ptr: str,
