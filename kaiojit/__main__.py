@@ -195,6 +195,9 @@ def _aot_arguments(a: argparse.ArgumentParser) -> None:
                    help='a signature, e.g. "void(float32[::1], int32)"; repeat for more')
     a.add_argument("--arch", default="sm_90", help="comma-separated, e.g. sm_80,sm_90,sm_90a")
     a.add_argument("--target", choices=["nvptx", "host"], default="nvptx")
+    a.add_argument("--compiler", choices=["auto", "ptxas", "driver"], default="auto",
+                   help="what makes the cubins: ptxas, the CUDA driver's linker, or auto "
+                        "(ptxas where found, else the driver; docs/aot.md)")
     a.add_argument("-o", "--out", required=True, help="the directory to write")
 
 
@@ -210,13 +213,14 @@ def _aot(args) -> int:
         disp = obj if isinstance(obj, Dispatcher) or is_autotuned(obj) else kj.jit(obj)
         kernels[disp] = list(args.sig)
     try:
-        manifest = export(args.out, kernels, args.arch.split(","), args.target)
+        manifest = export(args.out, kernels, args.arch.split(","), args.target, args.compiler)
     except (ExportError, kj.CompileError, TypeError, ValueError) as e:
         raise CliError(EXIT_COMPILE, f"aot: {e}") from None
     for e in manifest.entries:
         print(f"{e.kernel}: {e.signature} -> {e.c_name}")
+    made = f", cubins by {manifest.compiler_version}" if manifest.compiler else ""
     print(f"wrote {len(manifest.entries)} signature(s) for {manifest.target} "
-          f"({', '.join(manifest.archs) or 'host'}) to {args.out}")
+          f"({', '.join(manifest.archs) or 'host'}{made}) to {args.out}")
     return 0
 
 

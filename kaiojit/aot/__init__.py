@@ -17,12 +17,12 @@ from kaiojit.errors import user_facing
 
 
 @user_facing(errors=USER_ERRORS)
-def export(out_dir, kernels, archs=("sm_90",), target="nvptx"):
+def export(out_dir, kernels, archs=("sm_90",), target="nvptx", compiler="auto"):
     """Export ``kernels`` (``{kernel: [signature, ...]}``) into ``out_dir``; see
     :func:`kaiojit.aot.exporter.export`."""
     from kaiojit.aot.exporter import export as _export
 
-    return _export(out_dir, kernels, archs, target)
+    return _export(out_dir, kernels, archs, target, compiler)
 
 
 __all__ = ["ArtifactError", "ExportedKernel", "ExportedModule", "export", "load"]

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from kaiojit import types as kt
 from kaiojit.aot.autotuned import call_signature, config_signature, is_autotuned, tuning_record
 from kaiojit.aot.cheader import record_tag, write_c_launcher
-from kaiojit.aot.manifest import ArtifactError, Entry, Manifest
-from kaiojit.errors import KaiojitError
+from kaiojit.aot.cubin import DriverLinker, Ptxas, cubin_compiler
+from kaiojit.aot.manifest import ArtifactError, Entry, ExportError, Manifest
 from kaiojit.options import VERSION
 from kaiojit.runtime.slots import SlotLayout
 from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
@@ -29,18 +29,16 @@ from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
 LIBRARY = "libkaiojit_kernels.so"
 
 
-class ExportError(KaiojitError):
-    """A kernel that cannot be exported as asked (named, with why)."""
-
-
 def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
-           target: str = "nvptx") -> Manifest:
+           target: str = "nvptx", compiler: str = "auto") -> Manifest:
     """Export ``kernels`` (``{dispatcher: [signature, ...]}``) into ``out_dir``.
 
     ``target`` is ``"nvptx"`` (a cubin and the PTX per arch in ``archs``) or ``"host"`` (one
     shared library of host code, for the cpu backend and the C launcher without a GPU). An
     autotuned kernel's signatures are those it is called with; each is exported once per
-    config, with the tuner's choices so far (:mod:`kaiojit.aot.autotuned`).
+    config, with the tuner's choices so far (:mod:`kaiojit.aot.autotuned`). ``compiler``
+    makes the cubins: ``"ptxas"``, ``"driver"`` (the CUDA driver's linker) or ``"auto"``
+    (ptxas where found, else the driver; :mod:`kaiojit.aot.cubin`).
     """
     if target not in ("nvptx", "host"):
         raise ValueError(f"target must be 'nvptx' or 'host', got {target!r}")
@@ -52,6 +50,7 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
             raise ExportError(str(e)) from None
     if target == "nvptx" and not archs:
         raise ExportError("no arch to export for: give at least one, e.g. sm_90")
+    maker = cubin_compiler(compiler) if target == "nvptx" else None
     os.makedirs(out_dir, exist_ok=True)
     entries: list[Entry] = []
     objects: list[bytes] = []
@@ -59,7 +58,7 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
 
     def one(dispatcher, sig) -> Entry:
         if target == "nvptx":
-            entries.append(_export_nvptx(out_dir, dispatcher, sig, archs))
+            entries.append(_export_nvptx(out_dir, dispatcher, sig, archs, maker))
         else:
             entry, obj = _export_host(dispatcher, sig)
             entries.append(entry)
@@ -86,6 +85,8 @@ def export(out_dir: str, kernels: Mapping, archs: Iterable[str] = ("sm_90",),
     _check_unique(entries)
     manifest = Manifest(target=target, kaiojit_version=VERSION, entries=entries, archs=archs,
                         autotuned=tuned)
+    if maker is not None:
+        manifest.compiler, manifest.compiler_version = maker.name, maker.version
     if target == "host":
         manifest.library = LIBRARY
         manifest.host_triple = _host_triple()
@@ -118,32 +119,39 @@ def _entry(ck, c_name: str, cooperative: bool) -> Entry:
                  options=options)
 
 
-def _export_nvptx(out_dir: str, dispatcher, sig, archs: list[str]) -> Entry:
+def _export_nvptx(out_dir: str, dispatcher, sig, archs: list[str],
+                  maker: Ptxas | DriverLinker) -> Entry:
+    """Per arch: the PTX and its cubin, and the same of the kernel's coarse entry where it has
+    one (the JIT launches it for large grids; so does the loader)."""
     from kaiojit.runtime.cooperative import GRID_BARRIER_SYMBOL
-    from kaiojit.tools.binutils import find_tool
 
-    ptxas = find_tool("ptxas")
-    if ptxas is None:
-        raise ExportError("export needs ptxas to make cubins: `pip install nvidia-cuda-nvcc` "
-                          "or a CUDA toolkit on PATH")
     entry = None
     for arch in archs:
-        ck = _compile(dispatcher, sig, TargetSpec("nvptx", arch, ptx_version_for(arch)))
+        ck = _compile(dispatcher, sig, TargetSpec("nvptx", arch,
+                                                  ptx_version_for(arch, maker.ptx_limit)))
         if entry is None:
             entry = _entry(ck, c_function_name(ck.py_name, ck.signature),
                            GRID_BARRIER_SYMBOL in ck.ptx)
-        stem = f"{ck.name}.{arch}"
-        ptx_file, cubin_file = stem + ".ptx", stem + ".cubin"
-        with open(os.path.join(out_dir, ptx_file), "w") as f:
-            f.write(ck.ptx)
-        done = subprocess.run([ptxas, f"-arch={arch}", "-o", os.path.join(out_dir, cubin_file),
-                               os.path.join(out_dir, ptx_file)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ExportError(f"ptxas refused {ck.py_name}: {ck.signature} for {arch}:\n"
-                              f"{done.stderr.strip()}")
-        entry.ptx[arch] = ptx_file
-        entry.cubins[arch] = cubin_file
+        what = f"{ck.py_name}: {ck.signature}"
+        entry.ptx[arch], entry.cubins[arch] = _write_image(out_dir, ck.name, ck.ptx, arch,
+                                                           maker, what)
+        if ck.coarse is not None:
+            entry.coarse_symbol = ck.coarse.name
+            entry.coarse_ptx[arch], entry.coarse_cubins[arch] = _write_image(
+                out_dir, ck.coarse.name, ck.coarse.ptx, arch, maker, f"{what} (coarse entry)")
     return entry
+
+
+def _write_image(out_dir: str, symbol: str, ptx: str, arch: str, maker: Ptxas | DriverLinker,
+                 what: str) -> tuple[str, str]:
+    """``SYMBOL.ARCH.ptx`` and the cubin ``maker`` makes of it; their file names."""
+    stem = f"{symbol}.{arch}"
+    ptx_file, cubin_file = stem + ".ptx", stem + ".cubin"
+    ptx_path = os.path.join(out_dir, ptx_file)
+    with open(ptx_path, "w") as f:
+        f.write(ptx)
+    maker.make(ptx, ptx_path, os.path.join(out_dir, cubin_file), arch, what)
+    return ptx_file, cubin_file
 
 
 def _export_host(dispatcher, sig) -> tuple[Entry, bytes]:

@@ -17,7 +17,7 @@ from typing import Any
 from kaiojit import types as kt
 from kaiojit.aot.arguments import argument_types
 from kaiojit.aot.manifest import USER_ERRORS, ArtifactError, Entry, Manifest
-from kaiojit.errors import user_facing
+from kaiojit.errors import CudaError, user_facing
 from kaiojit.options import VERSION, CompileOptions
 from kaiojit.overloads import accepts as _accepts
 from kaiojit.runtime.args import typeof
@@ -41,6 +41,24 @@ class ExportedImage:
     fault_sites: tuple = ()
     coarse: Any = None
     arch: str = field(default="")  # the arch of the image chosen (nvptx)
+
+
+class ExportedCoarse:
+    """An exported kernel's coarse entry, shaped as the compiler's CoarseEntry is for the
+    runtime (``name``, ``ptx``, and here ``cubin``): its files are read when a launch first
+    takes it (most processes never run a grid that large)."""
+
+    def __init__(self, name: str, read: Any, ptx_file: str, cubin_file: str | None):
+        self.name = name
+        self._read, self._ptx_file, self._cubin_file = read, ptx_file, cubin_file
+
+    @property
+    def ptx(self) -> str:
+        return self._read(self._ptx_file, text=True)
+
+    @property
+    def cubin(self) -> bytes | None:
+        return self._read(self._cubin_file, text=False) if self._cubin_file else None
 
 
 def _arch_cc(arch: str) -> tuple[int, bool]:
@@ -104,7 +122,7 @@ class ExportedKernel:
             try:
                 parsed = parse_launch_config(config)
             except (TypeError, ValueError) as e:  # shown at the user's kernel[...]
-                __tracebackhide__ = True  # noqa: F841
+                __tracebackhide__ = True
                 raise e.with_traceback(None) from None
             launcher = Launcher(self, *parsed, config if cached else None)
             if cached:
@@ -195,10 +213,25 @@ class ExportedModule:
     def __dir__(self):
         return [*super().__dir__(), *self.kernels]
 
+    def __repr__(self) -> str:
+        m = self.manifest
+        made = f", cubins by {m.compiler_version}" if m.compiler_version else ""
+        return (f"<exported kernels {', '.join(self.kernels)} from {self.directory!r}: "
+                f"{m.target} ({', '.join(m.archs) or m.host_triple}{made})>")
+
     def load_entry(self, entry: Entry) -> Any:
-        image = (self._host_image(entry) if self.manifest.target == "host"
-                 else self._gpu_image(entry))
-        return self.backend.load_kernel(image)
+        if self.manifest.target == "host":
+            return self.backend.load_kernel(self._host_image(entry))
+        image = self._gpu_image(entry)
+        loaded = self.backend.load_kernel(image)
+        try:  # the module now, so that an image the driver refuses names who made it
+            loaded.on_device(self.backend.current_device())
+        except CudaError as e:
+            what = (f"its {image.arch} cubin (made by {self.manifest.compiler_version})"
+                    if image.cubin is not None else f"its {image.arch} PTX")
+            raise ArtifactError(f"{entry.kernel}: {entry.signature}: the driver refused "
+                                f"{what}: {e}") from None
+        return loaded
 
     def _common(self, entry: Entry) -> dict:
         known = CompileOptions.__dataclass_fields__
@@ -221,7 +254,12 @@ class ExportedModule:
                                 f"export for sm_{cc} too")
         ptx = self._read(entry.ptx[ptx_arch], text=True)
         cubin = self._read(entry.cubins[arch], text=False) if arch else None
-        return ExportedImage(ptx=ptx, cubin=cubin, arch=arch or ptx_arch, **self._common(entry))
+        coarse = None
+        if entry.coarse_symbol:  # taken as the JIT takes it: grids of many threads
+            coarse = ExportedCoarse(entry.coarse_symbol, self._read, entry.coarse_ptx[ptx_arch],
+                                    entry.coarse_cubins[arch] if arch else None)
+        return ExportedImage(ptx=ptx, cubin=cubin, arch=arch or ptx_arch, coarse=coarse,
+                             **self._common(entry))
 
     def _host_image(self, entry: Entry) -> ExportedImage:
         library = os.path.join(os.path.abspath(self.directory), self.manifest.library)

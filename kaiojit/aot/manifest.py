@@ -16,13 +16,18 @@ from dataclasses import asdict, dataclass, field
 
 from kaiojit.errors import KaiojitError
 
-FORMAT = 2  # 2: autotuned kernels (Entry.autotune, Manifest.autotuned)
+FORMAT = 3  # 2: autotuned kernels (Entry.autotune, Manifest.autotuned); 3: coarse entries,
+# the cubins' compiler (Entry.coarse_*, Manifest.compiler*)
 MANIFEST = "manifest.json"
 
 
 class ArtifactError(KaiojitError):
     """An exported artifact that cannot be used here: missing, stale or without a kernel or
     signature or arch asked for."""
+
+
+class ExportError(KaiojitError):
+    """A kernel that cannot be exported as asked (named, with why)."""
 
 
 # what a bad call of the AOT API raises: shown at the user's line (kaiojit.errors.user_facing)
@@ -49,6 +54,11 @@ class Entry:
     uses_block_mode: bool = False                          # host
     sites: list[dict] = field(default_factory=list)        # host: where a fault came from
     autotune: dict = field(default_factory=dict)  # an autotuned kernel's: index, call_signature
+    # nvptx: the kernel's coarse entry (kaiojit/kir/coarsen.py), which the JIT launches for
+    # grids of KAIOJIT_COARSE_MIN_THREADS threads or more; "" where it has none
+    coarse_symbol: str = ""
+    coarse_cubins: dict[str, str] = field(default_factory=dict)  # arch -> file
+    coarse_ptx: dict[str, str] = field(default_factory=dict)     # arch -> file
 
 
 @dataclass(slots=True)
@@ -60,6 +70,8 @@ class Manifest:
     library: str = ""           # host: the shared library's file name
     host_triple: str = ""       # host: what the library was compiled for
     autotuned: dict = field(default_factory=dict)  # kernel -> configs and the tuner's choices
+    compiler: str = ""          # nvptx: what made the cubins, "ptxas" or "driver" (aot/cubin.py)
+    compiler_version: str = ""  # e.g. "ptxas 13.0 (V13.0.88)", "CUDA 13.0 driver"
     format: int = FORMAT
 
     def write(self, directory: str) -> str:

@@ -220,6 +220,48 @@ class CudaBackend:
             raise err
         return self.drv.CUmodule(module.value)
 
+    def link_ptx(self, ptx: str, arch: str) -> bytes:
+        """A cubin of ``ptx`` for ``arch`` (any arch this driver's compiler knows, not only
+        the device's), made by the driver's linker (``cuLinkCreate`` / ``cuLinkAddData`` /
+        ``cuLinkComplete``) with the options the JIT's module load passes: the target, and
+        line info where the PTX has a line table. ``kaiojit.aot`` exports with it
+        (``compiler="driver"``); the driver compiles linker input as relocatable code."""
+        self.current_device()  # the linker needs a current context
+        jit = self.drv.CUjit_option
+        error_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
+        names = [jit.CU_JIT_TARGET, jit.CU_JIT_ERROR_LOG_BUFFER,
+                 jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
+        values = [jit_target(arch), ctypes.addressof(error_log), _JIT_LOG_BYTES]
+        if "\t.loc\t" in ptx:  # as _load_module: keep the line table
+            names.append(jit.CU_JIT_GENERATE_LINE_INFO)
+            values.append(1)
+        opts = (ctypes.c_int * len(names))(*(int(n) for n in names))
+        vals = (ctypes.c_void_p * len(values))(*values)
+        create, add, complete, destroy = driver.link_entry_points()
+        state = ctypes.c_void_p()
+        rc = create(len(names), opts, vals, ctypes.byref(state))
+        if rc != 0:
+            raise error_for(rc, f"cuLinkCreate for {arch}")
+        try:
+            data = ptx.encode() + b"\0"
+            rc = add(state, driver.JIT_INPUT_PTX, data, len(data), b"kernel.ptx", 0, None, None)
+            cubin, size = ctypes.c_void_p(), ctypes.c_size_t()
+            if rc == 0:
+                rc = complete(state, ctypes.byref(cubin), ctypes.byref(size))
+            if rc != 0:
+                e = error_for(rc, f"linking PTX for {arch} with the driver (cuLinkComplete)")
+                log = error_log.value.decode(errors="replace").strip()
+                raise CudaError(e.name, f"{e.text}\nJIT log:\n{log}" if log else e.text,
+                                e.context, e.code)
+            return ctypes.string_at(cubin.value, size.value)
+        finally:
+            destroy(state)
+
+    def compiler_version(self) -> str:
+        """The driver's CUDA version, which names its PTX compiler: ``CUDA 13.0 driver``."""
+        version = driver.driver_version()
+        return f"CUDA {version // 1000}.{version % 1000 // 10} driver"
+
     def unload_module(self, module: Any, device: int) -> None:
         if self.closing:
             return
@@ -557,6 +599,14 @@ class CudaBackend:
         if rc != 0:
             raise error_for(rc, f"cuTensorMapEncodeTiled(dims={dims}, box={box})")
         return ctypes.string_at(address_out, 128)
+
+
+def jit_target(arch: str) -> int:
+    """The driver's ``CUjit_target`` of ``sm_XY`` (``sm_90a``: the arch-specific target, the
+    accelerated base plus 90; ``sm_100f``: the family one)."""
+    digits = int("".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit()))
+    suffix = arch[-1] if arch[-1] in "af" else ""
+    return digits + {"": 0, "a": 0x10000, "f": 0x20000}[suffix]
 
 
 def check_entry_params(ptx: str, name: str, expected: int) -> None:

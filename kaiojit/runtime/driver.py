@@ -168,6 +168,22 @@ TENSORMAP_PROTO = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
     ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int)
 _ENTRY_POINT_CUDA_VERSION = 12000
+# cuLinkCreate, cuLinkAddData, cuLinkComplete, cuLinkDestroy (kaiojit.aot's driver compiler)
+_LINK_PROTOS = (
+    ("cuLinkCreate", ctypes.CFUNCTYPE(ctypes.c_int, _u, ctypes.POINTER(ctypes.c_int),
+                                      ctypes.POINTER(_p), ctypes.POINTER(_p))),
+    ("cuLinkAddData", ctypes.CFUNCTYPE(ctypes.c_int, _p, ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_size_t, ctypes.c_char_p, _u, _p, _p)),
+    ("cuLinkComplete", ctypes.CFUNCTYPE(ctypes.c_int, _p, ctypes.POINTER(_p),
+                                        ctypes.POINTER(ctypes.c_size_t))),
+    ("cuLinkDestroy", ctypes.CFUNCTYPE(ctypes.c_int, _p)),
+)
+JIT_INPUT_PTX = 1  # CU_JIT_INPUT_PTX
+
+
+def link_entry_points() -> tuple[Any, ...]:
+    """The driver's linker functions as ctypes functions (looked up at each export: rare)."""
+    return tuple(entry_point(name, proto) for name, proto in _LINK_PROTOS)
 
 
 def entry_point(name: str, proto: Any) -> Any:

@@ -231,7 +231,8 @@ class _DeviceKernel:
         self.coarse_tried = True
         entry = image.coarse
         try:
-            module = backend.load_module(entry.ptx, self.device)
+            # an exported kernel's coarse entry (kaiojit.aot) may bring its cubin
+            module = backend.load_module(getattr(entry, "cubin", None) or entry.ptx, self.device)
             weakref.finalize(self, _unload, backend, module, self.device).atexit = False
             fn = backend.get_function(module, entry.name, self.device)
             threads = backend.function_attributes(fn).get("max_threads_per_block") or 0

@@ -107,6 +107,7 @@ class MockBackend:
         self.synchronize_calls = 0
         self.dynamic_shared_set: list[tuple[str, int]] = []
         self.loaded_images: list[bytes] = []  # cubins loaded (kaiojit.aot), in order
+        self.links: list[tuple[str, bool]] = []  # link_ptx calls: (arch, line info)
         self.fail_next_sync: CudaError | None = None
         self.faults = FaultWatch()  # as the cuda backend's: read after waits
         self.freed_globals: set[int] = set()  # addresses of unloaded modules' globals
@@ -171,6 +172,22 @@ class MockBackend:
             raise CudaError("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed\n"
                             "JIT log:\nptxas fatal: mock backend found no .entry in the PTX")
         return MockModule(image, device)
+
+    def link_ptx(self, ptx: str, arch: str) -> bytes:
+        """A stand-in cubin of ``ptx`` for ``arch``, as the cuda backend's driver linker
+        makes one: an ELF header, the entries' names (which ``get_function`` finds), and a
+        digest of the PTX and arch. Each call is recorded in ``links`` as ``(arch, line
+        info asked)``; PTX without an entry fails as the driver's compiler would."""
+        entries = re.findall(r"\.entry\s+(\w+)", ptx)
+        if not entries:
+            raise CudaError("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed",
+                            f"linking PTX for {arch} with the driver")
+        self.links.append((arch, "\t.loc\t" in ptx))
+        digest = hashlib.sha256(f"{arch}\n{ptx}".encode()).digest()
+        return b"\x7fELF\0" + b"\0".join(e.encode() for e in entries) + b"\0" + digest
+
+    def compiler_version(self) -> str:
+        return "mock driver"
 
     def module_global(self, module: MockModule, name: str, device: int) -> int:
         """The address of a ``.global .b8 name[n]`` of the module's PTX (zeros at load)."""
