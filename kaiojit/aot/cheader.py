@@ -189,10 +189,24 @@ def _config_note(manifest: Manifest, entry: Entry) -> str:
     return note
 
 
+def _alignment_checks(entry: Entry) -> list[str]:
+    """An ``align=16`` array's data and row strides tested first: a kernel compiled for
+    aligned rows would fault on others, so the launch returns 1 (``CUDA_ERROR_INVALID_VALUE``
+    on the GPU) as the Python loader refuses them."""
+    out = []
+    for t, name in zip(kt.parse_signature(entry.signature).args, entry.arg_names):
+        if isinstance(t, kt.ArrayType) and t.align:
+            terms = [f"(uintptr_t){name} % {t.align}"]
+            if t.passes_strides:
+                terms += [f"{name}_strides[{i}] % {t.align}" for i in range(t.ndim - 1)]
+            out.append(f"    if ({' || '.join(terms)}) return 1; /* {name}: align={t.align} */")
+    return out
+
+
 def _pack(entry: Entry) -> list[str]:
     """C statements that fill ``slots`` and ``params`` for ``entry``."""
     _, writes = c_parameters(entry)
-    out = [f"    uint64_t raw[{entry.slot_count + 8}];",
+    out = [*_alignment_checks(entry), f"    uint64_t raw[{entry.slot_count + 8}];",
            "    uint64_t *slots = (uint64_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);",
            f"    void *params[{max(len(writes), 1)}];",
            f"    memset(slots, 0, {entry.slot_count} * sizeof(uint64_t));"]

@@ -236,14 +236,15 @@ def _short(t: kt.ScalarType) -> str:
 
 def c_function_name(py_name: str, signature: kt.Signature) -> str:
     """``kaiojit_<kernel>__<param>__...``: one C identifier per kernel and signature, readable
-    (``f32_1dC`` is a C-contiguous 1-D float32 array)."""
+    (``f32_1dC`` is a C-contiguous 1-D float32 array, ``f32_1dCa16`` one of 16-byte aligned
+    data, ``align=16``)."""
     parts = []
     for t in signature.args:
         if isinstance(t, kt.ArrayType):
             dtype = _short(t.dtype) if isinstance(t.dtype, kt.ScalarType) else \
                 record_tag(t.dtype) if isinstance(t.dtype, kt.RecordType) else \
                 re.sub(r"\W", "", str(t.dtype))
-            parts.append(f"{dtype}_{t.ndim}d{t.layout}")
+            parts.append(f"{dtype}_{t.ndim}d{t.layout}{'a16' if t.align else ''}")
         elif isinstance(t, kt.TensorMapType):
             parts.append("tmap")
         else:

@@ -110,23 +110,24 @@ class ExportedKernel:
         return f"<exported kernel {self.__name__}: {', '.join(map(str, self.signatures))}>"
 
     def __getitem__(self, config):
+        __tracebackhide__ = True  # a new configuration's error passes through this frame
         try:
             launcher = self._launchers.get(config)
         except TypeError:  # an unhashable configuration (lists): a launcher of its own
-            launcher, cached = None, False
-        else:
-            cached = len(self._launchers) < 64
-        if launcher is None:
-            from kaiojit.launch.launcher import Launcher, parse_launch_config
+            launcher = None
+        return launcher if launcher is not None else self._new_launcher(config)
 
-            try:
-                parsed = parse_launch_config(config)
-            except (TypeError, ValueError) as e:  # shown at the user's kernel[...]
-                __tracebackhide__ = True
-                raise e.with_traceback(None) from None
-            launcher = Launcher(self, *parsed, config if cached else None)
-            if cached:
-                self._launchers[config] = launcher
+    @user_facing(errors=USER_ERRORS)
+    def _new_launcher(self, config):
+        from kaiojit.launch.launcher import Launcher, parse_launch_config
+
+        try:
+            cached = len(self._launchers) < 64 and hash(config) is not None
+        except TypeError:
+            cached = False
+        launcher = Launcher(self, *parse_launch_config(config), config if cached else None)
+        if cached:
+            self._launchers[config] = launcher
         return launcher
 
     @user_facing(errors=USER_ERRORS)
@@ -160,15 +161,20 @@ class ExportedKernel:
 
     def _match(self, args: tuple) -> Any:
         types = argument_types(self.__name__, self.entries[0].arg_names, args)
-        for i, sig in enumerate(self.signatures):
-            if all(_accepts(p, a) for p, a in zip(sig.args, types)):
-                loaded = self._loaded.get(i)
-                if loaded is None:
-                    with self._lock:
-                        loaded = self._loaded.get(i)
-                        if loaded is None:
-                            loaded = self._loaded[i] = self.module.load_entry(self.entries[i])
-                return loaded
+        taking = [i for i, sig in enumerate(self.signatures)
+                  if all(_accepts(p, a) for p, a in zip(sig.args, types))]
+        if taking:
+            # the signature of most parameters exactly the arguments' types (an aligned
+            # array's align=16 one, as the JIT would specialize), the first of those
+            i = max(taking, key=lambda i: (sum(p == a for p, a in zip(self.signatures[i].args,
+                                                                      types)), -i))
+            loaded = self._loaded.get(i)
+            if loaded is None:
+                with self._lock:
+                    loaded = self._loaded.get(i)
+                    if loaded is None:
+                        loaded = self._loaded[i] = self.module.load_entry(self.entries[i])
+            return loaded
         raise TypeError(f"{self.__name__} was exported for {'; '.join(map(str, self.signatures))}"
                         f"; none accepts ({', '.join(map(str, types))}): export that signature "
                         "too")
