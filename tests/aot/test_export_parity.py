@@ -102,7 +102,7 @@ def test_aligned_arrays_take_the_aligned_signature_and_others_are_refused_at_the
         ptxas_export, mock):
     plain, aligned = (e["symbol"] for e in _manifest(ptxas_export)["entries"])
     mod = aot.load(ptxas_export)
-    out, x, y, a, n = _saxpy_args(257)
+    out, x, y, a, _ = _saxpy_args(257)
     mod.saxpy[1, 256](out, x, y, a, np.int32(256))
     assert mock.launches[-1].kernel == aligned  # the best match, as the JIT specializes
     mod.saxpy[1, 256](out[1:], x[1:], y[1:], a, np.int32(256))  # 4 bytes past 16
@@ -221,7 +221,7 @@ def test_each_compilers_cubin_computes_what_the_jit_does(tmp_path, compiler):
     mod = aot.load(str(tmp_path))
     assert _manifest(str(tmp_path))["compiler"] == compiler
     n = 1 << 23  # past the coarse threshold: both entries run
-    out, x, y, a, nn = _saxpy_args(n)
+    out, x, y, a, _ = _saxpy_args(n)
     want = kj.to_device(np.full(n, np.nan, np.float32))
     for grid in ((n + 255) // 256, 8):  # the coarse entry, then the kernel's own
         mod.saxpy[grid, 256](out, x, y, a, np.int32(grid * 256))
