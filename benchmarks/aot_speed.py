@@ -130,6 +130,30 @@ def _exports(tmp: str, rows: list[Row], target: str, archs: list[str]) -> dict:
     return out
 
 
+def _sass_summary(exports: dict, kernel: str) -> str:
+    """Per export, the SASS instruction count of the kernel's cubins (its own entry, and its
+    coarse entry's), and whether the compilers' SASS is the same instruction for
+    instruction; "" without nvdisasm or cuobjdump."""
+    import re
+
+    from kaiojit.tools.sass import sass_of_cubin
+
+    found = {}
+    for k, (directory, _) in exports.items():
+        with open(os.path.join(directory, "manifest.json")) as f:
+            entry = next(e for e in json.load(f)["entries"] if e["kernel"] == kernel)
+        files = [*entry["cubins"].values(), *entry.get("coarse_cubins", {}).values()]
+        try:
+            texts = [sass_of_cubin(os.path.join(directory, name)) for name in files]
+        except (RuntimeError, OSError):
+            return ""
+        found[k] = [[re.sub(r"/\*[0-9a-f]{4,}\*/", "", line).strip() for line in t.splitlines()
+                     if re.search(r"/\*[0-9a-f]{4,}\*/\s+\S", line)] for t in texts]
+    counts = ", ".join(f"{k} {' + '.join(str(len(i)) for i in v)}" for k, v in found.items())
+    same = "identical" if len({json.dumps(v) for v in found.values()}) == 1 else "different"
+    return f"SASS instructions (entry + coarse entry): {counts}; {same}"
+
+
 def _gpu_ms_blocks(launches: dict, reps: int, block: int) -> dict:
     """Median ms a launch, from events around blocks of ``block`` launches, paths alternating
     block by block (the first path of each round rotating)."""
@@ -224,8 +248,8 @@ def main() -> None:
         arch, target, archs = "host", "host", []
     rows = _rows(gpu)
     with tempfile.TemporaryDirectory(prefix="kaiojit-aot-speed-") as tmp:
-        exports = {k: (aot.load(directory), made)
-                   for k, (directory, made) in _exports(tmp, rows, target, archs).items()}
+        made_dirs = _exports(tmp, rows, target, archs)
+        exports = {k: (aot.load(directory), made) for k, (directory, made) in made_dirs.items()}
         made_by = (f"the JIT's cubins by the {backend.compiler_version()} (cuModuleLoadDataEx "
                    "on PTX)" if gpu else "host code by LLVM")
         print(f"exported kernels against the JIT's, {kj.backend()} backend ({arch}); {made_by}")
@@ -233,6 +257,8 @@ def main() -> None:
             print(f"  {k}: {'cubins by' if gpu else 'a host library for'} {made}")
         for row in rows:
             print(f"{row.name}: exported as {row.jit_kernel.signatures[-1]}")
+            if gpu:
+                print(f"  {_sass_summary(made_dirs, row.jit_kernel.__name__)}")
             paths = {"jit": row.make_launch(row.jit_kernel, row.big[0])}
             outs = {"jit": row.big[1]}
             for k, (mod, _) in exports.items():

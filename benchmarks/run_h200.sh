@@ -74,8 +74,10 @@ for step in $steps; do
         timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
     coldstart|all)
         timeout 240 python3 benchmarks/cold_start.py --target nvptx --arch sm_90a 2>&1 | tee "$OUT/cold_start.log" | tail -12 ;;&
-    aotspeed|all)  # an exported cubin's kernel against the JIT's
-        timeout 200 python3 benchmarks/aot_speed.py 2>&1 | tee "$OUT/aot_speed.log" | tail -6 ;;&
+    aotspeed|all)  # an exported cubin's kernel against the JIT's, per cubin compiler
+        timeout 300 python3 benchmarks/aot_speed.py 2>&1 | tee "$OUT/aot_speed.log" | tail -16
+        timeout 200 python3 -m pytest -q -m gpu tests/aot/test_export_parity.py 2>&1 \
+            | tee "$OUT/aot_parity_gpu.log" | tail -3 ;;&
     compile|all)
         NUMBA_CUDA_PATH=$NP22 timeout 200 python3 benchmarks/compile_time.py 2>&1 | tee "$OUT/compile.log" | tail -12 ;;&
     fuzz)  # a run of its own: hands out programs for FUZZ_TIMEOUT - 90 s, then reports

@@ -23,12 +23,8 @@ def sass_of_ptx(ptx: str, arch: str) -> str:
     """SASS of PTX text for ``arch`` (e.g. ``"sm_90a"``): what ptxas made of it, as nvdisasm
     (or cuobjdump) prints it."""
     ptxas = find_tool("ptxas")
-    disasm = find_tool("nvdisasm") or find_tool("cuobjdump")
-    if ptxas is None or disasm is None:
-        missing = "ptxas" if ptxas is None else "nvdisasm or cuobjdump"
-        raise RuntimeError(f"inspect_sass needs {missing}: install a CUDA toolkit (or the "
-                           "nvidia-cuda-nvcc and nvidia-cuda-nvdisasm packages: pip install "
-                           "'kaiojit[test]')")
+    if ptxas is None or _disassembler() is None:
+        raise RuntimeError(_MISSING.format("ptxas" if ptxas is None else "nvdisasm or cuobjdump"))
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.ptx")
         cubin = os.path.join(tmp, "k.cubin")
@@ -36,11 +32,28 @@ def sass_of_ptx(ptx: str, arch: str) -> str:
             f.write(ptx)
         subprocess.run([ptxas, f"-arch={arch}", src, "-o", cubin], check=True,
                        capture_output=True)
-        if os.path.basename(disasm).startswith("nvdisasm"):
-            cmd = [disasm, "-c", cubin]
-        else:
-            cmd = [disasm, "-sass", cubin]
-        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        return sass_of_cubin(cubin)
 
 
-__all__ = ["find_tool", "sass_of", "sass_of_ptx"]
+def sass_of_cubin(path: str) -> str:
+    """SASS of a cubin file (an exported one, ``kaiojit.aot``), as nvdisasm (or cuobjdump)
+    prints it."""
+    disasm = _disassembler()
+    if disasm is None:
+        raise RuntimeError(_MISSING.format("nvdisasm or cuobjdump"))
+    if os.path.basename(disasm).startswith("nvdisasm"):
+        cmd = [disasm, "-c", path]
+    else:
+        cmd = [disasm, "-sass", path]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+_MISSING = ("inspect_sass needs {}: install a CUDA toolkit (or the nvidia-cuda-nvcc and "
+            "nvidia-cuda-nvdisasm packages: pip install 'kaiojit[test]')")
+
+
+def _disassembler() -> str | None:
+    return find_tool("nvdisasm") or find_tool("cuobjdump")
+
+
+__all__ = ["find_tool", "sass_of", "sass_of_cubin", "sass_of_ptx"]
