@@ -220,13 +220,18 @@ def _mock(opts) -> None:
         print(f"host time a launch, mock backend (driver a native no-op), median of 5 x "
               f"{opts.launches}")
         for row in rows:
-            paths = {"jit": row.make_launch(row.jit_kernel, row.small[0])}
-            for k, (mod, made) in exports.items():
-                paths[k] = row.make_launch(getattr(mod, row.jit_kernel.__name__), row.small[0])
-            for launch in paths.values():
-                launch()
-            host = _host_us(paths, opts.launches)
+            host = _host_us(_small_launches(row, exports), opts.launches)
             print(f"  {row.name:30s} " + "  ".join(f"{k} {v:6.2f} us" for k, v in host.items()))
+
+
+def _small_launches(row: Row, exports: dict) -> dict:
+    """Each path's launch of the row's small problem, each launched once (specialized)."""
+    paths = {"jit": row.make_launch(row.jit_kernel, row.small[0])}
+    for k, (mod, _) in exports.items():
+        paths[k] = row.make_launch(getattr(mod, row.jit_kernel.__name__), row.small[0])
+    for launch in paths.values():
+        launch()
+    return paths
 
 
 def main() -> None:
@@ -275,12 +280,7 @@ def main() -> None:
                     sys.exit(f"{row.name}: {k}'s result differs from the JIT kernel's")
             blocks = _gpu_ms_blocks(paths, opts.reps, opts.block)
             single = _gpu_ms_single(paths, opts.reps)
-            small = {"jit": row.make_launch(row.jit_kernel, row.small[0])}
-            for k, (mod, _) in exports.items():
-                small[k] = row.make_launch(getattr(mod, row.jit_kernel.__name__), row.small[0])
-            for launch in small.values():
-                launch()
-            host = _host_us(small, opts.launches)
+            host = _host_us(_small_launches(row, exports), opts.launches)
             scale = 1e9 if row.unit == "GB/s" else 1e12
             for k in paths:
                 ms = blocks[k]

@@ -180,14 +180,6 @@ def test_host_export_refuses_a_gpu_target_and_back(host_export, gpu_export, mock
         aot.load(gpu_export)
 
 
-@pytest.fixture
-def mock():
-    backend = MockBackend(compute_capability=(9, 0))
-    previous = set_backend(backend)
-    yield backend
-    set_backend(previous)
-
-
 def test_the_cubin_of_the_device_is_loaded(gpu_export, mock):
     mod = aot.load(gpu_export)
     x = kj.to_device(np.random.default_rng().standard_normal(64, np.float32))

@@ -17,7 +17,6 @@ import kaiojit as kj
 from kaiojit import aot
 from kaiojit.aot.exporter import ExportError
 from kaiojit.runtime.backend import set_backend
-from kaiojit.runtime.mock import MockBackend
 from kaiojit.tools.binutils import find_tool
 from tests.aot import kernels as K
 from tests.test_bad_argument_frames import visible_kaiojit_frames
@@ -40,14 +39,6 @@ def ptxas_export(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("parity"))
     aot.export(out, {K.saxpy: [SAXPY, ALIGNED]}, archs=["sm_90"], compiler="ptxas")
     return out
-
-
-@pytest.fixture
-def mock():
-    backend = MockBackend(compute_capability=(9, 0))
-    previous = set_backend(backend)
-    yield backend
-    set_backend(previous)
 
 
 def _saxpy_args(n: int) -> tuple:
