@@ -23,6 +23,7 @@ from tests.test_bad_argument_frames import visible_kaiojit_frames
 
 SAXPY = "void(float32[::1], float32[::1], float32[::1], float32, int32)"
 ALIGNED = SAXPY.replace("[::1]", "[::1, align=16]")
+SCALE = "void(float32[::1], float32[::1], int32)"
 rng = np.random.default_rng()
 CC = shutil.which(os.environ.get("CC", "cc"))
 
@@ -129,9 +130,8 @@ def test_the_manifest_names_the_ptxas_that_made_the_cubins(ptxas_export):
 
 
 def test_ptxas_keeps_the_line_table_as_the_jit_asks_the_driver(tmp_path):
-    aot.export(str(tmp_path), {K.saxpy: [SAXPY], scale_lines: ["void(float32[::1], "
-                                                               "float32[::1], int32)"]},
-               archs=["sm_90"], compiler="ptxas")
+    aot.export(str(tmp_path), {K.saxpy: [SAXPY], scale_lines: [SCALE]}, archs=["sm_90"],
+               compiler="ptxas")
     entries = {e["kernel"]: e for e in _manifest(str(tmp_path))["entries"]}
     with open(tmp_path / entries["scale_lines"]["cubins"]["sm_90"], "rb") as f:
         assert b".nv_debug_line_sass" in f.read()
@@ -140,9 +140,8 @@ def test_ptxas_keeps_the_line_table_as_the_jit_asks_the_driver(tmp_path):
 
 
 def test_the_driver_compiler_links_with_the_jits_options(tmp_path, mock):
-    manifest = aot.export(str(tmp_path), {K.saxpy: [SAXPY], scale_lines: [
-        "void(float32[::1], float32[::1], int32)"]}, archs=["sm_80", "sm_90a"],
-        compiler="driver")
+    manifest = aot.export(str(tmp_path), {K.saxpy: [SAXPY], scale_lines: [SCALE]},
+                          archs=["sm_80", "sm_90a"], compiler="driver")
     assert (manifest.compiler, manifest.compiler_version) == ("driver", "mock driver")
     # per arch, each kernel and its coarse entry; line info asked for scale_lines' alone
     assert all(e.coarse_symbol for e in manifest.entries)
