@@ -134,6 +134,8 @@ class ExportedAutotuned:
                             for i in range(len(self.configs))]
         self._arg_names = {i: k.entries[0].arg_names for i, k in enumerate(self._per_config)}
         self._chosen: dict[tuple[str, str], int] = {}
+        self._key_at = [self.call_params.index(k) for k in self.key]
+        self._fast: dict[tuple, Any] = {}  # _fast_key -> the fast form of its launch
         self._default: dict[str, int] = {}
         for choice in record["choices"]:
             self._chosen[(choice["signature"], json.dumps(choice["key"]))] = choice["index"]
@@ -155,6 +157,32 @@ class ExportedAutotuned:
 
     @user_facing(errors=USER_ERRORS)
     def __call__(self, *args: Any, stream: Any = None, grid: Any = None) -> None:
+        try:
+            fast = self._fast.get(self._fast_key(args, stream, grid))
+        except (IndexError, TypeError):  # too few arguments, an unhashable value: general
+            fast = None
+        if fast is not None:
+            return fast(*args)
+        return self._general(args, stream, grid)
+
+    def _fast_key(self, args: tuple, stream: Any, grid: Any) -> tuple:
+        """What the choice of config depends on beyond the arguments' kinds (which the fast
+        form tests): the stream, the grid, the argument count and the key parameters' values
+        (an array's shape, a scalar's value), as the JIT's autotuner keys its fast forms."""
+        parts = [stream, grid, len(args)]
+        for i in self._key_at:
+            a = args[i]
+            parts.append(a if a.__class__ in (int, float, bool) else
+                         (a.shape if getattr(a, "ndim", 0) else a))
+        key = tuple(parts)
+        hash(key)
+        return key
+
+    def _general(self, args: tuple, stream: Any, grid: Any) -> None:
+        """Choose the config, launch it, and keep the launch's fast form (the kernel's, for
+        calls mapped to its parameters with the config's constants fixed)."""
+        from kaiojit.runtime.native.fastlaunch import FastPlan
+
         index = self._index_for(args)
         config = self.configs[index]
         named = dict(zip(self.call_params, args))
@@ -165,10 +193,26 @@ class ExportedAutotuned:
             raise TypeError(f"{self.__name__}(): its grid was a function "
                             f"({config['grid_function']}) when it was exported, which an export "
                             "cannot carry: pass grid=(...) to the call")
-        full = tuple(named[n] for n in self._arg_names[index])
-        self._per_config[index].launch(*full, grid=_tuple(launch_grid),
-                                       block=_tuple(config["block"]), stream=stream,
-                                       shared_mem=config["shared"])
+        names = self._arg_names[index]
+        full = tuple(named[n] for n in names)
+        launch_grid, block = _tuple(launch_grid), _tuple(config["block"])
+        loaded = self._per_config[index].loaded_kernel(full)
+        loaded.launch(launch_grid, block, stream, config["shared"], full, None)
+        try:
+            key = self._fast_key(args, stream, grid)
+        except (IndexError, TypeError):
+            return
+        if key in self._fast or len(self._fast) >= 64:
+            return
+        bind = tuple(self.call_params.index(n) if n in self.call_params else None
+                     for n in names)
+
+        def fallback(call_args: tuple, fast: Any) -> None:
+            return self._general(call_args, stream, grid)
+        plan = FastPlan(full, bind, frozenset(), len(self.call_params), fallback)
+        fast = loaded.fast_path(launch_grid, block, stream, config["shared"], plan)
+        if fast is not None:
+            self._fast[key] = fast
 
     def _index_for(self, args: tuple) -> int:
         from kaiojit.lib.autotuner import _key_value

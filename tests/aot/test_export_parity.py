@@ -200,6 +200,39 @@ def test_an_eager_signature_without_align_takes_the_fast_path_for_aligned_arrays
     assert mock.fast_launches == before + 1
 
 
+TUNED_CONFIGS = [kj.Config(block=(b,), constants={"U": u}) for b, u in ((256, 1), (128, 2))]
+
+
+@kj.autotune(configs=TUNED_CONFIGS, key=["n"], grid=(4,))
+@kj.jit
+def tuned_scale(out, x, n, U: kj.constexpr):
+    for k in range(U):
+        i = kj.grid(1) * U + k
+        if i < n:
+            out[i] = 2 * x[i]
+
+
+def test_an_exported_autotuned_kernel_repeats_its_launch_through_the_fast_form(tmp_path, mock):
+    set_backend("cpu")
+    try:
+        manifest = aot.export(str(tmp_path), {tuned_scale: [SCALE.replace("int32", "int64")]},
+                              archs=["sm_90"], compiler="ptxas")
+    finally:
+        set_backend(mock)
+    tuned = aot.load(str(tmp_path)).tuned_scale
+    x = kj.to_device(rng.standard_normal(1024, np.float32))
+    out = kj.to_device(np.full(1024, np.nan, np.float32))
+    tuned(out, x, np.int64(1024))  # never tuned: the first config
+    general = mock.launches[-1]
+    assert general.kernel == manifest.entries[0].symbol and general.block == (256, 1, 1)
+    before = mock.fast_launches
+    tuned(out, x, np.int64(1024))
+    assert mock.fast_launches == before + 1 and mock.launches[-1] == general
+    tuned(out, x, np.int64(512))  # another key: the general path, then its own fast form
+    assert mock.fast_launches == before + 1
+    assert mock.launches[-1].params != general.params
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("compiler", ["ptxas", "driver"])
 def test_each_compilers_cubin_computes_what_the_jit_does(tmp_path, compiler):
