@@ -52,6 +52,18 @@ def saxpy(out, x, y, a, n):
         out[i] = a * x[i] + y[i]
 
 
+TUNED_CONFIGS = [kj.Config(block=(b,), constants={"U": u}) for b, u in ((256, 1), (128, 2))]
+
+
+@kj.autotune(configs=TUNED_CONFIGS, key=["n"], grid=(4,))
+@kj.jit
+def tuned_scale(out, x, n, U: kj.constexpr):
+    for k in range(U):
+        i = kj.grid(1) * U + k
+        if i < n:
+            out[i] = 2 * x[i]
+
+
 def _gemm_example():
     spec = importlib.util.spec_from_file_location("kaiojit_example_gemm",
                                                   ROOT / "examples" / "gemm.py")
@@ -222,6 +234,22 @@ def _mock(opts) -> None:
         for row in rows:
             host = _host_us(_small_launches(row, exports), opts.launches)
             print(f"  {row.name:30s} " + "  ".join(f"{k} {v:6.2f} us" for k, v in host.items()))
+        # an autotuned kernel: tuned on the mock (its timer), exported, called as the tuner is
+        x = kj.to_device(np.random.default_rng().standard_normal(4096, dtype=np.float32))
+        out, n = kj.to_device(np.full(4096, np.nan, np.float32)), np.int64(4096)
+        tuned_scale(out, x, n)
+        set_backend("cpu")
+        tuned_dir = os.path.join(tmp, "tuned")
+        aot.export(tuned_dir, {tuned_scale: ["void(float32[::1], float32[::1], int64)"]},
+                   archs=["sm_90"], compiler="ptxas")
+        set_backend(mock)
+        exported = aot.load(tuned_dir).tuned_scale
+        paths = {"jit": lambda: tuned_scale(out, x, n), "aot/ptxas": lambda: exported(out, x, n)}
+        for launch in paths.values():
+            launch()
+        host = _host_us(paths, opts.launches)
+        print(f"  {'autotuned scale':30s} " + "  ".join(f"{k} {v:6.2f} us"
+                                                       for k, v in host.items()))
 
 
 def _small_launches(row: Row, exports: dict) -> dict:
