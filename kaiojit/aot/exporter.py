@@ -116,7 +116,9 @@ def _entry(ck, c_name: str, cooperative: bool) -> Entry:
                  arg_names=list(ck.arg_names), param_kinds=list(layout.kinds),
                  first_slot=list(layout.first_slot), slot_count=layout.slot_count,
                  static_shared_bytes=ck.static_shared_bytes, cooperative=cooperative,
-                 options=options)
+                 options=options,
+                 written_arrays=(None if ck.written_arrays is None
+                                 else sorted(ck.written_arrays)))
 
 
 def _export_nvptx(out_dir: str, dispatcher, sig, archs: list[str],

@@ -41,6 +41,7 @@ class ExportedImage:
     fault_sites: tuple = ()
     coarse: Any = None
     arch: str = field(default="")  # the arch of the image chosen (nvptx)
+    written_arrays: frozenset | None = None  # the array parameters the kernel may write
 
 
 class ExportedCoarse:
@@ -246,7 +247,9 @@ class ExportedModule:
                     signature=kt.parse_signature(entry.signature),
                     arg_names=tuple(entry.arg_names),
                     static_shared_bytes=entry.static_shared_bytes,
-                    uses_sync=entry.cooperative, options=options)
+                    uses_sync=entry.cooperative, options=options,
+                    written_arrays=(None if entry.written_arrays is None
+                                    else frozenset(entry.written_arrays)))
 
     def _gpu_image(self, entry: Entry) -> ExportedImage:
         major, minor = self.backend.compute_capability(self.backend.current_device())

@@ -59,6 +59,9 @@ class Entry:
     coarse_symbol: str = ""
     coarse_cubins: dict[str, str] = field(default_factory=dict)  # arch -> file
     coarse_ptx: dict[str, str] = field(default_factory=dict)     # arch -> file
+    # the array parameters the kernel may write (None: not known, any): a read-only array
+    # passed for another is taken, as the JIT's kernel takes it
+    written_arrays: list[str] | None = None
 
 
 @dataclass(slots=True)

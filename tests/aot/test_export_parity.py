@@ -200,6 +200,32 @@ def test_an_eager_signature_without_align_takes_the_fast_path_for_aligned_arrays
     assert mock.fast_launches == before + 1
 
 
+def test_a_read_only_array_is_taken_where_the_kernel_only_reads_it(tmp_path):
+    import warnings
+
+    previous = set_backend("cpu")
+    try:
+        manifest = aot.export(str(tmp_path), {K.saxpy: [SAXPY]}, target="host")
+        assert manifest.entries[0].written_arrays == ["out"]
+        mod = aot.load(str(tmp_path))
+        x = rng.standard_normal(300, np.float32)
+        y = rng.standard_normal(300, np.float32)
+        x.flags.writeable = False
+        out = np.full(300, np.nan, np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the copies of NumPy arrays, as for @kj.jit
+            mod.saxpy[3, 128](out, x, y, np.float32(2), np.int32(300))
+            np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
+            out.flags.writeable = False
+            with pytest.raises(ValueError) as err:
+                mod.saxpy[3, 128](out, x, y, np.float32(2), np.int32(300))
+    finally:
+        set_backend(previous)
+    assert "parameter 'out': the kernel writes this array, and the NumPy array passed is " \
+        "read-only" in str(err.value)
+    assert visible_kaiojit_frames(err.value) == []
+
+
 TUNED_CONFIGS = [kj.Config(block=(b,), constants={"U": u}) for b, u in ((256, 1), (128, 2))]
 
 
