@@ -186,6 +186,27 @@ def test_a_compiler_that_is_not_there_is_named(tmp_path):
         set_backend(previous)
 
 
+def test_the_command_line_takes_the_compiler_and_names_it(tmp_path):
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    command = [sys.executable, "-m", "kaiojit", "aot",
+               os.path.join(root, "tests", "aot", "kernels.py") + ":saxpy", "--sig", ALIGNED,
+               "--arch", "sm_90", "-o", str(tmp_path / "out")]
+    env = dict(os.environ, PYTHONPATH=root, KAIOJIT_BACKEND="cpu")
+    done = subprocess.run([*command, "--compiler", "ptxas"], capture_output=True, text=True,
+                          cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    version = _manifest(str(tmp_path / "out"))["compiler_version"]
+    assert f"(sm_90, cubins by {version}) to " in done.stdout
+    assert "kaiojit_saxpy__f32_1dCa16__f32_1dCa16__f32_1dCa16__f32__i32" in done.stdout
+    bad = subprocess.run([*command, "--compiler", "driver"], capture_output=True, text=True,
+                         cwd=root, env=env)
+    assert bad.returncode == 1
+    assert "aot: compiler='driver' links with the CUDA driver, which this process does not " \
+        "use (it runs the cpu backend)" in bad.stderr
+
+
 def test_an_eager_signature_without_align_takes_the_fast_path_for_aligned_arrays(mock):
     @kj.jit(SAXPY)
     def eager(out, x, y, a, n):
