@@ -54,7 +54,7 @@ class Ptxas:
         done = subprocess.run(args, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise ExportError(f"ptxas ({self.version}) refused {what} for {arch}:\n"
-                                     f"{done.stderr.strip()}")
+                              f"{done.stderr.strip()}")
 
 
 class DriverLinker:
@@ -74,7 +74,7 @@ class DriverLinker:
             cubin = self.backend.link_ptx(ptx, arch)
         except CudaError as e:
             raise ExportError(f"the driver's linker ({self.version}) refused {what} for "
-                                     f"{arch}: {e}") from None
+                              f"{arch}: {e}") from None
         with open(cubin_path, "wb") as f:
             f.write(cubin)
 
@@ -92,7 +92,7 @@ def cubin_compiler(choice: str) -> Ptxas | DriverLinker:
         return Ptxas(ptxas)
     if choice == "ptxas":
         raise ExportError("compiler='ptxas': ptxas was not found (`pip install "
-                                 "nvidia-cuda-nvcc` or a CUDA toolkit on PATH)")
+                          "nvidia-cuda-nvcc` or a CUDA toolkit on PATH)")
     from kaiojit.runtime import get_backend
 
     backend = get_backend()
@@ -100,10 +100,10 @@ def cubin_compiler(choice: str) -> Ptxas | DriverLinker:
         return DriverLinker(backend)
     if choice == "driver":
         raise ExportError(f"compiler='driver' links with the CUDA driver, which this "
-                                 f"process does not use (it runs the {backend.name} backend): "
-                                 "export on a machine with a GPU, or with compiler='ptxas'")
+                          f"process does not use (it runs the {backend.name} backend): "
+                          "export on a machine with a GPU, or with compiler='ptxas'")
     raise ExportError("export needs ptxas to make cubins, or a CUDA driver: `pip "
-                             "install nvidia-cuda-nvcc` or a CUDA toolkit on PATH")
+                      "install nvidia-cuda-nvcc` or a CUDA toolkit on PATH")
 
 
 def _ptxas_version(path: str) -> str:
@@ -135,5 +135,4 @@ def _driver_ptx_limit(backend: Any) -> int | None:
     return 10 * major + minor
 
 
-__all__ = ["COMPILERS", "DriverLinker", "Ptxas", "cubin_compiler",
-           "has_line_table"]
+__all__ = ["COMPILERS", "DriverLinker", "Ptxas", "cubin_compiler", "has_line_table"]
