@@ -51,16 +51,9 @@ def saxpy(out, x, y, a, n):
         out[i] = a * x[i] + y[i]
 
 
-TUNED_CONFIGS = [kj.Config(block=(b,), constants={"U": u}) for b, u in ((256, 1), (128, 2))]
-
-
-@kj.autotune(configs=TUNED_CONFIGS, key=["n"], grid=(4,))
-@kj.jit
-def tuned_scale(out, x, n, U: kj.constexpr):
-    for k in range(U):
-        i = kj.grid(1) * U + k
-        if i < n:
-            out[i] = 2 * x[i]
+# saxpy autotuned over two block sizes, keyed on n (the grid covers 4,096 elements at 256)
+tuned_saxpy = kj.autotune(configs=[kj.Config(block=(256,)), kj.Config(block=(128,))],
+                          key=["n"], grid=(16,))(saxpy)
 
 
 def _gemm_example():
@@ -234,21 +227,20 @@ def _mock(opts) -> None:
             host = _host_us(_small_launches(row, exports), opts.launches)
             print(f"  {row.name:30s} " + "  ".join(f"{k} {v:6.2f} us" for k, v in host.items()))
         # an autotuned kernel: tuned on the mock (its timer), exported, called as the tuner is
-        x = kj.to_device(np.random.default_rng().standard_normal(4096, dtype=np.float32))
-        out, n = kj.to_device(np.full(4096, np.nan, np.float32)), np.int64(4096)
-        tuned_scale(out, x, n)
+        args = rows[0].small[0]
+        tuned_saxpy(*args)
         set_backend("cpu")
         tuned_dir = os.path.join(tmp, "tuned")
-        aot.export(tuned_dir, {tuned_scale: ["void(float32[::1], float32[::1], int64)"]},
-                   archs=["sm_90"], compiler="ptxas")
+        aot.export(tuned_dir, {tuned_saxpy: [str(saxpy.signatures[-1])]}, archs=["sm_90"],
+                   compiler="ptxas")
         set_backend(mock)
-        exported = aot.load(tuned_dir).tuned_scale
-        paths = {"jit": lambda: tuned_scale(out, x, n), "aot/ptxas": lambda: exported(out, x, n)}
+        exported = aot.load(tuned_dir).saxpy
+        paths = {"jit": lambda: tuned_saxpy(*args), "aot/ptxas": lambda: exported(*args)}
         for launch in paths.values():
             launch()
         host = _host_us(paths, opts.launches)
-        print(f"  {'autotuned scale':30s} " + "  ".join(f"{k} {v:6.2f} us"
-                                                       for k, v in host.items()))
+        print(f"  {'saxpy, autotuned':30s} " + "  ".join(f"{k} {v:6.2f} us"
+                                                        for k, v in host.items()))
 
 
 def _small_launches(row: Row, exports: dict) -> dict:
