@@ -1,14 +1,13 @@
-"""Faults a ``debug=True`` kernel recorded on the GPU, reported by its launch (which waits).
+"""Faults a ``debug=True`` kernel recorded on the GPU, reported at the next synchronization.
 
 A debug kernel's module holds a ``kaiojit_fault`` record (``kaiojit/lower/gpu_faults.py``):
 the first out-of-bounds index or failed ``assert`` of its launches, with the site (file, line,
 and the array or the assert's message) and the block and thread. The first launch of such a
-kernel on a device puts its module on the backend's watch list; the launch then waits for its
-stream (numba's debug launches raise the kernel's exception themselves; inside a graph capture
-nothing waits), and whenever the host waits for the device (``kj.synchronize()``, a stream's
-``synchronize()``, a synchronous copy to the host) every watched record is read back (on the
-cuda backend with ``cuModuleGetGlobal`` and ``cuMemcpyDtoH``); a recorded fault is cleared
-and raised as :class:`kaiojit.KernelError`, worded as the cpu backend words it.
+kernel on a device puts its module on the backend's watch list; when the host next waits for
+the device (``kj.synchronize()``, a stream's ``synchronize()``, a synchronous copy to the
+host), every watched record is read back (on the cuda backend with ``cuModuleGetGlobal`` and
+``cuMemcpyDtoH``); a recorded fault is cleared and raised as :class:`kaiojit.KernelError`,
+worded as the cpu backend words it.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from kaiojit.runtime.backend import (
     LoadedKernel,
     launch_context,
 )
-from kaiojit.runtime.graph import capturing, forbid_in_capture
+from kaiojit.runtime.graph import forbid_in_capture
 from kaiojit.runtime.native import fastlaunch
 from kaiojit.runtime.slots import ThreadSlots
 from kaiojit.runtime.stream import stream_handle
@@ -356,15 +356,10 @@ class ModuleKernel:
                 slots.u64[self.packer.trailing_slot] = extent
             backend.launch_typed(fn, grid, config.block, config.shared_mem, handle, slots,
                                  config.cluster)
-        watched = self.fault_sites and getattr(backend, "faults", None) is not None
-        if watched:
+        if self.fault_sites and getattr(backend, "faults", None) is not None:
             backend.faults.watch(backend, device, dk.module, self.image)
         if staged is not None:
             _copy_back(staged, backend, handle)
-        if watched and not capturing():
-            # a debug kernel's fault is raised by its launch, as numba's debug launches and
-            # the cpu backend do: the launch waits for the kernel (a wait reads the record)
-            backend.stream_synchronize(handle)
         if backend.debug_sync:
             debug_sync(backend, handle, self.name, config)
 
@@ -375,9 +370,8 @@ class ModuleKernel:
         kernel's parameters by ``plan``, and hands other calls to ``plan.fallback`` (see
         :mod:`kaiojit.runtime.native.fastlaunch`); None where there is no fast form."""
         device = self.backend.current_device()
-        if self.cooperative or self.fault_sites:
-            return None  # each launch checks its grid and zeroes the barrier / waits for its
-            # fault record
+        if self.cooperative:
+            return None  # each launch checks its grid and zeroes the barrier
         try:
             config = self._configs.get((grid, block, shared_mem, None, device))
         except TypeError:

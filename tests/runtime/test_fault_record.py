@@ -115,36 +115,3 @@ def test_a_fault_of_a_kernel_dropped_before_the_wait_is_still_raised(mock):
     assert str(info.value) == expected(block, thread)
     kj.synchronize()  # raised once
     assert not mock.faults
-
-
-@pytest.mark.parametrize("on_stream", [False, True])
-def test_a_debug_launch_raises_its_own_fault(mock, monkeypatch, on_stream):
-    """numba's debug launches raise the kernel's exception from the launch itself, and so does
-    the cpu backend: on the GPU the launch of a debug kernel waits for it and reads its record
-    (numba's test_exception.test_user_raise launches with a scalar argument only: no copy back
-    is a wait)."""
-    kernel = kj.jit(debug=True)(checked)
-    x = kj.to_device(RNG.random(int(RNG.integers(50, 500))).astype(np.float32))
-    stream = kj.Stream() if on_stream else None
-    block = (int(RNG.integers(0, (x.size + 127) // 128)), 0, 0)
-    thread = (int(RNG.integers(0, 128)), 0, 0)
-    failing = {"on": False}
-    launch_typed = mock.launch_typed
-
-    def launch_that_faults(*args, **kwargs):  # the kernel's failing thread fills the record
-        launch_typed(*args, **kwargs)
-        if failing["on"]:
-            ((_, _, sites),) = mock.faults.records.values()
-            site = next(i for i, s in enumerate(sites) if s["kind"] == "assert")
-            write_record(mock, H.ERR_ASSERT, site, block, thread)
-
-    monkeypatch.setattr(mock, "launch_typed", launch_that_faults)
-    config = ((x.size + 127) // 128, 128) + ((stream,) if on_stream else ())
-    kernel[config](x, np.float32(2.0))  # no fault: the launch returns
-    failing["on"] = True
-    with pytest.raises(kj.KernelError) as info:
-        kernel[config](x, np.float32(2.0))
-    assert str(info.value) == expected(block, thread)
-    failing["on"] = False
-    kernel[config](x, np.float32(2.0))  # reported once, cleared
-    kj.synchronize()
