@@ -116,9 +116,9 @@ def test_a_thread_that_failed_an_assert_does_not_hold_up_a_barrier():
         x[bad] = -x[bad]
         out = kj.to_device(np.full(64, np.nan, np.float32))
         stream = kj.Stream()  # reported from a stream other than the default one too
-        x_dev = kj.to_device(x)
-        with pytest.raises(kj.KernelError) as info:  # the launch waits for a debug kernel
-            kernel[1, 64, stream](out, x_dev)
+        kernel[1, 64, stream](out, kj.to_device(x))
+        with pytest.raises(kj.KernelError) as info:
+            stream.synchronize()
         where = f"{__file__}:{line_of(barrier_after_assert, 'assert x[t]')}"
         assert str(info.value) == (
             f"kernel 'barrier_after_assert': assertion failed at {where}, block (0, 0, 0), "
