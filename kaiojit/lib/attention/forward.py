@@ -52,6 +52,14 @@ SCHEDULE_BY_HEAD_DIM = {64: "serial", 128: "serial"}
 # runs it
 LOCKSTEP_ON_GPU = False
 PINGPONG_BAR = 1      # the first consumer's named barrier; the second's is the next one
+EPILOGUE_BAR = 3      # the first consumer's epilogue barrier (its 128 threads); then the second's
+O_BOX = (64, 1, ATOM)  # O's tensor map: a consumer's 64 rows of one head, one atom
+# the epilogue and grid forms (ForwardConfig's epilogue): "regs" stores O from the registers
+# (2 bytes a store, in the accumulator's layout), "smem" through the Q tile's shared memory and
+# the copy engine (docs/attention.md)
+FORMS = {"regs": "registers", "smem": "smem"}
+# the form kaiojit.lib.attention's forward uses, by head dim (benchmarks/attention.py times each)
+FORM_BY_HEAD_DIM = {64: "regs", 128: "regs"}
 
 
 @dataclass(frozen=True)
@@ -73,13 +81,18 @@ class ForwardConfig:
     # FA3's inter-warpgroup ping-pong: the consumers take turns at the tensor cores, one's
     # softmax under the other's GEMMs (named barriers)
     pingpong: bool = False
+    # O's way out: "registers" (stored from the accumulator, 2 bytes a store) or "smem" (into
+    # the Q tile's shared memory by stmatrix, then TMA stores)
+    epilogue: str = "registers"
 
     @classmethod
     def scheduled(cls, head_dim: int, dtype: str, causal: bool, varlen: bool, schedule: str,
-                  lockstep: bool) -> ForwardConfig:
-        """The configuration of a named schedule (a key of ``SCHEDULES``)."""
+                  lockstep: bool, form: str = "regs") -> ForwardConfig:
+        """The configuration of a named schedule (a key of ``SCHEDULES``) and form (of
+        ``FORMS``)."""
         overlap, pingpong = SCHEDULES[schedule]
-        return cls(head_dim, dtype, causal, varlen, overlap, lockstep, pingpong=pingpong)
+        return cls(head_dim, dtype, causal, varlen, overlap, lockstep, pingpong=pingpong,
+                   epilogue=FORMS[form])
 
     @property
     def stages(self) -> int:
@@ -91,9 +104,11 @@ class ForwardConfig:
 
 
 def make_forward(cfg: ForwardConfig):
-    """The kernel ``fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
-    scale_log2)`` for ``cfg``; launch with grid (query blocks, heads, batch), 384 threads and
-    ``cfg.shared_bytes()`` of dynamic shared memory."""
+    """The kernel ``fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, seqlen_q, seqlen_k,
+    group, scale_log2)`` for ``cfg``; launch with grid (query blocks, heads, batch), 384 threads
+    and ``cfg.shared_bytes()`` of dynamic shared memory. ``o_map`` is O's tensor map (boxes of
+    64 rows, one head, 64 columns, 128-byte swizzle) for the shared-memory epilogue; the
+    register epilogue never reads it (any map of O's type will do)."""
     D = cfg.head_dim
     dtype = {"bf16": kj.bfloat16, "f16": kj.float16}[cfg.dtype]
     causal, varlen, STAGES = cfg.causal, cfg.varlen, cfg.stages
@@ -113,6 +128,7 @@ def make_forward(cfg: ForwardConfig):
     # setmaxnreg in the split form: 128 x 40 + 256 x 232 = 64,512 of the 65,536 registers
     REG_ALLOC = not LOCKSTEP and cfg.reg_alloc
     PINGPONG = int(cfg.pingpong)
+    SMEM_EPILOGUE = int(cfg.epilogue == "smem")
     PHASES = 3 if OVERLAP else 1      # overlapped: the first tile, the steady loop, the last P V
     SECTIONS = 1 if OVERLAP else 2    # the passes of the ping-pong token an iteration
     ARMS = 2 if LOCKSTEP and PINGPONG else 1  # lockstep ping-pong: one consumer, then the other
@@ -135,7 +151,8 @@ def make_forward(cfg: ForwardConfig):
 
     # 384 threads: at most 168 registers each (65536 / 384, in steps of 8)
     @kj.jit(max_registers=168)
-    def fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, seqlen_q, seqlen_k, group, scale_log2):
+    def fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
+            scale_log2):
         smem = kj.shared.array(0, dtype)
         # q; k_full[s], v_full[s]; k_empty[s], v_empty[s]
         bars = kj.shared.array(1 + 4 * STAGES, kj.uint64)
@@ -172,7 +189,7 @@ def make_forward(cfg: ForwardConfig):
         kj.syncthreads()
 
         # consumer state (the producer's copies go unused)
-        c = wg - 1
+        c = (wg + 1) % 2  # a consumer's half: 0, 1 (never negative: aligned vector copies)
         warp, lane = (t % 128) // 32, t % 32
         row_a = m0 + 64 * c + 16 * warp + lane // 4   # this thread's rows: row_a, row_a + 8
         col_q = 2 * (lane % 4)
@@ -348,13 +365,54 @@ def make_forward(cfg: ForwardConfig):
             l_b += kj.shfl_xor_sync(0xFFFFFFFF, l_b, 2)
             inv_a = 1.0 / l_a if l_a > 0.0 else kj.float32(0.0)
             inv_b = 1.0 / l_b if l_b > 0.0 else kj.float32(0.0)
-            for i in O_IDX:
-                col = 8 * (i // 4) + col_q + i % 2
-                if (i // 2) % 2 == 0:
-                    if row_a < len_q:
-                        o[q0 + row_a, h, col] = dtype(o_acc[i] * inv_a)
-                elif row_a + 8 < len_q:
-                    o[q0 + row_a + 8, h, col] = dtype(o_acc[i] * inv_b)
+            for _ in kj.static_range(SMEM_EPILOGUE):
+                # O through shared memory: this warpgroup's 64 rows of the Q tile are free (its
+                # S GEMMs, the only readers of them, have retired, and Q had landed before
+                # them); O rounded to pairs and stmatrix'd there in the tile's 128-byte
+                # swizzle, then one TMA store an atom, or 16-byte copies past a sequence's end
+                mi = lane // 8  # this lane's matrix of an x4, and the row it addresses
+                row = 16 * warp + lane % 8 + 8 * (mi % 2)
+                for a in kj.static_range(ATOMS):
+                    for jj in kj.static_range(ATOM // 16):
+                        j = a * ATOM // 8 + 2 * jj  # the accumulator's 8-column blocks j, j + 1
+                        chunk = (2 * jj + mi // 2) ^ (row % 8)  # its 16-byte chunk, swizzled
+                        kj.stmatrix(smem, a * Q_ATOM + q_rows + row * ATOM + chunk * 8,
+                                    kj.cvt_pack(dtype, o_acc[4 * j] * inv_a,
+                                                o_acc[4 * j + 1] * inv_a),
+                                    kj.cvt_pack(dtype, o_acc[4 * j + 2] * inv_b,
+                                                o_acc[4 * j + 3] * inv_b),
+                                    kj.cvt_pack(dtype, o_acc[4 * j + 4] * inv_a,
+                                                o_acc[4 * j + 5] * inv_a),
+                                    kj.cvt_pack(dtype, o_acc[4 * j + 6] * inv_b,
+                                                o_acc[4 * j + 7] * inv_b))
+                r0 = m0 + 64 * c  # this warpgroup's first row
+                if r0 + 64 <= len_q:  # all inside the sequence: the copy engine stores them
+                    kj.fence_proxy_async()  # the writes, before the copy engine's reads
+                    kj.named_barrier.sync(EPILOGUE_BAR + c, 128)
+                    if t % 128 == 0:
+                        for a in kj.static_range(ATOMS):
+                            kj.tma.store(o_map, q0 + r0, h, a * ATOM, smem[a * Q_ATOM + q_rows:])
+                        kj.tma.commit_group()
+                        kj.tma.wait_group_read(0)  # read before the block's memory goes
+                else:  # rows past the end belong to the next sequence: 16 bytes a thread
+                    kj.named_barrier.sync(EPILOGUE_BAR + c, 128)
+                    for part in kj.static_range(D * 64 // (8 * 128)):
+                        idx = part * 128 + t % 128  # (row, 16-byte chunk of the row)
+                        r = idx // (D // 8)
+                        ch = idx % (D // 8)
+                        if r0 + r < len_q:
+                            src = (q_rows + (ch // 8) * Q_ATOM + r * ATOM
+                                   + ((ch ^ r) % 8) * 8)  # the chunk's swizzled place
+                            for e in kj.static_range(8):
+                                o[q0 + r0 + r, h, ch * 8 + e] = smem[src + e]
+            for _ in kj.static_range(1 - SMEM_EPILOGUE):  # from registers, 2 bytes a store
+                for i in O_IDX:
+                    col = 8 * (i // 4) + col_q + i % 2
+                    if (i // 2) % 2 == 0:
+                        if row_a < len_q:
+                            o[q0 + row_a, h, col] = dtype(o_acc[i] * inv_a)
+                    elif row_a + 8 < len_q:
+                        o[q0 + row_a + 8, h, col] = dtype(o_acc[i] * inv_b)
             if lane % 4 == 0:
                 if row_a < len_q:
                     lse[lse_row, lse_col + row_a] = ((m_a * scale_log2 + math.log2(l_a)) * LN2
@@ -378,5 +436,5 @@ def forward_kernel(cfg: ForwardConfig):
     return kernel
 
 
-__all__ = ["BM", "BN", "SCHEDULES", "SCHEDULE_BY_HEAD_DIM", "THREADS", "ForwardConfig",
-           "forward_kernel", "make_forward"]
+__all__ = ["BM", "BN", "FORMS", "FORM_BY_HEAD_DIM", "O_BOX", "SCHEDULES", "SCHEDULE_BY_HEAD_DIM",
+           "THREADS", "ForwardConfig", "forward_kernel", "make_forward"]
