@@ -1,7 +1,8 @@
 """The attention forward's epilogue and grid forms (``forward.FORMS``) against the float64
 reference: O through shared memory (stmatrix into the Q tile, TMA stores of whole 64-row
-halves, 16-byte copies of a half that crosses its sequence's end). On the cpu backend with
-small shapes; the ``gpu`` twins in test_forward.py's sizes."""
+halves, 16-byte copies of a half that crosses its sequence's end), and the persistent grid (a
+few blocks walking every work item). On the cpu backend with small shapes; the ``gpu`` twins
+are test_forward.py's test_forward_gpu."""
 
 from __future__ import annotations
 
@@ -41,11 +42,15 @@ def test_smem_epilogue(kj_backend, monkeypatch):
     fixed_case(2, 200, 150, 2, 1, 64, "bf16", True)
 
 
-def test_smem_epilogue_writes_only_its_rows(kj_backend):
+@pytest.mark.parametrize("form", ["smem", "persistent"])
+def test_smem_epilogue_writes_only_its_rows(kj_backend, monkeypatch, form):
     """Packed sequences in an array longer than they are, O and lse poisoned with NaN before the
     launch: every row of a sequence is right (halves inside by TMA, the 6 and 7 rows of the
     halves crossing an end by 16-byte copies), and the rows past the last sequence, which no
-    block owns, keep their poison (no store runs past a sequence's end)."""
+    block owns, keep their poison (no store runs past a sequence's end). Persistent: 2 blocks
+    walk the 8 items (2 query blocks, 2 heads, 2 sequences), the O buffer and Q's barrier
+    reused from one item to the next."""
+    monkeypatch.setattr(F, "PERSISTENT_BLOCKS", 2)
     heads, kv_heads, d, extra = 2, 1, 128, 60
     lens_q, lens_k = [70, 135], [90, 135]
     cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
@@ -59,9 +64,9 @@ def test_smem_epilogue_writes_only_its_rows(kj_backend):
                      device=device())
     scale = 1 / math.sqrt(d) * RNG.uniform(0.5, 2)
     cfg = F.ForwardConfig.scheduled(d, "f16", False, True, "overlap",
-                                    lockstep=kj.backend() != "cuda", form="smem")
+                                    lockstep=kj.backend() != "cuda", form=form)
     I._launch(cfg, o, lse, q, k, v, torch.from_numpy(cu_q).to(device()),
-              torch.from_numpy(cu_k).to(device()), 0, 0, heads // kv_heads, scale,
+              torch.from_numpy(cu_k).to(device()), max(lens_q), 0, heads // kv_heads, scale,
               (-(-max(lens_q) // F.BM), heads, len(lens_q)))
     for i in range(len(lens_q)):
         qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
@@ -71,8 +76,15 @@ def test_smem_epilogue_writes_only_its_rows(kj_backend):
     assert bool(o[total:].isnan().all()) and bool(lse[:, total:].isnan().all())
 
 
-def test_smem_epilogue_varlen_pingpong(kj_backend, monkeypatch):
-    """The ping-pong's barriers and the epilogue's (each consumer's own) together, packed
-    lengths with a sequence of one row and one that sees no key."""
-    use_form(monkeypatch, "smem", "overlap+pingpong")
-    varlen_case([37, 130, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)
+@pytest.mark.parametrize("schedule", ["serial", "overlap+pingpong"])
+def test_persistent(kj_backend, monkeypatch, schedule):
+    """The persistent form, 3 blocks walking every item (the longest causal rows first): the
+    stage ring's barrier phases and Q's go on across items of 1 to 3 key tiles, items past a
+    shorter sequence's end are skipped by producer and consumers alike, items whose rows see no
+    key still load Q; fixed lengths (GQA, batch 2) and packed ones; with the ping-pong, its
+    token's protocol starts anew each item, and the epilogue's barriers are each consumer's."""
+    use_form(monkeypatch, "persistent", schedule)
+    monkeypatch.setattr(F, "PERSISTENT_BLOCKS", 3)
+    if schedule == "serial":  # (each case a kernel of its own: the ping-pong's compiles slowly)
+        fixed_case(2, 300, 333, 2, 1, 64, "bf16", True)
+    varlen_case([37, 290, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)

@@ -158,6 +158,10 @@ def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, s
     o_map = (kj.TensorMap.tiled(o, O_BOX, swizzle="128B") if cfg.epilogue == "smem"
              else maps[0])
     kernel = forward_kernel(cfg)
+    if cfg.persistent:  # one block an SM, walking the (query block, head, sequence) items
+        from . import forward
+        blocks = forward.PERSISTENT_BLOCKS or kj.sm_count()
+        grid = (max(min(math.prod(grid), blocks), 1),)
     kernel[grid, THREADS, 0, cfg.shared_bytes()](
         o, lse, *maps, o_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
         np.float32(scale * math.log2(math.e)))
@@ -243,8 +247,8 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
         _fill(o, 0.0)
         _fill(lse, -math.inf)
     elif batch > 0 and max_seqlen_q > 0 and total_q:
-        _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
-                (-(-int(max_seqlen_q) // BM), heads, batch))
+        _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), 0,
+                heads // ks[1], scale, (-(-int(max_seqlen_q) // BM), heads, batch))
     return (o, lse) if return_lse else o
 
 
