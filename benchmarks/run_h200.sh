@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
 # (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
@@ -70,6 +70,11 @@ for step in $steps; do
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     attention)  # a run of its own (~5 min): kaiojit's attention beside SDPA, Triton, flash_attn
         timeout ${ATTN_TIMEOUT:-480} python3 benchmarks/attention.py 2>&1 | tee "$OUT/attention.log" | tail -120 ;;
+    attnforms)  # a run of its own (~5 min): the forward's epilogue / grid forms (regs, smem,
+        # persistent) with the H100's two fastest schedules beside SDPA and Triton, forward only
+        timeout ${ATTN_TIMEOUT:-400} python3 benchmarks/attention.py --no-backward --schedules \
+            overlap,overlap+pingpong,overlap/smem,overlap+pingpong/smem,overlap/persistent,overlap+pingpong/persistent \
+            2>&1 | tee "$OUT/attention_forms.log" | tail -150 ;;
     torchop|all)
         timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
     coldstart|all)
