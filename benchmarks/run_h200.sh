@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|attnbwd|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
 # (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
@@ -75,6 +75,8 @@ for step in $steps; do
         timeout ${ATTN_TIMEOUT:-400} python3 benchmarks/attention.py --no-backward --schedules \
             overlap,overlap+pingpong,overlap/smem,overlap+pingpong/smem,overlap/persistent,overlap+pingpong/persistent \
             2>&1 | tee "$OUT/attention_forms.log" | tail -150 ;;
+    attnbwd)  # what the attention backward's dQ atomics cost (attention_bwd_probe.py, ~1 min)
+        timeout ${ATTN_TIMEOUT:-200} python3 benchmarks/attention_bwd_probe.py 2>&1 | tee "$OUT/attention_bwd_probe.log" | tail -8 ;;
     torchop|all)
         timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
     coldstart|all)

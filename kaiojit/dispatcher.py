@@ -22,6 +22,7 @@ from .frontend.parameters import check_parameters
 from .frontend.recursion import pending_shell, type_recursive
 from .launch.launcher import (
     USER_ERRORS, ForallLauncher, Launcher, launch_key, outside_graphs, parse_launch_config,
+    untraced,
 )
 from .overloads import accepts, best_signature
 from .serialize import by_reference, function_reference, function_state, rebuild_function
@@ -343,7 +344,7 @@ class Dispatcher:
             loaded = self._launch_cache.get(self._launch_key(args))
         except TypeError:  # an argument kaiojit cannot type: _prepare names it
             loaded = None
-        return loaded if loaded is not None else self._prepare(args)
+        return loaded if loaded is not None else untraced(self._prepare, args)
 
     def _launch_key(self, args) -> tuple:
         """launch_key of the arguments the kernel is passed, plus the constexpr values."""

@@ -196,6 +196,13 @@ def direct_kernels(custom: Any, fn: Callable[..., Any]) -> DirectKernels | None:
     if not DirectKernels.available():
         return None
     direct = DirectKernels(custom, fn)
+    previous = _direct.pop(direct.op._schema.name, None)
+    if previous is not None:  # the op defined again (a notebook cell run twice, a module
+        # loaded twice): the new definition's kernels replace the old ones (PyTorch refuses a
+        # second Python kernel for a key while the first library lives); its finalizer would
+        # later remove the same keys from PyTorch's registry again, now the new ones': emptied
+        previous.library._destroy()
+        previous.library._op_impls.clear()
     direct.register()
     _direct[direct.op._schema.name] = direct
     return direct

@@ -11,6 +11,7 @@ cache, else type, compile, load).
 from __future__ import annotations
 
 import pickle
+import sys
 from typing import Any
 
 from ..errors import KaiojitError, user_facing
@@ -46,6 +47,23 @@ def outside_graphs(fn: Any) -> Any:
     fn._torchdynamo_disable = True
     fn._torchdynamo_disable_msg = DYNAMO_REASON
     return fn
+
+
+def untraced(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with ``torch.compile``'s frame hook off where PyTorch's Dynamo is loaded
+    (``torch.compiler.disable``): a kernel's first launch inside a compiled function (the eager
+    side of the graph break at the launch) types, compiles and loads it, and Dynamo must not
+    try to compile those frames or the libraries they call (under PyTorch 2.11 it tried
+    ml_dtypes' ``finfo`` and failed the launch). It also keeps Dynamo out of kaiojit's later
+    frames (:func:`kaiojit.torch.keep_dynamo_out`). Only a launch cache miss comes here."""
+    if "torch._dynamo" not in sys.modules:
+        return fn(*args)
+    import torch
+
+    from ..torch import keep_dynamo_out
+
+    keep_dynamo_out()
+    return torch.compiler.disable(fn, recursive=True)(*args)
 
 
 def parse_launch_config(config: Any) -> tuple[Any, Any, Any, Any, Any]:
@@ -233,5 +251,5 @@ def _bind_runtime() -> None:
     _get_backend = get_backend
 
 
-__all__ = ["DYNAMO_REASON", "ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key", "outside_graphs",
-           "parse_launch_config"]
+__all__ = ["DYNAMO_REASON", "ConstexprLauncher", "ForallLauncher", "Launcher", "launch_key",
+           "outside_graphs", "parse_launch_config", "untraced"]

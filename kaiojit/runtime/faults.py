@@ -7,7 +7,9 @@ kernel on a device puts its module on the backend's watch list; when the host ne
 the device (``kj.synchronize()``, a stream's ``synchronize()``, a synchronous copy to the
 host), every watched record is read back (on the cuda backend with ``cuModuleGetGlobal`` and
 ``cuMemcpyDtoH``); a recorded fault is cleared and raised as :class:`kaiojit.KernelError`,
-worded as the cpu backend words it.
+worded as the cpu backend words it. A debug kernel with a ``raise`` (numba's exceptions) does
+not wait for a later wait: its launch synchronizes and raises there, as numba's does
+(``kaiojit/runtime/launch.py``).
 """
 
 from __future__ import annotations

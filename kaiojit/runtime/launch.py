@@ -278,6 +278,10 @@ class ModuleKernel:
                                 written=getattr(image, "written_arrays", None))
         self.slots = ThreadSlots(self.packer.layout)
         self.fault_sites = getattr(image, "fault_sites", ())  # debug=True: a fault record
+        # a debug kernel with a ``raise`` (numba's exceptions, kaiojit/frontend/raising.py):
+        # its launch raises what it recorded, so the launch waits for it, as numba's debug
+        # launches read their error code back after every launch
+        self.raises_at_launch = any(site.get("kind") == "raise" for site in self.fault_sites)
         self.launch_bound = launch_bound(image)
         self._devices: dict[int, _DeviceKernel] = {}
         self._configs = ConfigCache()
@@ -358,6 +362,10 @@ class ModuleKernel:
                                  config.cluster)
         if self.fault_sites and getattr(backend, "faults", None) is not None:
             backend.faults.watch(backend, device, dk.module, self.image)
+            if self.raises_at_launch:
+                forbid_in_capture(f"kernel {self.name!r}: a debug kernel with 'raise' waits for "
+                                  "each launch, to raise its exception there")
+                backend.stream_synchronize(handle)  # the wait reads the fault records
         if staged is not None:
             _copy_back(staged, backend, handle)
         if backend.debug_sync:

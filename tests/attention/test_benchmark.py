@@ -31,7 +31,20 @@ class ClockEvent:
         return (end.at - self.at) * 1e3
 
 
-def test_sweep_dry_run(kj_backend, monkeypatch, capsys):
+@pytest.fixture
+def on_cpu_backend():
+    """The cpu backend, whatever the session's: the dry run's tensors are CPU tensors (on a GPU
+    machine the cuda backend refuses them)."""
+    import kaiojit as kj
+
+    previous = kj.set_backend("cpu")
+    try:
+        yield
+    finally:
+        kj.set_backend(previous)
+
+
+def test_sweep_dry_run(on_cpu_backend, monkeypatch, capsys):
     from torch.nn import attention as nn_attention
     spec = importlib.util.spec_from_file_location("bench_attention", PATH)
     bench = importlib.util.module_from_spec(spec)

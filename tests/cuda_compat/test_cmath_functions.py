@@ -99,9 +99,12 @@ def test_tanh_near_a_pole_of_tan_is_accurate(kj_backend):
     out = cuda.to_device(np.full((z.size, len(NAMES)), complex(math.nan, math.nan)))
     cmath_inverse[1, 8](out, cuda.to_device(z))
     got = out.copy_to_host()[:, 7]
+    # the GPU's libdevice tan and sinh are within 2 ulps each (the host's libm within 1)
+    ulps = 4 if kj_backend == "cuda" else 2
     for v, g in zip(z, got):
         want = cmath.tanh(v)
-        assert _close(g.real, want.real, 2.0**-52, 2) and _close(g.imag, want.imag, 2.0**-52, 2)
+        assert _close(g.real, want.real, 2.0**-52, ulps) and \
+            _close(g.imag, want.imag, 2.0**-52, ulps), f"tanh({v}) = {g}, expected {want}"
 
 
 def test_rect_special_values(kj_backend):

@@ -29,11 +29,12 @@ def by_a_value(out, v):
     out[0] = 1 if isinstance(v, v) else 0
 
 
+# named ids, not the random values: pytest-xdist's workers must collect the same test names
 @pytest.mark.parametrize("value, want", [
     (int(rng.integers(1, 100)), [1, 1, 0, 1, 1, 1, 0]),
     (float(rng.uniform(1, 2)), [1, 0, 1, 1, 0, 1, 0]),
     (np.float32(rng.uniform(1, 2)), [1, 0, 1, 1, 0, 1, 1]),
-])
+], ids=["int", "float", "float32"])
 def test_isinstance_folds_by_type(kj_backend, value, want):
     out = cuda.to_device(np.full(7, -1, np.int32))
     classify[1, 1](out, value, cuda.to_device(np.zeros(3)))

@@ -327,3 +327,29 @@ def test_promotion_of_every_pair_matches_numpy():
     for a in T.SCALARS.values():
         for b in T.SCALARS.values():
             assert T.promote(a, b).name == result_type(a.np_dtype, b.np_dtype).name, (a, b)
+
+
+def test_the_promotion_fallback_is_numpys_answer_where_numpy_gives_one(monkeypatch):
+    """tests/promotion.py answers for NumPy releases that refuse bfloat16 or float8 with some
+    types (NumPy 2.5): made to answer every such pair, it must give what this NumPy gives (and
+    kaiojit), so a GPU machine's newer NumPy checks the same rule."""
+    import tests.promotion as P
+    from kaiojit import types as T
+    numpy_says = np.result_type
+    low = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
+
+    def refusing(a, b):
+        if a.name in low or b.name in low:
+            raise TypeError("refused, as NumPy 2.5 refuses bfloat16 with int16")
+        return numpy_says(a, b)
+
+    monkeypatch.setattr(P.np, "result_type", refusing)
+    pairs = [(a, b) for a in T.SCALARS.values() for b in T.SCALARS.values()
+             if a.name in low or b.name in low]
+    assert len(pairs) > 40
+    for a, b in pairs:
+        try:
+            want = numpy_says(a.np_dtype, b.np_dtype).name
+        except TypeError:  # this NumPy refuses too: kaiojit's rule is the reference
+            want = T.promote(a, b).name
+        assert P.result_type(a.np_dtype, b.np_dtype).name == want == T.promote(a, b).name, (a, b)

@@ -197,6 +197,24 @@ def test_folded_float_arithmetic_is_what_run_time_computes(kj_backend, dtype):
     assert same.all(), [(pairs[k], o1[k], o2[k]) for k in np.nonzero(~same)[0]]
 
 
+def test_a_float64_power_of_constants_is_the_targets_pow():
+    """Seen on an H100: ``65504.0 ** 1.7`` folded with the host's pow was one ulp from what the
+    GPU's libdevice pow computes at run time; only exponents the lowering computes itself (2, 1,
+    0.5) fold, the others are left to the target's pow."""
+    x, y = float(rng.uniform(2.0, 70000.0)), float(rng.uniform(1.1, 1.9))
+    src = (f"import kaiojit as kj\n\n\n@kj.jit\ndef power(o):\n"
+           f"    o[0] = kj.float64({x!r}) ** kj.float64({y!r})\n"
+           f"    o[1] = kj.float64({x!r}) ** kj.float64(2.0)\n")
+    ptx = kj.compile_ptx(_kernel_from_source("power", src), "void(float64[::1])")
+
+    def spelled(v: float) -> tuple[str, str]:  # a float64 constant in PTX: 0d hex, or its bits
+        bits = int(np.float64(v).view(np.uint64))
+        return f"0d{bits:016X}", f" {bits};"
+
+    assert not any(f in ptx.upper() for f in spelled(x ** y)), ptx
+    assert any(f in ptx.upper() for f in spelled(x * x)), ptx
+
+
 # --- variables assigned on some paths only -----------------------------------------------------
 
 @kj.jit

@@ -115,3 +115,47 @@ def test_a_fault_of_a_kernel_dropped_before_the_wait_is_still_raised(mock):
     assert str(info.value) == expected(block, thread)
     kj.synchronize()  # raised once
     assert not mock.faults
+
+
+class OutOfRange(Exception):
+    pass
+
+
+def raising(x, limit):
+    i = kj.grid(1)
+    if i < x.size:
+        if x[i] > limit:
+            raise OutOfRange("over the limit")
+        x[i] += 1.0
+
+
+def test_a_debug_kernel_with_raise_raises_at_its_launch(mock):
+    """numba's exceptions (``raise`` under debug=True) are raised by the launch itself, as
+    numba's debug launches read their error code back at once: the launch waits for the kernel
+    and reads the record (on the GPU the fault is otherwise only seen at a later wait, in
+    another test or another line of the user's program). Every launch does, the fast path
+    included."""
+    kernel = kj.jit(debug=True)(raising)
+    x = kj.to_device(RNG.random(int(RNG.integers(50, 500))).astype(np.float32))
+    grid = (x.size + 127) // 128
+    kernel[grid, 128](x, np.float32(2.0))  # nothing recorded: the launch returns
+    ((_, _, sites),) = mock.faults.records.values()
+    site = next(i for i, s in enumerate(sites) if s["kind"] == "raise")
+    waits = []
+    synchronize = mock.stream_synchronize
+
+    def the_kernel_runs_then_the_wait(stream):
+        waits.append(stream)  # the failing thread of the launch waited for:
+        write_record(mock, H.ERR_RAISE, site, (1, 0, 0), (5, 0, 0))
+        synchronize(stream)
+
+    mock.stream_synchronize = the_kernel_runs_then_the_wait
+    for _ in range(2):
+        with pytest.raises(OutOfRange) as info:
+            kernel[grid, 128](x, np.float32(2.0))
+        assert "tid=[5, 0, 0] ctaid=[1, 0, 0]: over the limit" in str(info.value)
+        # raised at the user's launch line, through kaiojit's entry point only
+        assert [str(e.path) for e in info.traceback[-2:]] == [__file__, kj.errors.__file__]
+    assert waits == [0, 0]
+    assert mock.fast_launches == 0
+    kj.synchronize()  # each was raised once

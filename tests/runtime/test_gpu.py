@@ -129,13 +129,14 @@ def test_copies_in_a_new_thread_find_the_context(cuda):
     src = rt.to_device(host)
     dst = rt.to_device(np.full_like(host, np.nan))
     got = np.full_like(host, np.nan)
+    again = np.full_like(host, np.nan)
     errors = []
 
     def work():
         try:
             dst.copy_to_device(src)
             dst.copy_to_host(got)
-            rt.to_device(host).copy_to_host(got[:0])
+            rt.to_device(host).copy_to_host(again)  # an allocation made in the thread
         except Exception as e:  # noqa: BLE001 - reported to the test's thread
             errors.append(e)
 
@@ -144,6 +145,7 @@ def test_copies_in_a_new_thread_find_the_context(cuda):
     thread.join()
     assert not errors, errors
     np.testing.assert_array_equal(got, host)
+    np.testing.assert_array_equal(again, host)
     np.testing.assert_array_equal(dst.copy_to_host(), host)
 
 

@@ -227,3 +227,36 @@ def test_the_host_benchmark_mode_runs_without_a_gpu(monkeypatch):
     assert "op through the dispatcher, kaiojit.torch.op" in names
     assert "op under torch.compile, plain custom_op" in names
     assert all(value > 0 and unit == "us/call" for _, value, unit in rows)
+
+
+def test_an_op_defined_again_replaces_its_direct_kernels():
+    """A notebook cell run twice, a module loaded under two names (the benchmark's copy of an
+    example beside the example's own): the op is defined again, and its direct kernels must
+    replace the first definition's. Seen on an H100 machine's PyTorch 2.11: the second
+    definition's kernels were refused ("already a kernel registered from python"); on 2.13 the
+    first's finalizer removed the second's from PyTorch's registry."""
+    import gc
+
+    from torch import library
+
+    def define(factor: float):
+        @kjt.op("kaiojit_tests::redefined")
+        def redefined(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            scale_kernel[(x.numel() + 127) // 128, 128](out, x, factor, x.numel())
+            return out
+        return redefined
+
+    x = torch.randn(int(np.random.default_rng().integers(100, 300)))
+    previous = set_backend("cpu")
+    try:
+        for factor in (2.0, 3.0, 5.0):
+            op = define(factor)
+            gc.collect()  # the earlier definition's library is finalized
+            keys = {k.split("/")[-1] for k in library._impls
+                    if k.startswith("kaiojit_tests/redefined/")}
+            assert {"CPU", "CUDA", "AutogradCPU", "AutogradCUDA"} <= keys, keys
+            torch.testing.assert_close(op(x), x * factor)
+            torch.testing.assert_close(torch.ops.kaiojit_tests.redefined(x), x * factor)
+    finally:
+        set_backend(previous)

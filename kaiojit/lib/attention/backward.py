@@ -39,6 +39,10 @@ class BackwardConfig:
     dtype: str
     causal: bool
     varlen: bool
+    # what the dQ part of a step does: "atomics" (dQ = dS K by wgmma, added to the float32
+    # accumulator with atomics: the kernel), or, for benchmarks/attention_bwd_probe.py only
+    # (dQ is then wrong), "gemm" (the wgmma, no atomics) or "none" (neither): what dQ costs
+    dq: str = "atomics"
 
     def shared_bytes(self) -> int:
         """K and V tiles, two stages of Q and dO tiles, and dS^T (BN x BM)."""
@@ -101,7 +105,8 @@ def make_main(cfg: BackwardConfig):
     C_IDX = tuple(range(BM // 4))       # a thread's 16 words of P^T or dS^T (64 x 64)
     D_IDX = tuple(range(D // 2))        # of dK and dV
     Q_IDX = tuple(range(ATOM // 2))     # of its dQ part (64 x 64)
-    DQ_WGS = ATOMS                      # warpgroups computing dQ: one per 64 columns
+    DQ_WGS = ATOMS if cfg.dq != "none" else 0  # warpgroups computing dQ: one per 64 columns
+    DQ_ADD = int(cfg.dq == "atomics")   # 0: the probe's timing without the atomics
 
     @kj.jit(max_registers=255)
     def main(dq_acc, dk, dv, q_map, k_map, v_map, do_map, lse, delta, cu_q, cu_k, seqlen_q,
@@ -257,11 +262,12 @@ def make_main(cfg: BackwardConfig):
             kj.wgmma.wait_group(0, dv_acc)
             kj.wgmma.wait_group(0, dk_acc)
             if c < DQ_WGS:
-                for i in Q_IDX:
-                    row = m0 + 16 * warp + g + 8 * ((i // 2) % 2)
-                    col = 64 * c + 8 * (i // 4) + 2 * qd + i % 2
-                    if row < len_q:
-                        kj.atomic.add(dq_acc, (q0 + row, h, col), dq_part[i])
+                for _ in kj.static_range(DQ_ADD):
+                    for i in Q_IDX:
+                        row = m0 + 16 * warp + g + 8 * ((i // 2) % 2)
+                        col = 64 * c + 8 * (i // 4) + 2 * qd + i % 2
+                        if row < len_q:
+                            kj.atomic.add(dq_acc, (q0 + row, h, col), dq_part[i])
             kj.syncthreads()                                    # stage s and dS^T are free
             if t == 0 and step + 2 < total:
                 nh = hk * group + (step + 2) // n_tiles

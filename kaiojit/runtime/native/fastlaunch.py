@@ -108,7 +108,7 @@ def build(loaded: LoadedKernel, config: LaunchConfig, stream: int, device: int,
     general path applies. With ``stream_now`` (a launch that follows PyTorch's current
     stream) it tests that ``stream_now(device)`` is still ``stream``."""
     backend = loaded.backend
-    if backend.debug_sync or config.cluster is not None:
+    if backend.debug_sync or config.cluster is not None or loaded.raises_at_launch:
         return None
     packer = loaded.packer
     slots = ArgSlots(packer.layout)  # the fast form's own parameter buffer
