@@ -273,6 +273,7 @@ import torch
 from kaiojit.lib import attention as A
 from kaiojit.lib.attention import forward as F
 dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[sys.argv[1]]
+F.PERSISTENT_BLOCKS = 2  # persistent: 3 items a block, its barriers' phases across items
 for name in sys.argv[2:]:
     print("smoke start", name, flush=True)
     schedule, _, form = name.partition("/")

@@ -128,6 +128,7 @@ GPU_FORMS = ([(name, False, "regs") for name in F.SCHEDULES] + [("serial", True,
 def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, schedule, lockstep, form):
     monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, d, schedule)
     monkeypatch.setitem(F.FORM_BY_HEAD_DIM, d, form)
+    monkeypatch.setattr(F, "PERSISTENT_BLOCKS", 5)  # persistent: many items a block
     monkeypatch.setattr(F, "LOCKSTEP_ON_GPU", lockstep)
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)
