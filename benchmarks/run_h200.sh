@@ -72,7 +72,7 @@ for step in $steps; do
         timeout ${ATTN_TIMEOUT:-480} python3 benchmarks/attention.py 2>&1 | tee "$OUT/attention.log" | tail -120 ;;
     attnforms)  # a run of its own (~5 min): the forward's epilogue / grid forms (regs, smem,
         # persistent) with the H100's two fastest schedules beside SDPA and Triton, forward only
-        timeout ${ATTN_TIMEOUT:-400} python3 benchmarks/attention.py --no-backward --schedules \
+        timeout ${ATTN_TIMEOUT:-360} python3 benchmarks/attention.py --no-backward --budget 200 --schedules \
             overlap,overlap+pingpong,overlap/smem,overlap+pingpong/smem,overlap/persistent,overlap+pingpong/persistent \
             2>&1 | tee "$OUT/attention_forms.log" | tail -150 ;;
     attnbwd)  # what the attention backward's dQ atomics cost (attention_bwd_probe.py, ~1 min)
