@@ -56,6 +56,8 @@ def _kj_options(debug, opt, lineinfo, cache, link, kws: dict) -> dict:
         opt = 0
     options.update(debug=bool(debug), opt=int(opt), lineinfo=bool(lineinfo), cache=bool(cache),
                    link=link_paths(link) or None)
+    if not opt and not options.get("fastmath"):
+        options["contract"] = False  # numba's opt=False (NVVM's -opt=0) fuses no multiply-add
     return options
 
 

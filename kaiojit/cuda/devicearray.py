@@ -64,24 +64,34 @@ def as_numba_array(array: DeviceArray) -> DeviceNDArray:
 
 
 class MappedNDArray(np.ndarray):
-    """numba's mapped (and managed) host array: a NumPy array that on the cpu backend is
-    device memory too, and exports ``__cuda_array_interface__``; on a GPU kaiojit's are
-    pageable memory, copied around each launch, and export no CUDA interface."""
+    """numba's mapped (and managed) host array: a NumPy array in memory the device addresses
+    at the same pointer (on a GPU mapped page-locked or managed memory, ``gpu_visible`` its
+    byte range; on the cpu backend host memory), exporting ``__cuda_array_interface__``. A
+    copy or a result computed from it is host memory the GPU cannot address: no interface."""
 
     def __array_finalize__(self, obj: Any) -> None:
         self.stream = getattr(obj, "stream", 0)
+        self.gpu_visible = getattr(obj, "gpu_visible", None)
 
     @property
     def __cuda_array_interface__(self) -> dict:
         backend = get_backend()
-        if backend.name != "cpu":
-            raise AttributeError(f"kaiojit's mapped and managed arrays are pageable host "
-                                 f"memory on the {backend.name} backend, not CUDA memory")
+        if backend.name != "cpu" and not self._in_gpu_memory():
+            raise AttributeError(f"this array is a copy in pageable host memory, not the "
+                                 f"mapped or managed memory the {backend.name} backend's "
+                                 "kernels address")
         contiguous = self.flags["C_CONTIGUOUS"]
         return {"shape": self.shape, "typestr": self.dtype.str,
                 "data": (self.ctypes.data if self.size else 0, False),
                 "strides": None if contiguous else self.strides, "version": 3,
                 "stream": stream_handle(self.stream) or None}
+
+
+    def _in_gpu_memory(self) -> bool:
+        if self.gpu_visible is None:
+            return False
+        start, end = self.gpu_visible
+        return self.size == 0 or start <= self.ctypes.data < end
 
 
 ManagedNDArray = MappedNDArray

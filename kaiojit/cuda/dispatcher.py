@@ -9,9 +9,24 @@ numba's shapes; ``cuda.jit`` returns it, ``kj.jit`` the plain one.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from .. import types as T
 from ..dispatcher import Dispatcher
+from ..errors import PerformanceWarning
+
+LOW_OCCUPANCY_GRID = 128  # numba's threshold of blocks
+
+
+class LaunchWarnings:
+    """numba's ``config.CUDA_LOW_OCCUPANCY_WARNINGS``: a kernel configured with fewer than
+    128 blocks warns (a PerformanceWarning) that the GPU is likely under-used. numba warns
+    by default; kaiojit does where ``low_occupancy`` is set (a small grid is often meant)."""
+
+    low_occupancy = False
+
+
+launch_warnings = LaunchWarnings()
 
 
 class CUDADispatcher(Dispatcher):
@@ -40,6 +55,8 @@ class CUDADispatcher(Dispatcher):
 
     def _check_config(self, config) -> None:
         _check_dims(config)  # numba's errors, when the kernel is configured
+        if launch_warnings.low_occupancy and isinstance(config, tuple) and config:
+            _warn_if_low_occupancy(config[0])
 
     def __getitem__(self, config):
         launcher = super().__getitem__(config)
@@ -172,6 +189,15 @@ def _check_dims(config) -> None:
             raise ValueError(f"{name} must be a sequence of 1, 2 or 3 integers, got {dims!r}")
         if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in dims):
             raise TypeError(f"{name} must be a sequence of integers, got {dims!r}")
+
+
+def _warn_if_low_occupancy(grid) -> None:
+    blocks = 1
+    for n in grid if isinstance(grid, (tuple, list)) else (grid,):
+        blocks *= n
+    if blocks < LOW_OCCUPANCY_GRID:
+        warnings.warn(f"Grid size {blocks} will likely result in GPU under-utilization due to "
+                      "low occupancy.", PerformanceWarning, stacklevel=5)
 
 
 class CompiledOverload:

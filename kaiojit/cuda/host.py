@@ -214,13 +214,35 @@ def device_array_like(ary, stream: Any = 0):
     return as_numba_array(rt.device_array_like(ary, stream=stream or None))
 
 
-def _host_array(shape, dtype, strides, order) -> np.ndarray:
+def _host_array(shape, dtype, strides, order, raw=None) -> np.ndarray:
+    """A host array; ``raw(nbytes)``, where given, makes the byte buffer it lies in."""
+    dtype = np.dtype(dtype)
     if strides is not None:
-        dtype = np.dtype(dtype)
         span = sum((n - 1) * s for n, s in zip(np.atleast_1d(shape), strides)) + dtype.itemsize
-        buffer = np.empty(max(span, 0), np.uint8)
+        buffer = (raw or _bytes)(max(span, 0))
         return np.ndarray(shape, dtype, buffer=buffer, strides=strides)
-    return np.empty(shape, dtype, order=order)
+    if raw is None:
+        return np.empty(shape, dtype, order=order)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return np.ndarray(shape, dtype, buffer=raw(nbytes), order=order)
+
+
+def _bytes(nbytes: int) -> np.ndarray:
+    return np.empty(nbytes, np.uint8)
+
+
+class _HostVisibleMemory:
+    """Memory host and GPU address at one pointer (the cuda backend's managed or mapped host
+    memory), freed when the last array over it goes; NumPy reads it as bytes."""
+
+    def __init__(self, backend: Any, nbytes: int, managed: bool):
+        self.backend, self.managed = backend, managed
+        self.ptr = backend.alloc_host_visible(nbytes, managed)
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "version": 3,
+                                    "data": (self.ptr, False)}
+
+    def __del__(self) -> None:
+        self.backend.free_host_visible(self.ptr, self.managed)
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C") -> np.ndarray:
@@ -228,23 +250,37 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C") -> np.
     return _host_array(shape, dtype, strides, order)
 
 
-def _mapped(shape, dtype, strides, order, stream: Any) -> MappedNDArray:
-    array = _host_array(shape, dtype, strides, order).view(MappedNDArray)
+def _mapped(shape, dtype, strides, order, stream: Any, managed: bool) -> MappedNDArray:
+    """numba's mapped or managed array: on the cpu backend a host array (its memory is the
+    device's), on a GPU one in memory the GPU addresses (kernels take it without a copy)."""
+    backend = rt.get_backend()
+    if not hasattr(backend, "alloc_host_visible"):
+        array = _host_array(shape, dtype, strides, order).view(MappedNDArray)
+    else:
+        memories = []
+
+        def raw(nbytes: int) -> np.ndarray:
+            memories.append(_HostVisibleMemory(backend, nbytes, managed))
+            return np.asarray(memories[-1])
+
+        array = _host_array(shape, dtype, strides, order, raw).view(MappedNDArray)
+        start = memories[0].ptr
+        array.gpu_visible = (start, start + memories[0].__array_interface__["shape"][0])
     array.stream = stream
     return array
 
 
 def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream: Any = 0,
                  portable: bool = False, wc: bool = False) -> np.ndarray:
-    """A host array kernels may be passed (on a GPU copied in and out around each launch;
-    on the cpu backend it is device memory too: ``MappedNDArray``)."""
-    return _mapped(shape, dtype, strides, order, stream)
+    """A host array kernels take without a copy (page-locked host memory mapped into the
+    GPU; on the cpu backend host memory is the device's: ``MappedNDArray``)."""
+    return _mapped(shape, dtype, strides, order, stream, managed=False)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", stream: Any = 0,
                   attach_global: bool = True) -> np.ndarray:
-    """Memory both sides use: a host array kernels may be passed (as ``mapped_array``)."""
-    return _mapped(shape, dtype, strides, order, stream)
+    """Memory both sides use (CUDA managed memory; on the cpu backend a host array)."""
+    return _mapped(shape, dtype, strides, order, stream, managed=True)
 
 
 def pinned_array_like(ary) -> np.ndarray:

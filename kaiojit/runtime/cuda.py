@@ -379,6 +379,30 @@ class CudaBackend:
             if pushed:
                 self._pop()
 
+    def alloc_host_visible(self, nbytes: int, managed: bool) -> int:
+        """Memory host and device both address at one pointer (unified addressing): managed
+        (``cuMemAllocManaged``, attached globally) or page-locked host memory mapped into
+        the device (``cuMemHostAlloc`` with DEVICEMAP and PORTABLE), as numba's
+        ``managed_array`` and ``mapped_array`` have."""
+        self.current_device()
+        what = f"allocating {nbytes} bytes of {'managed' if managed else 'mapped host'} memory"
+        try:
+            if managed:
+                ptr = check(self.drv.cuMemAllocManaged(max(nbytes, 1), 1), what)  # ATTACH_GLOBAL
+            else:
+                ptr = check(self.drv.cuMemHostAlloc(max(nbytes, 1), 0x3), what)  # PORTABLE|MAP
+        except CudaError as e:
+            if e.name == "CUDA_ERROR_OUT_OF_MEMORY":
+                raise MemoryError(str(e)) from None
+            raise
+        return int(ptr)
+
+    def free_host_visible(self, ptr: int, managed: bool) -> None:
+        if self.closing:
+            return
+        self.current_device()
+        check(self.drv.cuMemFree(ptr) if managed else self.drv.cuMemFreeHost(ptr))
+
     def memcpy_htod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         if nbytes:
             self.current_device()  # a thread's first driver call: our context current there

@@ -116,6 +116,7 @@ class MockBackend:
         self._default_device = 0
         self._lock = threading.Lock()
         self._buffers: dict[int, tuple[Any, int, int]] = {}  # address -> (buffer, nbytes, device)
+        self.host_visible: dict[int, tuple[Any, bool]] = {}  # managed / mapped: (buffer, managed)
         self._next_handle = 0x1000
         self.captures: dict[int, MockCapture] = {}  # stream -> capture in progress
         self.graph_launches = 0
@@ -289,6 +290,20 @@ class MockBackend:
     def free(self, ptr: int, device: int) -> None:
         with self._lock:
             self._buffers.pop(ptr, None)
+
+    def alloc_host_visible(self, nbytes: int, managed: bool) -> int:
+        """The cuda backend's managed or mapped host memory: host memory (the mock's device
+        memory is host memory too)."""
+        self._capture_forbids("cuMemAllocManaged" if managed else "cuMemHostAlloc")
+        buf = ctypes.create_string_buffer(max(nbytes, 1) + 256)
+        ptr = (ctypes.addressof(buf) + 255) // 256 * 256
+        with self._lock:
+            self.host_visible[ptr] = (buf, managed)
+        return ptr
+
+    def free_host_visible(self, ptr: int, managed: bool) -> None:
+        with self._lock:
+            self.host_visible.pop(ptr, None)
 
     @property
     def live_allocations(self) -> int:

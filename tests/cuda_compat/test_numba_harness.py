@@ -64,3 +64,61 @@ def test_harness_counts_a_numba_style_file(tmp_path):
     assert outcomes["test_scale"]["outcome"] == "passed"
     assert "cannot import name 'ir'" in outcomes["test_internals"]["message"]
     assert "TOTAL" in proc.stdout and "test_numba_style" in proc.stdout
+
+
+# A finder as numba-cuda's wheel installs one (a .pth adds it to sys.meta_path at start-up): it
+# asks for numba's spec and redirects every ``numba.cuda`` name to the installed numba-cuda.
+FOREIGN_FINDER = textwrap.dedent('''
+    import importlib.abc
+    import importlib.util
+    import sys
+
+
+    class InstalledNumbaCuda(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if "numba.cuda" not in name:
+                return None
+            importlib.util.find_spec("numba")  # raises where numba has no spec
+            return importlib.util.spec_from_loader(name, self)
+
+        def create_module(self, spec):
+            raise ImportError(f"the installed numba-cuda's {spec.name} was imported")
+
+        def exec_module(self, module):
+            pass
+
+
+    sys.meta_path.insert(0, InstalledNumbaCuda())
+''')
+
+
+def test_harness_maps_names_past_an_installed_numba_cuda(tmp_path):
+    """numba-cuda installed beside kaiojit (its redirecting finder first on sys.meta_path)
+    does not take the tests' ``numba`` names: the test file imports and runs on kaiojit."""
+    import os
+    import random
+
+    tests = tmp_path / "cudapy"
+    tests.mkdir()
+    size = random.randint(10, 60)
+    (tests / "__init__.py").write_text("")
+    # the kernels in a module beside the test file, imported by its package name (the import
+    # that met the redirecting finder: numba's test files import their usecases so)
+    (tests / "scale_usecases.py").write_text(NUMBA_STYLE.split("class TestScale")[0])
+    (tests / "test_numba_style.py").write_text(
+        "from numba.cuda.tests.cudapy.scale_usecases import *  # noqa: F403\n"
+        + NUMBA_STYLE.replace("SIZE", str(size)))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FOREIGN_FINDER)
+    out = tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools/numba_suite/run.py"), "--tests", str(tests),
+         "--cache", str(tmp_path / "cache"), "--json", str(out), "test_numba_style"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["files"][0]["collect_error"] is None
+    assert result["totals"] == {"total": 4, "passed": 1, "failed": 2, "skipped": 1}

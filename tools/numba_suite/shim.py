@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 from types import ModuleType, SimpleNamespace
@@ -21,10 +22,15 @@ import support
 
 
 def _module(name: str, attrs: dict, package_path: list[str] | None = None) -> ModuleType:
+    """A module with a spec, as an imported one has (``importlib.util.find_spec(name)`` of a
+    module in ``sys.modules`` without one raises)."""
     mod = ModuleType(name)
     mod.__dict__.update(attrs)
+    mod.__spec__ = importlib.machinery.ModuleSpec(name, _Prebuilt(mod),
+                                                  is_package=package_path is not None)
     if package_path is not None:
         mod.__path__ = package_path
+        mod.__spec__.submodule_search_locations = package_path
     return mod
 
 
@@ -40,7 +46,10 @@ class _Prebuilt(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """``numba.cuda.X`` -> ``<target>.X``; the prebuilt shims by name; nothing else of numba."""
+    """``numba.cuda.X`` -> ``<target>.X``; the prebuilt shims by name; the test files from the
+    tests' directory; nothing else of numba. It answers every ``numba`` name itself, so no
+    other finder sees one: numba-cuda's wheel installs (``_numba_cuda_redirector.pth``) a
+    finder that redirects ``numba.cuda`` names to the installed numba-cuda."""
 
     def __init__(self, target_name: str, prebuilt: dict[str, ModuleType]):
         self.target_name = target_name
@@ -51,8 +60,8 @@ class _Finder(importlib.abc.MetaPathFinder):
             mod = self.prebuilt[name]
             return importlib.util.spec_from_loader(
                 name, _Prebuilt(mod), is_package=hasattr(mod, "__path__"))
-        if name.startswith("numba.cuda.tests."):
-            return None  # the test files: found on the tests package's path
+        if name.startswith("numba.cuda.tests."):  # the test files, on the package's path
+            return importlib.machinery.PathFinder.find_spec(name, path, target)
         if name.startswith("numba.cuda."):
             real = self.target_name + name[len("numba.cuda"):]
             try:

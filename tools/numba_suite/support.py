@@ -35,7 +35,6 @@ class _Config:
     """numba's ``config`` module: the settings the tests read or override."""
 
     ENABLE_CUDASIM = 0
-    CUDA_LOW_OCCUPANCY_WARNINGS = 0
     CUDA_WARN_ON_IMPLICIT_COPY = 0
     CUDA_DEFAULT_PTX_CC = (7, 5)
     DISABLE_PERFORMANCE_WARNINGS = 0
@@ -60,9 +59,10 @@ def _unset_setting(name: str):
 
 
 class _ConfigModule(ModuleType):
-    """numba's config module; ``CUDA_ARRAY_INTERFACE_SYNC`` is kaiojit's setting of the same
-    meaning (``kaiojit.runtime.interop.cai_consumer.sync``), so ``override_config`` of it
-    reaches kaiojit."""
+    """numba's config module; ``CUDA_ARRAY_INTERFACE_SYNC`` and ``CUDA_LOW_OCCUPANCY_WARNINGS``
+    are kaiojit's settings of the same meaning (``kaiojit.runtime.interop.cai_consumer.sync``,
+    ``kaiojit.cuda.dispatcher.launch_warnings.low_occupancy``), so ``override_config`` of
+    them reaches kaiojit."""
 
     @property
     def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # numba's name
@@ -73,6 +73,16 @@ class _ConfigModule(ModuleType):
     def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:
         from kaiojit.runtime.interop import cai_consumer
         cai_consumer.sync = bool(value)
+
+    @property
+    def CUDA_LOW_OCCUPANCY_WARNINGS(self) -> bool:  # numba's name
+        from kaiojit.cuda.dispatcher import launch_warnings
+        return launch_warnings.low_occupancy
+
+    @CUDA_LOW_OCCUPANCY_WARNINGS.setter
+    def CUDA_LOW_OCCUPANCY_WARNINGS(self, value) -> None:
+        from kaiojit.cuda.dispatcher import launch_warnings
+        launch_warnings.low_occupancy = bool(value)
 
 
 config = _ConfigModule("numba.cuda.core.config")
