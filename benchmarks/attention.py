@@ -10,15 +10,18 @@ dense bf16). Each implementation's output is checked against the fastest SDPA ba
 same inputs before it is timed (CUDA events, median, two input sets so L2 holds neither); each
 row is guarded, so one failure prints its error and the sweep goes on.
 
-kaiojit's forward is timed once per consumer schedule (``--schedules``, default all four of
-``forward.SCHEDULES``: serial, overlap, pingpong, overlap+pingpong), each first launched in a
-child process with a time limit (a schedule that hangs or errs is dropped, the rest go on);
-each shape's ratio line names the fastest, and the run ends with a tally of the fastest
-schedule per (head dim, causal), what ``forward.SCHEDULE_BY_HEAD_DIM`` should say.
+kaiojit's forward is timed once per variant (``--schedules``): a consumer schedule of
+``forward.SCHEDULES`` (serial, overlap, pingpong, overlap+pingpong), optionally with an
+epilogue / grid form of ``forward.FORMS`` after a slash (``overlap/smem``; none: ``regs``, O
+stored from registers). The default: all four schedules with ``regs``, and overlap and
+overlap+pingpong with each other form. Each is first launched in a child process with a time
+limit (a variant that hangs or errs is dropped, the rest go on); each shape's ratio line names
+the fastest, and the run ends with a tally of the fastest variant per (head dim, causal), what
+``forward.SCHEDULE_BY_HEAD_DIM`` and ``forward.FORM_BY_HEAD_DIM`` should say.
 
     PYTHONPATH=. python3 benchmarks/attention.py                 # the whole sweep
     PYTHONPATH=. python3 benchmarks/attention.py --seqs 1024,4096 --dims 128 --no-backward
-    PYTHONPATH=. python3 benchmarks/attention.py --schedules overlap,overlap+pingpong
+    PYTHONPATH=. python3 benchmarks/attention.py --schedules overlap,overlap/smem
     KAIOJIT_BACKEND=cpu PYTHONPATH=. python3 benchmarks/attention.py --check   # no GPU
     PYTHONPATH=. python3 benchmarks/attention.py --resources   # ptxas and SASS, no GPU
 """
@@ -71,20 +74,35 @@ def autograd_step(forward):
     return make
 
 
-def scheduled(schedule: str):
-    """kaiojit's forward with the consumers' ``schedule`` (a key of forward.SCHEDULES: each a
-    kernel of its own, compiled once)."""
+def variant(name: str) -> tuple[str, str]:
+    """(schedule, form) of a variant's name: ``"overlap"``, ``"overlap/smem"``."""
+    schedule, _, form = name.partition("/")
+    return schedule, form or "regs"
+
+
+def default_variants() -> list:
+    """Every schedule with the register epilogue; overlap and overlap+pingpong (the H100's
+    fastest) with each other form."""
+    from kaiojit.lib.attention import forward as F
+    return list(F.SCHEDULES) + [f"{s}/{f}" for f in F.FORMS if f != "regs"
+                                for s in ("overlap", "overlap+pingpong")]
+
+
+def scheduled(name: str):
+    """kaiojit's forward in variant ``name`` (see ``variant``: each a kernel of its own,
+    compiled once)."""
     from kaiojit.lib import attention as A
     from kaiojit.lib.attention import forward as F
+    schedule, form = variant(name)
 
     def run(q, k, v, causal):
         d = q.shape[-1]
-        saved = F.SCHEDULE_BY_HEAD_DIM[d]
-        F.SCHEDULE_BY_HEAD_DIM[d] = schedule
+        saved = F.SCHEDULE_BY_HEAD_DIM[d], F.FORM_BY_HEAD_DIM[d]
+        F.SCHEDULE_BY_HEAD_DIM[d], F.FORM_BY_HEAD_DIM[d] = schedule, form
         try:
             return A.attention(q, k, v, causal=causal)
         finally:
-            F.SCHEDULE_BY_HEAD_DIM[d] = saved
+            F.SCHEDULE_BY_HEAD_DIM[d], F.FORM_BY_HEAD_DIM[d] = saved
     return run
 
 
@@ -154,9 +172,8 @@ def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
           budget: float = 420.0, schedules=None) -> None:
     import torch
 
-    from kaiojit.lib.attention import forward as F
     tt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-    working = kaiojit_runs(list(F.SCHEDULES) if schedules is None else schedules, dtype)
+    working = kaiojit_runs(default_variants() if schedules is None else schedules, dtype)
     fwd, bwd = implementations(with_triton=True, schedules=working)
     if not working:
         bwd.pop("kaiojit", None)
@@ -178,7 +195,7 @@ def sweep(seqs, dims, causals, dtype: str, backward: bool, reps: int,
                 torch.cuda.empty_cache()
     for (d, causal), names in sorted(wins.items()):
         tally = ", ".join(f"{n.split(' ', 1)[1]} {names.count(n)}" for n in sorted(set(names)))
-        print(f"fastest kaiojit schedule, d={d} causal={causal}: {tally} (of {len(names)} "
+        print(f"fastest kaiojit variant, d={d} causal={causal}: {tally} (of {len(names)} "
               "sequence lengths)", flush=True)
 
 
@@ -256,10 +273,13 @@ import torch
 from kaiojit.lib import attention as A
 from kaiojit.lib.attention import forward as F
 dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[sys.argv[1]]
-for schedule in sys.argv[2:]:
-    print("smoke start", schedule, flush=True)
+F.PERSISTENT_BLOCKS = 2  # persistent: 3 items a block, its barriers' phases across items
+for name in sys.argv[2:]:
+    print("smoke start", name, flush=True)
+    schedule, _, form = name.partition("/")
     for d in (64, 128):
         F.SCHEDULE_BY_HEAD_DIM[d] = schedule
+        F.FORM_BY_HEAD_DIM[d] = form or "regs"
         q, k, v = (torch.randn(1, 300, 2, d, device="cuda", dtype=dtype) for _ in range(3))
         for causal in (False, True):
             out = A.attention(q, k, v, causal=causal)
@@ -267,9 +287,9 @@ for schedule in sys.argv[2:]:
                 q.transpose(1, 2).float(), k.transpose(1, 2).float(),
                 v.transpose(1, 2).float(), is_causal=causal).transpose(1, 2)
             err = float((out.float() - ref).abs().max())
-            print("smoke", schedule, "d", d, "causal", causal, "max error", err, flush=True)
+            print("smoke", name, "d", d, "causal", causal, "max error", err, flush=True)
             assert err < 3e-2
-    print("smoke ok", schedule, flush=True)
+    print("smoke ok", name, flush=True)
 """
 
 
@@ -342,13 +362,15 @@ def resources(schedules=None) -> None:
     from kaiojit.tools.sass import sass_of_ptx
     for d in (64, 128):
         for causal in (False, True):
-            for schedule in schedules or F.SCHEDULES:
+            for name in schedules or default_variants():
+                schedule, form = variant(name)
                 for lockstep in (False, True):
-                    cfg = F.ForwardConfig.scheduled(d, "bf16", causal, False, schedule, lockstep)
+                    cfg = F.ForwardConfig.scheduled(d, "bf16", causal, False, schedule, lockstep,
+                                                    form)
                     ptx = inspect.forward_ptx(cfg)
                     r = ptxas_resources(ptx, "sm_90a")
                     notes = ",".join(sorted({c for c, _ in ptxas_notes(ptx, "sm_90a")}))
-                    line = (f"forward  d={d:3d} causal={causal:d} {schedule:16s} "
+                    line = (f"forward  d={d:3d} causal={causal:d} {name:27s} "
                             f"{'lockstep' if lockstep else 'split':8s} {r.registers} regs, "
                             f"spill {r.spill_store_bytes}/{r.spill_load_bytes} B, notes: "
                             f"{notes or 'none'}")
@@ -386,8 +408,9 @@ def main() -> None:
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--resources", action="store_true")
     ap.add_argument("--schedules", default=None,
-                    help="kaiojit forward schedules to time, comma-separated (default: all of "
-                         "serial, overlap, pingpong, overlap+pingpong)")
+                    help="kaiojit forward variants to time, comma-separated: a schedule "
+                         "(serial, overlap, pingpong, overlap+pingpong), /form optional "
+                         "(regs, smem, ...; default: see default_variants)")
     args = ap.parse_args()
     schedules = args.schedules.split(",") if args.schedules else None
     if args.check:

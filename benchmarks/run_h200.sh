@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
-#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnbwd|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
+#   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|attnbwd|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
 # (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
@@ -70,6 +70,11 @@ for step in $steps; do
         timeout 240 python3 benchmarks/gemm_wgmma.py 2>&1 | tee "$OUT/gemm_wgmma.log" | tail -8 ;;&
     attention)  # a run of its own (~5 min): kaiojit's attention beside SDPA, Triton, flash_attn
         timeout ${ATTN_TIMEOUT:-480} python3 benchmarks/attention.py 2>&1 | tee "$OUT/attention.log" | tail -120 ;;
+    attnforms)  # a run of its own (~5 min): the forward's epilogue / grid forms (regs, smem,
+        # persistent) with the H100's two fastest schedules beside SDPA and Triton, forward only
+        timeout ${ATTN_TIMEOUT:-360} python3 benchmarks/attention.py --no-backward --budget 200 --schedules \
+            overlap,overlap+pingpong,overlap/smem,overlap+pingpong/smem,overlap/persistent,overlap+pingpong/persistent \
+            2>&1 | tee "$OUT/attention_forms.log" | tail -150 ;;
     attnbwd)  # what the attention backward's dQ atomics cost (attention_bwd_probe.py, ~1 min)
         timeout ${ATTN_TIMEOUT:-200} python3 benchmarks/attention_bwd_probe.py 2>&1 | tee "$OUT/attention_bwd_probe.log" | tail -8 ;;
     torchop|all)

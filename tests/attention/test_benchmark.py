@@ -61,14 +61,14 @@ def test_sweep_dry_run(on_cpu_backend, monkeypatch, capsys):
     monkeypatch.setattr(bench, "BATCH", 1)
     monkeypatch.setattr(bench, "HEADS", 2)
     monkeypatch.setattr(bench, "kaiojit_runs", lambda schedules, dtype: schedules)
-    bench.sweep([130], [64], [True], "bf16", True, reps=2, schedules=["serial", "overlap"])
+    bench.sweep([130], [64], [True], "bf16", True, reps=2, schedules=["serial", "overlap/smem"])
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if " fwd " in line or " bwd " in line]
     assert "failed" not in out, out
-    for name in ("kaiojit serial", "kaiojit overlap", "sdpa flash"):
+    for name in ("kaiojit serial", "kaiojit overlap/smem", "sdpa flash"):
         assert any(f"fwd {name} " in r and "TFLOP/s" in r for r in rows), out
     assert any("bwd kaiojit " in r and "TFLOP/s" in r for r in rows), out
-    assert "fastest kaiojit schedule, d=64 causal=True: " in out, out
+    assert "fastest kaiojit variant, d=64 causal=True: " in out, out
 
 
 def test_schedule_smoke_drops_hangs_and_failures(monkeypatch, capsys):

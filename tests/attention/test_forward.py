@@ -113,14 +113,22 @@ def test_varlen(kj_backend):
     varlen_case([37, 130, 1, 20], [50, 129, 3, 0], 2, 1, 64, "bf16", True)
 
 
+# every schedule with the register epilogue, and the lockstep form (no warp specialization);
+# the other forms with the H100's fastest schedules and in the lockstep form
+GPU_FORMS = ([(name, False, "regs") for name in F.SCHEDULES] + [("serial", True, "regs")]
+             + [(name, lockstep, form) for form in F.FORMS if form != "regs" for name, lockstep
+                in (("overlap", False), ("overlap+pingpong", False), ("serial", True))])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("schedule, lockstep", [(name, False) for name in F.SCHEDULES]
-                         + [("serial", True)])  # the lockstep form: no warp specialization
-def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, schedule, lockstep):
+@pytest.mark.parametrize("schedule, lockstep, form", GPU_FORMS)
+def test_forward_gpu(kj_backend, monkeypatch, d, dtype, causal, schedule, lockstep, form):
     monkeypatch.setitem(F.SCHEDULE_BY_HEAD_DIM, d, schedule)
+    monkeypatch.setitem(F.FORM_BY_HEAD_DIM, d, form)
+    monkeypatch.setattr(F, "PERSISTENT_BLOCKS", 5)  # persistent: many items a block
     monkeypatch.setattr(F, "LOCKSTEP_ON_GPU", lockstep)
     fixed_case(2, 1000, 1000, 4, 4, d, dtype, causal)
     fixed_case(1, 333, 517, 8, 2, d, dtype, causal)

@@ -77,3 +77,35 @@ def test_backward_ptx():
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx  # S^T, dP^T, dQ
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx  # dV, dK
     assert "red.global.add.f32" in ptx or "atom.global.add.f32" in ptx
+
+
+@pytest.mark.parametrize("form", ["smem", "persistent"])
+@pytest.mark.parametrize("schedule", ["overlap", "overlap+pingpong"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_forward_smem_epilogue_ptxas(schedule, d, form):
+    """The shared-memory epilogue: O by stmatrix into the Q tile (persistent: its own
+    buffer), TMA stores, and the copies of a half crossing a sequence's end as 128-bit accesses
+    (each thread D / 16 chunks: no 2-byte store left); no ptxas note, the overlap still
+    intact; the epilogue's barrier (each consumer's own, after its last GEMM) the last of the
+    SASS's barriers. No spill but in the persistent form at head dim 128, where the item
+    loop's state takes the last registers: a few words, spilled and refilled per item,
+    none in the key-tile loop."""
+    cfg = F.ForwardConfig.scheduled(d, "bf16", True, False, schedule, lockstep=False,
+                                    form=form)
+    ptx = inspect.forward_ptx(cfg)
+    assert ptxas_notes(ptx, "sm_90a") == []
+    sass = sass_of_ptx(ptx, "sm_90a")
+    r = resources(ptx)
+    if form == "persistent" and d == 128:
+        assert r.spill_store_bytes <= 64 and inspect.spills_in_loop(sass) == 0
+    else:
+        assert not r.spills
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == d // 16
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta") == d // 64
+    assert "cp.async.bulk.wait_group.read 0" in ptx
+    assert ptx.count("st.global.v4.b32") == ptx.count("ld.shared.v4.b32") == d // 16
+    assert "st.global.b16" not in ptx
+    outline = inspect.sass_outline(sass)
+    assert inspect.softmax_under_pv(outline) == 66, outline
+    last_gemm = max(i for i, e in enumerate(outline) if "HGMMA" in e)
+    assert any(e.endswith("BAR.SYNC.DEFER_BLOCKING") for e in outline[last_gemm:]), outline

@@ -21,8 +21,8 @@ _EVENT = re.compile(r"(HGMMA\.\w+|WARPGROUP\.DEPBAR\.LE gsb0, 0x\d|MUFU\.EX2|BAR
 def forward_signature(t: str) -> str:
     """The forward kernel's signature for element type ``t`` ("bfloat16", "float16")."""
     m = MAP.format(t=t)
-    return (f"void({t}[:, :, ::1], float32[:, ::1], {m}, {m}, {m}, int32[::1], int32[::1], "
-            "int64, int64, int64, float32)")
+    return (f"void({t}[:, :, ::1, align=16], float32[:, ::1, align=16], {m}, {m}, {m}, {m}, "
+            "int32[::1, align=16], int32[::1, align=16], int64, int64, int64, float32)")
 
 
 def forward_ptx(cfg: F.ForwardConfig) -> str:
@@ -56,6 +56,18 @@ def highest_register(sass: str) -> int:
     return max((int(r) for r in re.findall(r"\bR(\d+)\b", sass)), default=-1) + 1
 
 
+def spills_in_loop(sass: str) -> int:
+    """The local-memory spills and refills (``STL`` / ``LDL``) between the first and the last
+    tensor-core instruction: in the key-tile loop, where each costs every tile (0 when the
+    spills, if any, are per work item only)."""
+    lines = sass.splitlines()
+    gemms = [i for i, line in enumerate(lines) if "HGMMA" in line]
+    if not gemms:
+        return 0
+    return sum(bool(re.search(r"\b(STL|LDL)\b", line))
+               for line in lines[gemms[0]:gemms[-1] + 1])
+
+
 def softmax_under_pv(outline: list[str]) -> int:
     """The most ``MUFU.EX2`` between a ``DEPBAR.LE 0x1`` and the next ``DEPBAR.LE 0x0``: the
     exponentials computed while a P V GEMM is in flight (0 when none is)."""
@@ -73,4 +85,4 @@ def softmax_under_pv(outline: list[str]) -> int:
 
 
 __all__ = ["forward_ptx", "forward_signature", "highest_register", "sass_outline",
-           "softmax_under_pv"]
+           "softmax_under_pv", "spills_in_loop"]

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from . import backward as B
-from .forward import ATOM, BM, BN, THREADS, ForwardConfig, forward_kernel
+from .forward import ATOM, BM, BN, O_BOX, THREADS, ForwardConfig, forward_kernel
 
 DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 HEAD_DIMS = (64, 128)
@@ -139,7 +139,8 @@ def _config(d: int, dtype: str, causal: bool, varlen: bool) -> ForwardConfig:
     from . import forward
     return ForwardConfig.scheduled(d, DTYPES[dtype], bool(causal), varlen,
                                    forward.SCHEDULE_BY_HEAD_DIM[d],
-                                   lockstep=kj.backend() != "cuda" or forward.LOCKSTEP_ON_GPU)
+                                   lockstep=kj.backend() != "cuda" or forward.LOCKSTEP_ON_GPU,
+                                   form=forward.FORM_BY_HEAD_DIM[d])
 
 
 def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, seqlen_k: int,
@@ -152,9 +153,17 @@ def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, s
     maps = (kj.TensorMap.tiled(q3, box, swizzle="128B"),
             kj.TensorMap.tiled(k3, kv_box, swizzle="128B"),
             kj.TensorMap.tiled(v3, kv_box, swizzle="128B"))
+    # O's map for the shared-memory epilogue; the register epilogue never reads it (Q's
+    # stands in: no encoding for a fresh output)
+    o_map = (kj.TensorMap.tiled(o, O_BOX, swizzle="128B") if cfg.epilogue == "smem"
+             else maps[0])
     kernel = forward_kernel(cfg)
+    if cfg.persistent:  # one block an SM, walking the (query block, head, sequence) items
+        from . import forward
+        blocks = forward.PERSISTENT_BLOCKS or kj.sm_count()
+        grid = (max(min(math.prod(grid), blocks), 1),)
     kernel[grid, THREADS, 0, cfg.shared_bytes()](
-        o, lse, *maps, cu_q, cu_k, seqlen_q, seqlen_k, group,
+        o, lse, *maps, o_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
         np.float32(scale * math.log2(math.e)))
 
 
@@ -238,8 +247,8 @@ def attention_varlen(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: An
         _fill(o, 0.0)
         _fill(lse, -math.inf)
     elif batch > 0 and max_seqlen_q > 0 and total_q:
-        _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, 0, 0, heads // ks[1], scale,
-                (-(-int(max_seqlen_q) // BM), heads, batch))
+        _launch(cfg, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), 0,
+                heads // ks[1], scale, (-(-int(max_seqlen_q) // BM), heads, batch))
     return (o, lse) if return_lse else o
 
 
