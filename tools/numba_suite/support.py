@@ -10,6 +10,7 @@ left out, so the tests that use them fail by name rather than pass by accident.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import math
 import os
@@ -58,31 +59,26 @@ def _unset_setting(name: str):
     raise AttributeError(name)
 
 
+def _kaiojit_setting(module: str, holder: str, name: str) -> property:
+    """A numba config attribute that reads and writes kaiojit's setting ``holder.name`` of
+    ``module`` (imported at first use)."""
+    def where():
+        return getattr(importlib.import_module(module), holder)
+
+    return property(lambda self: getattr(where(), name),
+                    lambda self, value: setattr(where(), name, bool(value)))
+
+
 class _ConfigModule(ModuleType):
     """numba's config module; ``CUDA_ARRAY_INTERFACE_SYNC`` and ``CUDA_LOW_OCCUPANCY_WARNINGS``
     are kaiojit's settings of the same meaning (``kaiojit.runtime.interop.cai_consumer.sync``,
     ``kaiojit.cuda.dispatcher.launch_warnings.low_occupancy``), so ``override_config`` of
     them reaches kaiojit."""
 
-    @property
-    def CUDA_ARRAY_INTERFACE_SYNC(self) -> bool:  # numba's name
-        from kaiojit.runtime.interop import cai_consumer
-        return cai_consumer.sync
-
-    @CUDA_ARRAY_INTERFACE_SYNC.setter
-    def CUDA_ARRAY_INTERFACE_SYNC(self, value) -> None:
-        from kaiojit.runtime.interop import cai_consumer
-        cai_consumer.sync = bool(value)
-
-    @property
-    def CUDA_LOW_OCCUPANCY_WARNINGS(self) -> bool:  # numba's name
-        from kaiojit.cuda.dispatcher import launch_warnings
-        return launch_warnings.low_occupancy
-
-    @CUDA_LOW_OCCUPANCY_WARNINGS.setter
-    def CUDA_LOW_OCCUPANCY_WARNINGS(self, value) -> None:
-        from kaiojit.cuda.dispatcher import launch_warnings
-        launch_warnings.low_occupancy = bool(value)
+    CUDA_ARRAY_INTERFACE_SYNC = _kaiojit_setting("kaiojit.runtime.interop", "cai_consumer",
+                                                 "sync")
+    CUDA_LOW_OCCUPANCY_WARNINGS = _kaiojit_setting("kaiojit.cuda.dispatcher",
+                                                   "launch_warnings", "low_occupancy")
 
 
 config = _ConfigModule("numba.cuda.core.config")
