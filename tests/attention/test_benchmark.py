@@ -33,7 +33,7 @@ class ClockEvent:
 
 @pytest.fixture
 def on_cpu_backend():
-    """The cpu backend, whatever the session's: the dry run's tensors are CPU tensors (on a GPU
+    """The cpu backend, whatever backend the test run selected: the dry run's tensors are CPU tensors (on a GPU
     machine the cuda backend refuses them)."""
     import kaiojit as kj
 
