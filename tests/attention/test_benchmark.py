@@ -33,8 +33,8 @@ class ClockEvent:
 
 @pytest.fixture
 def on_cpu_backend():
-    """The cpu backend, whatever backend the test run selected: the dry run's tensors are CPU tensors (on a GPU
-    machine the cuda backend refuses them)."""
+    """The cpu backend, whatever backend the test run selected: the dry run's tensors are CPU
+    tensors (on a GPU machine the cuda backend refuses them)."""
     import kaiojit as kj
 
     previous = kj.set_backend("cpu")
