@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from tests.attention.test_backward import autograd_grads, check_grad  # noqa: E402
+from tests.attention.test_backward import autograd_grads, check_grad
 
 
 def test_dq_modes(monkeypatch):

@@ -287,19 +287,25 @@ def make_main(cfg: BackwardConfig):
                         if row < len_q:
                             kj.atomic.add(dq_acc, (q0 + row, h, col), dq_part[i])
                 for _ in kj.static_range(DQ_REDUCE):
-                    # my part to my buffer: two 64 x 32 boxes, rows of 128 bytes whose 16-byte
-                    # chunks are XOR-ed with the row (the 128B swizzle); rows past the sequence
-                    # hold +0.0, so a box over its end adds nothing to the next one's rows
+                    # my part to my buffer: two 64 x 32 boxes, rows of 128 bytes (32 words)
+                    # whose 16-byte chunks are XOR-ed with the row % 8 (the 128B swizzle).
+                    # Element i sits at row 16 warp + g + 8 ((i // 2) % 2), column 8 (i // 4)
+                    # + 2 qd + i % 2: box i // 16, chunk (2 ((i // 4) % 4) + qd // 2) ^ g, so
+                    # its word is mine + (swz ^ 8 ((i // 4) % 4)) + a constant; four registers
+                    # of addresses, the rest immediate offsets. Rows past the sequence hold
+                    # +0.0: a box over its end adds nothing to the next sequence's rows.
+                    mine = (DQ_WORDS + c * (DQ_BUFFER // 4) + (16 * warp + g) * DQ_HALF
+                            + 2 * (qd % 2))
+                    # (m0 + g) % 8 is g % 8 (m0 is a multiple of 64), but LLVM cannot know
+                    # it: the addresses stay in the loop instead of 16 64-bit ones hoisted out
+                    # of it and held across it (ptxas then spilled 300 B at head dim 128)
+                    swz = 4 * ((qd // 2) ^ ((m0 + g) % 8))
                     for i in Q_IDX:
-                        row = 16 * warp + g + 8 * ((i // 2) % 2)
-                        col = 8 * (i // 4) + 2 * qd + i % 2
-                        at = (DQ_WORDS + c * (DQ_BUFFER // 4) + (col // DQ_HALF) * (BM * DQ_HALF)
-                              + row * DQ_HALF + (((col % DQ_HALF) // 4) ^ (row % 8)) * 4
-                              + col % 4)
                         v = kj.float32(0.0)
-                        if m0 + row < len_q:
+                        if m0 + 16 * warp + g + 8 * ((i // 2) % 2) < len_q:
                             v = dq_part[i]
-                        floats[at] = v
+                        floats[mine + (swz ^ (8 * ((i // 4) % 4))) + (i // 16) * (BM * DQ_HALF)
+                               + ((i // 2) % 2) * 8 * DQ_HALF + i % 2] = v
                     kj.fence_proxy_async()  # my stores, before the async proxy reads them
             kj.syncthreads()                    # stage s and dS^T are free, dQ parts stored
             for _ in kj.static_range(DQ_REDUCE):  # (typed only in this mode: dq_map's)
