@@ -21,13 +21,10 @@ rng = np.random.default_rng()
 R, C = 8, 16  # the box: 8 rows of 16 elements (64 bytes of float32)
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def backend(request):
-    previous = set_backend(_backend(request.param))
-    try:
-        yield request.param
-    finally:
-        set_backend(previous)
+@pytest.fixture
+def backend(cpu_and_cuda):
+    """The cpu backend, and cuda under the gpu marker (``tests/e2e/conftest.py``)."""
+    return cpu_and_cuda
 
 
 def make_adder(dtype):
