@@ -73,8 +73,6 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .lower.llvmtypes import BFLOAT
-
 MAGIC = b"KJTM"
 VERSION = 1
 TENSORMAP_BYTES = 128
@@ -175,11 +173,7 @@ def decode(data: bytes) -> HostTensorMap:
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 _WORD = {1: I8, 2: I16, 4: I32, 8: I64}
-# the map types a reduce-add takes (PTX's tensor .add): data type code -> (element, atomicrmw)
-_ADDS = {DATA_TYPES[name][0]: (ty, rmw) for name, ty, rmw in (
-    ("FLOAT32", ir.FloatType(), "fadd"), ("FLOAT16", ir.HalfType(), "fadd"),
-    ("BFLOAT16", BFLOAT, "fadd"), ("INT32", I32, "add"), ("UINT32", I32, "add"),
-    ("UINT64", I64, "add"))}
+F32 = ir.FloatType()
 REDUCE_ADD_TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
 
 # mbarrier fields (see the module docstring)
@@ -367,25 +361,58 @@ def _shared_element(b: ir.IRBuilder, g: _TileGeometry, srow: ir.Value, j: ir.Val
     return b.inttoptr(b.xor(saddr, b.shl(chunk, _const(4))), PTR)
 
 
+def _atomic_add(ty: ir.Type, rmw: str, size: int):
+    """``add(b, global, shared)``: the shared element added to the global one by an
+    ``atomicrmw`` (relaxed, as the GPU's ``red`` is)."""
+    def add(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
+        b.atomic_rmw(rmw, gptr, b.load(sptr, typ=ty, align=size), "monotonic")
+    return add
+
+
+def _widen_bf16(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    return b.bitcast(b.shl(b.zext(bits, I32), _const(16, I32)), F32)
+
+
+def _atomic_add_bf16(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
+    """bfloat16 (llvmlite has no type for it): the sum in float32, which holds two bfloat16s'
+    sum closely enough that rounding it to bfloat16 (nearest, ties to even; NaN 0x7FFF, as
+    ``cvt.rn.bf16.f32``) gives the correctly rounded sum; swapped in by compare-and-swap."""
+    v = _widen_bf16(b, b.load(sptr, typ=I16, align=2))
+
+    def added(old: ir.Value) -> ir.Value:
+        total = b.fadd(_widen_bf16(b, old), v)
+        bits = b.bitcast(total, I32)
+        lsb = b.and_(b.lshr(bits, _const(16, I32)), _const(1, I32))
+        rounded = b.lshr(b.add(bits, b.add(_const(0x7FFF, I32), lsb)), _const(16, I32))
+        nan = b.fcmp_unordered("uno", total, total)
+        return b.trunc(b.select(nan, _const(0x7FFF, I32), rounded), I16)
+    _update(b, gptr, added, I16)
+
+
+# the map types a reduce-add takes (PTX's tensor .add): data type code -> (size, adder)
+_ADDS = {DATA_TYPES[name][0]: (DATA_TYPES[name][1], add) for name, add in (
+    ("FLOAT32", _atomic_add(F32, "fadd", 4)), ("FLOAT16", _atomic_add(ir.HalfType(), "fadd", 2)),
+    ("BFLOAT16", _atomic_add_bf16), ("INT32", _atomic_add(I32, "add", 4)),
+    ("UINT32", _atomic_add(I32, "add", 4)), ("UINT64", _atomic_add(I64, "add", 8)))}
+
+
 def _row_add(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value,
              inside: ir.Value, grow: ir.Value) -> None:
-    """One innermost run of a reduce-add: each element inside the tensor added atomically
-    (relaxed, as ``red`` is), a loop specialized for each type the map may have."""
+    """One innermost run of a reduce-add: each element inside the tensor added atomically,
+    a loop specialized for each type the map may have."""
     fn = b.function
     done = fn.append_basic_block("add.done")
     switch = b.switch(g.dtype, done)
-    for code, (ty, rmw) in _ADDS.items():
+    for code, (size, add) in _ADDS.items():
         block = fn.append_basic_block(f"add.{code}")
         switch.add_case(_const(code), block)
         b.position_at_end(block)
-        size = next(n for _, (c, n) in DATA_TYPES.items() if c == code)
         with _counted_loop(b, g.counts[0], f"k{code}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
             ok = b.and_(inside, b.icmp_unsigned("<", coord, g.dims[0]))
             with b.if_then(ok):
-                value = b.load(_shared_element(b, g, srow, j, size), typ=ty, align=size)
-                gptr = b.inttoptr(b.add(grow, b.mul(coord, _const(size))), PTR)
-                b.atomic_rmw(rmw, gptr, value, "monotonic")
+                add(b, b.inttoptr(b.add(grow, b.mul(coord, _const(size))), PTR),
+                    _shared_element(b, g, srow, j, size))
         b.branch(done)
     b.position_at_end(done)
 
@@ -449,17 +476,17 @@ def _define_mbarrier(mod: ir.Module) -> dict[str, ir.Function]:
     return fns
 
 
-def _update(b: ir.IRBuilder, ptr: ir.Value, change) -> ir.Value:
+def _update(b: ir.IRBuilder, ptr: ir.Value, change, ty: ir.IntType = I64) -> ir.Value:
     """Replace the word at ``ptr`` by ``change(word)`` atomically (a compare-and-swap loop:
     the blocks of a cluster run on threads of their own and arrive on each other's barriers);
     returns the word before."""
     before = b.block
     loop = b.append_basic_block("update")
     done = b.append_basic_block("updated")
-    first = b.load_atomic(ptr, "seq_cst", 8, typ=I64)
+    first = b.load_atomic(ptr, "seq_cst", ty.width // 8, typ=ty)
     b.branch(loop)
     b.position_at_end(loop)
-    word = b.phi(I64)
+    word = b.phi(ty)
     word.add_incoming(first, before)
     pair = b.cmpxchg(ptr, word, change(word), "seq_cst", "seq_cst")
     word.add_incoming(b.extract_value(pair, 0), loop)
