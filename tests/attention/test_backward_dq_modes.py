@@ -3,7 +3,8 @@ staged in shared memory and added by TMA reduce-adds) gives the dQ of "atomics" 
 add an element) and the same dK and dV, bit for bit; "gemm", which benchmarks/
 attention_bwd_probe.py times without the adds, leaves dQ as the accumulator was zeroed and
 dK and dV untouched. One fixed-length case whose last query tile hangs over the sequence's end
-(the reduce-adds' boxes cross it); "none" skips a part "gemm" keeps: the same check."""
+(the reduce-adds' boxes cross it); "none" skips a part "gemm" keeps: the same check. Under
+``gpu``, the reduce mode against autograd on larger shapes."""
 
 from __future__ import annotations
 
@@ -46,3 +47,17 @@ def test_dq_modes(monkeypatch):
         assert torch.equal(grads[dq][1], grads["atomics"][1])
         assert torch.equal(grads[dq][2], grads["atomics"][2])
     assert torch.equal(grads["gemm"][0], torch.zeros_like(q))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_reduce_mode_gpu(kj_backend, monkeypatch, d, causal):
+    """The reduce mode against autograd on the GPU: packed sequences whose ends fall inside
+    query tiles (the reduce-adds' boxes cross into the next sequence's rows), GQA."""
+    from kaiojit.lib.attention import backward as B
+    from tests.attention.test_backward import fixed_case, varlen_case
+
+    monkeypatch.setattr(B, "DQ_MODE", "reduce")
+    fixed_case(2, 1000, 1000, 4, 2, d, "bf16", causal)
+    varlen_case([37, 1030, 1, 400], [50, 1029, 3, 400], 4, 1, d, "bf16", causal)
