@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
 #   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|attnbwd|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
-# numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/ (their
-# tests/data from .numba_data/)
-# (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
+# numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
+# (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree; its tests/data
+# in .numba_data/).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
