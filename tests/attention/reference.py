@@ -53,6 +53,31 @@ def backward(q, k, v, do, causal: bool, scale: float):
     return dq, dk, dv
 
 
+def gradient_terms(q, k, v, do, causal: bool, scale: float):
+    """What each element of (dq, dk, dv) sums, in magnitude: with P and dS = P (dP - Delta)
+    of ``backward``, and Delta's own terms |dO| |O| per row (the kernel's O and the P V and
+    dS products are rounded to the 16-bit type), scale (|dS| + P sum|dO O|) |K|, the same
+    transposed against |Q|, and P^T |dO|. A gradient whose terms cancel is exact only to a
+    few roundings of these, not of its own size."""
+    group = q.shape[1] // k.shape[1]
+    kr = np.abs(np.repeat(k, group, axis=1))
+    vr = np.repeat(v, group, axis=1)
+    out, lse = forward(q, k, v, causal, scale)
+    s = np.einsum("qhd,khd->hqk", q, np.repeat(k, group, axis=1)) * scale
+    m = mask(q.shape[0], k.shape[0], causal)[None]
+    p = np.where(m & np.isfinite(lse)[..., None], np.exp(s - np.where(np.isfinite(lse), lse,
+                                                                      0.0)[..., None]), 0.0)
+    dp = np.einsum("qhd,khd->hqk", do, vr)
+    dsum = np.einsum("qhd,qhd->hq", do, out)[..., None]
+    spread = np.abs(p * (dp - dsum)) + p * np.einsum("qhd,qhd->hq", np.abs(do),
+                                                     np.abs(out))[..., None]
+    tq = np.einsum("hqk,khd->qhd", spread, kr) * scale
+    tk = np.einsum("hqk,qhd->khd", spread, np.abs(q)) * scale
+    tv = np.einsum("hqk,qhd->khd", p, np.abs(do))
+    per_kv_head = (k.shape[0], k.shape[1], group, k.shape[2])
+    return tq, tk.reshape(per_kv_head).sum(2), tv.reshape(per_kv_head).sum(2)
+
+
 def torch_forward(q, k, v, causal: bool, scale: float):
     """The reference in PyTorch (float64 tensors, one sequence, (len, heads, d)), for
     autograd: the same masks and conventions as ``forward``."""

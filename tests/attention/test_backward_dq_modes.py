@@ -16,7 +16,7 @@ import pytest
 from kaiojit.testing import _backend
 
 torch = pytest.importorskip("torch")
-from tests.attention.test_backward import autograd_grads, check_grad
+from tests.attention.test_backward import check_grad, grads_and_terms
 
 
 def test_dq_modes(monkeypatch):
@@ -34,14 +34,17 @@ def test_dq_modes(monkeypatch):
         for dq in ("atomics", "reduce", "gemm"):
             monkeypatch.setattr(B, "DQ_MODE", dq)
             qr, kr, vr = (x.clone().requires_grad_() for x in (q, k, v))
-            grads[dq] = torch.autograd.grad(A.attention(qr, kr, vr), (qr, kr, vr), do)
+            # causal, as test_backward.py's second case: the kernels it compiled serve here
+            grads[dq] = torch.autograd.grad(A.attention(qr, kr, vr, causal=True), (qr, kr, vr),
+                                            do)
     finally:
         kj.set_backend(previous)
     for b in range(2):  # the reduce mode's gradients against autograd's
-        want = autograd_grads(*(x[b].double().numpy() for x in (q, k, v, do)), False,
-                              1 / math.sqrt(64))
-        for name, got, w in zip(("dq", "dk", "dv"), (g[b] for g in grads["reduce"]), want):
-            check_grad(name, got, w, "bf16")
+        want, terms = grads_and_terms(*(x[b].double().numpy() for x in (q, k, v, do)), True,
+                                      1 / math.sqrt(64))
+        for name, got, w, t in zip(("dq", "dk", "dv"), (g[b] for g in grads["reduce"]), want,
+                                   terms):
+            check_grad(name, got, w, "bf16", t)
     # one key block a sequence: each dQ element gets one add, 0 + x, in either mode; the
     # boxes of sequence 0's second tile cross into sequence 1's rows and must add nothing
     assert torch.equal(grads["reduce"][0], grads["atomics"][0])

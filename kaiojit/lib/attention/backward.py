@@ -61,8 +61,9 @@ class BackwardConfig:
 
 
 def make_prepare(dtype_name: str, head_dim: int):
-    """``prepare(delta, dq_acc, do, o, lse_rows)``: one warp per (row, head) of the packed
-    (total, heads, dim) arrays; ``delta[r, c]`` laid out as lse (see ``lse_rows``)."""
+    """``prepare(delta, dq_acc, do, o, seqlen, varlen_heads)``: one warp per (row, head) of
+    the packed (total, heads, dim) arrays; ``delta`` laid out as lse, flat: (heads, total) with
+    ``varlen_heads``, else (batch * heads, seqlen)."""
     D = head_dim
     PER_LANE = D // 32
 
@@ -82,9 +83,9 @@ def make_prepare(dtype_name: str, head_dim: int):
                 acc += kj.shfl_xor_sync(0xFFFFFFFF, acc, 1 << off)
             if lane == 0:
                 if varlen_heads:
-                    delta[h, row] = acc
+                    delta[h * do.shape[0] + row] = acc
                 else:  # (batch * heads, seqlen)
-                    delta[(row // seqlen) * heads + h, row % seqlen] = acc
+                    delta[((row // seqlen) * heads + h) * seqlen + row % seqlen] = acc
     return prepare
 
 
@@ -142,13 +143,11 @@ def make_main(cfg: BackwardConfig):
             len_q = cu_q[bi + 1] - q0
             k0 = cu_k[bi]
             len_k = cu_k[bi + 1] - k0
-            lse_col = q0
         else:
             q0 = bi * seqlen_q
             len_q = seqlen_q
             k0 = bi * seqlen_k
             len_k = seqlen_k
-            lse_col = 0
         if n0 >= len_k:
             return
         heads_q = kj.gridDim.y * group
@@ -196,7 +195,8 @@ def make_main(cfg: BackwardConfig):
             m0 = m_start + (step % n_tiles) * BM
             qs = Q_BASE + s * STAGE
             dos = qs + BM * D
-            lrow = h if varlen else bi * heads_q + h
+            # this head's row of lse and Delta (flat), at the sequence's first query
+            lse_at = h * dq_acc.shape[0] + q0 if varlen else (bi * heads_q + h) * seqlen_q
             kj.mbarrier.wait(bars[1 + s:], (step // 2) % 2)
             # S^T = K Q^T and dP^T = V dO^T (this warpgroup's 64 keys x 64 queries)
             kj.wgmma.fence()
@@ -226,8 +226,8 @@ def make_main(cfg: BackwardConfig):
                 lse_c = kj.float32(0.0)
                 delta_c = kj.float32(0.0)
                 if col < len_q:
-                    lse_c = lse[lrow, lse_col + col] * LOG2E
-                    delta_c = delta[lrow, lse_col + col]
+                    lse_c = lse[lse_at + col] * LOG2E
+                    delta_c = delta[lse_at + col]
                 for half in kj.static_range(2):  # its elements of keys key_a and key_a + 8
                     i = 4 * (cc // 2) + 2 * half + cc % 2
                     key = key_a + 8 * half

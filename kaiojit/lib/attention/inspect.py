@@ -37,7 +37,7 @@ def backward_signature(t: str, dq: str = "atomics") -> str:
     m = MAP.format(t=t)
     dq_map = MAP.format(t="float32") if dq == "reduce" else m
     return (f"void(float32[:, :, ::1], {t}[:, :, ::1], {t}[:, :, ::1], {m}, {m}, {m}, {m}, "
-            f"{dq_map}, float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, int64, "
+            f"{dq_map}, float32[::1], float32[::1], int32[::1], int32[::1], int64, int64, "
             "int64, float32)")
 
 

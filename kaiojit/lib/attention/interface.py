@@ -308,7 +308,7 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
     dk = _new(q3, (total_k, kv_heads, d), dtype)
     dv = _new(q3, (total_k, kv_heads, d), dtype)
     dq_acc = _new(q3, (total_q, heads, d), "float32")
-    delta = _new(q3, tuple(lse.shape), "float32")
+    delta = _new(q3, (math.prod(lse.shape),), "float32")  # laid out as lse, flat
     if total_q and total_k and batch:
         warps = total_q * heads
         prepare[-(-warps * 32 // 256), 256](delta, dq_acc, do, o3, max(seqlen_q, 1), varlen)
@@ -322,7 +322,7 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
         if cu_q is None:
             cu_q = cu_k = _no_lengths()
         main[(-(-int(max_k) // B.BN), kv_heads, batch), B.THREADS, 0, cfg.shared_bytes()](
-            dq_acc, dk, dv, *maps, lse, delta, cu_q, cu_k, seqlen_q, seqlen_k,
+            dq_acc, dk, dv, *maps, lse.reshape(-1), delta, cu_q, cu_k, seqlen_q, seqlen_k,
             heads // kv_heads, np.float32(scale * math.log2(math.e)))
         n = total_q * heads * d
         finish[-(-n // 256), 256](dq.reshape(n), dq_acc.reshape(n), np.float32(scale))
