@@ -29,6 +29,7 @@ from kaiojit import types as kt
 from kaiojit.aot.manifest import Entry, Manifest
 from kaiojit.runtime.slots import SlotLayout
 
+_COARSE_KNOB = env.KNOBS["KAIOJIT_COARSE_MIN_THREADS"]  # the C launcher reads it as the JIT does
 HEADER = "kaiojit_kernels.h"
 SOURCE = "kaiojit_kernels.c"
 
@@ -295,8 +296,8 @@ def cuda_source(manifest: Manifest, directory: str) -> str:
            "size_t size; } kj_image;",
            "typedef struct { CUcontext ctx; CUmodule module; CUfunction fn; int max_threads; "
            "int failed; } kj_loaded;", "",
-           _CUDA_HELPERS.replace("@COARSE_MIN_THREADS@",
-                                 str(env.KNOBS["KAIOJIT_COARSE_MIN_THREADS"].default))]
+           _CUDA_HELPERS.replace("@COARSE_KNOB@", _COARSE_KNOB.name)
+           .replace("@COARSE_MIN_THREADS@", str(_COARSE_KNOB.default))]
     for k, e in enumerate(manifest.entries):
         n = _images(out, directory, manifest.archs, str(k), {"cubin": e.cubins, "ptx": e.ptx})
         out.append(f"static kj_loaded kj_loaded_{k};")
@@ -386,7 +387,7 @@ static unsigned long long kj_coarse_min_threads(void)
     static unsigned long long value;
     static int read;
     if (!read) {
-        const char *s = getenv("KAIOJIT_COARSE_MIN_THREADS");
+        const char *s = getenv("@COARSE_KNOB@");
         char *end = NULL;
         unsigned long long v = s && *s ? strtoull(s, &end, 10) : 0;
         value = s && *s && end && !*end ? v : @COARSE_MIN_THREADS@ULL;
