@@ -2,7 +2,8 @@
 # Everything GPU-side in one run on the GPU machine: the gpu tests, then the benchmarks, logs under $OUT.
 #   bash benchmarks/run_h200.sh [example|tests|numba|coarse|launch|launch5|launchparts|bandwidth|probe|tma|lib|autotune|gemm|hopper|wgmma|attention|attnforms|attnbwd|torchop|coldstart|aotspeed|compile|fuzz|multi|all]...
 # numba: numba-cuda's cudapy tests through kaiojit.cuda on the GPU, read from .numba_cudapy/
-# (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree).
+# (an unedited copy of numba-cuda 0.30.4's tests/cudapy, carried beside the tree; its tests/data
+# in .numba_data/).
 # numba-cuda there needs an older NumPy: a numpy 2.2 wheel carried in .whl/ is unpacked to
 # /tmp/np22 and put first on the path of the processes that import numba.
 set -u
@@ -36,7 +37,7 @@ for step in $steps; do
             | tee "$OUT/gpu_tests.log" | tail -40 ;;&
     numba)
         timeout ${NUMBA_TIMEOUT:-500} python3 tools/numba_suite/run.py --backend cuda --tests .numba_cudapy \
-            --cache /tmp/nbsuite --jobs ${NUMBA_JOBS:-6} --timeout 300 --json "$OUT/numba_cuda.json" 2>&1 \
+            --data .numba_data --cache /tmp/nbsuite --jobs ${NUMBA_JOBS:-6} --timeout 300 --json "$OUT/numba_cuda.json" 2>&1 \
             | tee "$OUT/numba_suite.log" | tail -8 ;;
     coarse)  # the whole suite with every launch that can through a coarse entry (kir/coarsen.py)
         KAIOJIT_COARSE_MIN_THREADS=0 timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -rf 2>&1 \

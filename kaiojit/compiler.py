@@ -413,6 +413,12 @@ def optimize_host(module: str, meta: Metadata):
         # and the other lanes then load through a poison address (fuzzer seed 41200000695:
         # a segfault where lane 0 of each warp skipped an `any_sync`)
         pto.loop_vectorization = False
+    if meta.target.sanitize:
+        # the checked variant is a debugging run, whose time goes to its checks: LLVM's loop
+        # unrolling gains it nothing measurable, and copies whole segments of a block-mode
+        # kernel (the attention forward's block function doubled, and LLVM's register
+        # coalescer then took 3x as long on it: 53 s to compile, 17 s without)
+        pto.loop_unrolling = False
     pb = llvm.create_pass_builder(host_target_machine(), pto)
     pb.getModulePassManager().run(ref, pb)
     return ref

@@ -209,6 +209,24 @@ PRINT_LINE_BYTES = 512
 
 # --- the host machine --------------------------------------------------------------------------
 
+# CPU features whose bfloat16 conversion (VCVTNEPS2BF16) flushes subnormal inputs and results
+# to zero whatever MXCSR says; the GPU's cvt.rn.bf16.f32 keeps them. Without these features
+# LLVM rounds by __truncsfbf2 (kaiojit/hostsyms.py), which keeps them too.
+FLUSHING_FEATURES = ("avx512bf16", "avxneconvert")
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu_features() -> str:
+    """This CPU's features for host code, less ``FLUSHING_FEATURES``, as LLVM spells them."""
+    from llvmlite import binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    for name in FLUSHING_FEATURES:
+        if name in features:
+            features[name] = False
+    return features.flatten()
+
+
 @functools.lru_cache(maxsize=1)
 def host_target_machine():
     """The target machine host kernels are compiled with: this CPU and its features, O3."""
@@ -218,7 +236,7 @@ def host_target_machine():
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        cpu=llvm.get_host_cpu_name(), features=host_cpu_features(),
         opt=3, codemodel="jitdefault", jit=True)
 
 
@@ -230,7 +248,7 @@ def host_machine_id() -> str:
     from llvmlite import binding as llvm
 
     return (f"{llvm.get_process_triple()}|{llvm.get_host_cpu_name()}|"
-            f"{llvm.get_host_cpu_features().flatten()}|llvm{llvm.llvm_version_info}")
+            f"{host_cpu_features()}|llvm{llvm.llvm_version_info}")
 
 
 @functools.lru_cache(maxsize=1)

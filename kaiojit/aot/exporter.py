@@ -24,7 +24,7 @@ from kaiojit.aot.cubin import DriverLinker, Ptxas, cubin_compiler
 from kaiojit.aot.manifest import ArtifactError, Entry, ExportError, Manifest
 from kaiojit.options import VERSION
 from kaiojit.runtime.slots import SlotLayout
-from kaiojit.target import TargetSpec, parse_arch, ptx_version_for
+from kaiojit.target import TargetSpec, host_cpu_features, parse_arch, ptx_version_for
 
 LIBRARY = "libkaiojit_kernels.so"
 
@@ -186,7 +186,7 @@ def _pic_object(llvm_ir: str) -> bytes:
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                           features=llvm.get_host_cpu_features().flatten(),
+                                           features=host_cpu_features(),
                                            opt=3, reloc="pic", codemodel="default")
     module = llvm.parse_assembly(llvm_ir)
     module.verify()

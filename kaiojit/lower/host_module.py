@@ -13,7 +13,7 @@ from ..kir.analysis import shared_layout, uses_sync
 from ..target import (
     CTX_BLOCK, CTX_BLOCK_IDX, CTX_GRID, CTX_LAUNCH, HIDDEN_FAST, LAUNCH_ERROR,
 )
-from . import host_sanitize
+from . import host_sanitize, narrowfloat
 from .codegen import ModuleLowering
 from .host import HostFunctionLowering, counted_loop, ctx_word, ctx_word_ptr
 from .host_block import BlockLowering, block_function_type, define_block_kernel
@@ -64,6 +64,7 @@ class HostModule(ModuleLowering):
                                [PTR, I32, I32, I32] + [ll_type(t) for _, t in kfunc.params])
 
     def lower_kernel(self, kfunc: kir.KFunction, symbol: str) -> ir.Function:
+        narrowfloat.define_host_truncation(self.module)
         block = self.needs_block(kfunc)
         if block:
             body = define_block_kernel(self, kfunc, symbol)

@@ -62,12 +62,41 @@ def float_to_bf16(fl, v):
     b = fl.builder
     if fl.target.name == "nvptx":
         return b.fptrunc(v, BFLOAT)
-    bits = b.bitcast(v, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)), ir.Constant(I32, 16))
     is_nan = b.fcmp_unordered("uno", v, v)
-    out = b.select(is_nan, ir.Constant(I32, 0x7FFF), rounded)
+    out = b.select(is_nan, ir.Constant(I32, 0x7FFF), _round_to_bf16_bits(b, b.bitcast(v, I32)))
     return b.bitcast(b.trunc(out, I16), BFLOAT)
+
+
+def _round_to_bf16_bits(b, bits):
+    """A float32's bits rounded to its upper 16, ties to even (a NaN's are not its NaN)."""
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    return b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)), ir.Constant(I32, 16))
+
+
+HOST_TRUNCATION = "__truncsfbf2"
+
+
+def define_host_truncation(module: ir.Module) -> None:
+    """LLVM's x86 code generator holds a ``bfloat`` in a register as the float32 it is, and
+    narrows it again before a store by calling ``__truncsfbf2`` (on a CPU with AVX512-BF16
+    by VCVTNEPS2BF16, which flushes subnormals to zero: kaiojit.target turns that feature
+    off). libgcc has the function only from GCC 13, and MCJIT sends a call of a missing one
+    to address 0: each host module defines its own, kept through optimization
+    (``llvm.compiler.used``), and the assembler binds the call to it. It is exact for every
+    value a bfloat holds; a NaN keeps its sign and payload, quieted."""
+    fn = ir.Function(module, ir.FunctionType(BFLOAT, [F32]), HOST_TRUNCATION)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bits = b.bitcast(fn.args[0], I32)
+    is_nan = b.icmp_unsigned(">", b.and_(bits, ir.Constant(I32, 0x7FFFFFFF)),
+                             ir.Constant(I32, 0x7F800000))
+    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
+    out = b.select(is_nan, quiet, _round_to_bf16_bits(b, bits))
+    b.ret(b.bitcast(b.trunc(out, I16), BFLOAT))
+    kept = ir.GlobalVariable(module, ir.ArrayType(fn.type, 1), "llvm.compiler.used")
+    kept.linkage = "appending"
+    kept.section = "llvm.metadata"
+    kept.initializer = ir.Constant(ir.ArrayType(fn.type, 1), [fn])
 
 
 def _has_fp8_cvt(fl) -> bool:
@@ -147,4 +176,5 @@ def decode_soft(b: ir.IRBuilder, v, fmt: MiniFloat):
     return b.bitcast(b.or_(out, sign), F32)
 
 
-__all__ = ["FP8_HARDWARE_ARCH", "decode_soft", "float_to_bf16", "narrow", "negate", "widen"]
+__all__ = ["FP8_HARDWARE_ARCH", "HOST_TRUNCATION", "decode_soft", "define_host_truncation",
+           "float_to_bf16", "narrow", "negate", "widen"]

@@ -336,8 +336,18 @@ class DeviceArray:
                           self.backend)
 
     def reshape(self, *shape: Any) -> DeviceArray:
-        if len(shape) == 1 and not isinstance(shape[0], int):
+        """A view of another shape (C-contiguous arrays); one extent may be -1, the one the
+        size implies, as in NumPy and numba."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
+        shape = tuple(int(n) for n in shape)
+        if shape.count(-1) > 1:
+            raise ValueError(f"cannot reshape into {shape}: only one extent can be -1")
+        if -1 in shape:
+            known = math.prod(n for n in shape if n != -1)
+            if known == 0 or self.size % known:
+                raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")
+            shape = tuple(self.size // known if n == -1 else n for n in shape)
         shape = _normalize_shape(shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {shape}")

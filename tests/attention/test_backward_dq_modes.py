@@ -9,6 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+from kaiojit.testing import _backend
+
 torch = pytest.importorskip("torch")
 
 
@@ -23,7 +25,7 @@ def test_dq_modes_change_only_dq(monkeypatch):
                    .bfloat16() for _ in range(4))
     kernels = B.kernels
     grads = {}
-    previous = kj.set_backend("cpu")
+    previous = kj.set_backend(_backend("cpu"))  # the session's: its kernels stay compiled
     try:
         for dq in ("atomics", "gemm"):  # "none" skips a part "gemm" keeps: the same check
             monkeypatch.setattr(B, "kernels",

@@ -122,3 +122,39 @@ def test_harness_maps_names_past_an_installed_numba_cuda(tmp_path):
     result = json.loads(out.read_text())
     assert result["files"][0]["collect_error"] is None
     assert result["totals"] == {"total": 4, "passed": 1, "failed": 2, "skipped": 1}
+
+
+DATA_READER = textwrap.dedent('''
+    from numba.cuda.testing import CUDATestCase, test_data_dir
+
+
+    class TestData(CUDATestCase):
+        def test_reads_data(self):
+            self.assertEqual((test_data_dir / "kernel.cu").read_text(), "TOKEN")
+''')
+
+
+def test_harness_lays_numba_s_test_data_beside_the_tests(tmp_path):
+    """numba's ``test_data_dir`` (the .cu and .ptx files some tests link) is the ``--data``
+    folder, or without it the ``data`` folder beside ``--tests`` (an extracted wheel's
+    layout)."""
+    import random
+
+    token = f"// {random.random()}"
+    tests = tmp_path / "cudapy"
+    tests.mkdir()
+    (tests / "__init__.py").write_text("")
+    (tests / "test_data.py").write_text(DATA_READER.replace("TOKEN", token))
+    elsewhere = tmp_path / "elsewhere"
+    for data in (elsewhere, tmp_path / "data"):  # --data, then the folder beside the tests
+        data.mkdir()
+        (data / "kernel.cu").write_text(token)
+        out = tmp_path / "result.json"
+        flags = ["--data", str(data)] if data == elsewhere else []
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "tools/numba_suite/run.py"), "--tests", str(tests),
+             *flags, "--cache", str(tmp_path / "cache"), "--json", str(out), "test_data"],
+            cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(out.read_text())["totals"]["passed"] == 1, data
+        (data / "kernel.cu").unlink()

@@ -39,6 +39,20 @@ def test_views_index_like_numpy(mock):
         a[6]
 
 
+def test_reshape_takes_one_minus_one_as_numpy_does(mock):
+    rows = int(np.random.default_rng().integers(2, 9))
+    host = np.random.default_rng().standard_normal((rows, 6)).astype(np.float32)
+    a = rt.to_device(host)
+    for shape in [(-1,), (3, -1), (-1, 2, 3), (np.int64(-1),)]:
+        assert np.array_equal(a.reshape(*shape).copy_to_host(), host.reshape(*shape)), shape
+    assert a.reshape((2, -1)).shape == host.reshape((2, -1)).shape
+    with pytest.raises(ValueError, match=r"only one extent can be -1"):
+        a.reshape(-1, -1)
+    with pytest.raises(ValueError, match=rf"cannot reshape an array of size {rows * 6} into "
+                                         r"\(11, -1\)"):
+        a.reshape(11, -1)  # no multiple of 11 is 6 * rows
+
+
 def test_fortran_arrays_and_device_to_device(mock):
     host = np.asfortranarray(RNG.standard_normal((4, 3)))
     a = rt.to_device(host)

@@ -2,6 +2,7 @@
 
     python tools/numba_suite/run.py                      # fetch numba-cuda 0.30.4 into the cache
     python tools/numba_suite/run.py --tests DIR          # DIR: an extracted .../tests/cudapy
+    python tools/numba_suite/run.py --tests DIR --data D # D: its tests/data, if not beside DIR
     python tools/numba_suite/run.py test_array test_math # some files only
     python tools/numba_suite/run.py --target kaiojit     # the one-for-one baseline mapping
     python tools/numba_suite/run.py --backend cuda       # on a GPU instead of the cpu backend
@@ -93,13 +94,19 @@ def fetch(cache: Path) -> Path:
     return dest
 
 
-def laid_out(tests: Path, cache: Path) -> Path:
+def laid_out(tests: Path, cache: Path, data: Path | None = None) -> Path:
     """A copy of ``tests`` at ``numba/cuda/tests/cudapy`` (so pytest names its modules
-    ``numba.cuda.tests.cudapy.*``, as their relative imports need)."""
+    ``numba.cuda.tests.cudapy.*``, as their relative imports need), with ``data`` (numba's
+    ``tests/data``: the sources and PTX some tests link) beside it; without ``data``, the
+    ``data`` folder beside ``tests`` when there is one (an extracted wheel's layout)."""
     dest = cache / "layout" / "numba" / "cuda" / "tests" / "cudapy"
     if tests.resolve() != dest.resolve():
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(tests, dest)
+    data = data or tests.parent / "data"
+    if data.is_dir() and data.resolve() != (dest.parent / "data").resolve():
+        shutil.rmtree(dest.parent / "data", ignore_errors=True)
+        shutil.copytree(data, dest.parent / "data")
     for d in (dest.parent, dest.parent.parent, dest.parent.parent.parent):
         (d / "__init__.py").touch()
     return dest
@@ -167,6 +174,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", help="test file names (default: all but INTERNALS)")
     ap.add_argument("--tests", type=Path, help="an extracted numba_cuda/.../tests/cudapy")
+    ap.add_argument("--data", type=Path,
+                    help="numba-cuda's tests/data, with --tests (default: the data folder "
+                         "beside it, if any)")
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--target", default="kaiojit.cuda",
                     help="the module numba.cuda maps to (kaiojit for the baseline)")
@@ -179,7 +189,7 @@ def main(argv=None) -> int:
     ap.add_argument("--checked", action="store_true",
                     help="run with the cpu backend's checked mode (off by default)")
     args = ap.parse_args(argv)
-    tests = laid_out(args.tests, args.cache) if args.tests else fetch(args.cache)
+    tests = laid_out(args.tests, args.cache, args.data) if args.tests else fetch(args.cache)
     names = [f.removesuffix(".py") for f in args.files] or sorted(
         p.stem for p in tests.glob("test_*.py") if args.all or p.stem not in INTERNALS)
     results = []

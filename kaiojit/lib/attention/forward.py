@@ -121,7 +121,10 @@ def make_forward(cfg: ForwardConfig):
     ``o_map`` is O's tensor map (boxes of 64 rows, one head, 64 columns, 128-byte swizzle) for
     the shared-memory epilogue; the register epilogue never reads it (any map of O's type will
     do). ``seqlen_q`` is the longest sequence's length with ``varlen`` (the persistent grid's
-    query blocks a sequence).
+    query blocks a sequence). ``lse`` is the log-sum-exp's contiguous array, flattened to 1-d
+    (its rows are (batch * heads, seqlen_q), or with ``varlen`` (heads, o's rows)): flat, its
+    specialization does not depend on whether a row's 4 * seqlen_q bytes are a multiple of 16,
+    so every sequence length runs one compiled kernel.
 
     Persistent, each block walks the items ``blockIdx.x, + gridDim.x, ...``; the producer
     reloads Q once the consumers' warps arrived on the ``q_empty`` mbarrier after their last
@@ -304,13 +307,13 @@ def make_forward(cfg: ForwardConfig):
                         len_q = cu_q[bi + 1] - q0
                         k0 = cu_k[bi]
                         len_k = cu_k[bi + 1] - k0
-                        lse_row, lse_col = h, q0          # lse: (heads, total_q)
+                        lse_at = h * o.shape[0] + q0     # lse: (heads, total_q), flat
                     else:
                         q0 = bi * seqlen_q
                         len_q = seqlen_q
                         k0 = bi * seqlen_k
                         len_k = seqlen_k
-                        lse_row, lse_col = bi * heads + h, 0  # lse: (batch * heads, seqlen_q)
+                        lse_at = (bi * heads + h) * seqlen_q  # (batch * heads, seqlen_q)
                     m0 = mb * BM
                     if m0 >= len_q:  # past a shorter sequence's end
                         continue
@@ -487,10 +490,10 @@ def make_forward(cfg: ForwardConfig):
                             lse_a = (m_a * scale_log2 + math.log2(l_a)) * LN2
                             lse_b = (m_b * scale_log2 + math.log2(l_b)) * LN2
                             if row_a < len_q:
-                                lse[lse_row, lse_col + row_a] = (
+                                lse[lse_at + row_a] = (
                                     lse_a if l_a > 0.0 else kj.float32(NEG_INF))
                             if row_a + 8 < len_q:
-                                lse[lse_row, lse_col + row_a + 8] = (
+                                lse[lse_at + row_a + 8] = (
                                     lse_b if l_b > 0.0 else kj.float32(NEG_INF))
                     g0 += n_tiles
                     done += 1

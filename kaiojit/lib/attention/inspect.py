@@ -21,7 +21,7 @@ _EVENT = re.compile(r"(HGMMA\.\w+|WARPGROUP\.DEPBAR\.LE gsb0, 0x\d|MUFU\.EX2|BAR
 def forward_signature(t: str) -> str:
     """The forward kernel's signature for element type ``t`` ("bfloat16", "float16")."""
     m = MAP.format(t=t)
-    return (f"void({t}[:, :, ::1, align=16], float32[:, ::1, align=16], {m}, {m}, {m}, {m}, "
+    return (f"void({t}[:, :, ::1, align=16], float32[::1, align=16], {m}, {m}, {m}, {m}, "
             "int32[::1, align=16], int32[::1, align=16], int64, int64, int64, float32)")
 
 

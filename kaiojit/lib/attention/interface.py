@@ -163,7 +163,7 @@ def _launch(cfg: ForwardConfig, o, lse, q3, k3, v3, cu_q, cu_k, seqlen_q: int, s
         blocks = forward.PERSISTENT_BLOCKS or kj.sm_count()
         grid = (max(min(math.prod(grid), blocks), 1),)
     kernel[grid, THREADS, 0, cfg.shared_bytes()](
-        o, lse, *maps, o_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
+        o, lse.reshape(-1), *maps, o_map, cu_q, cu_k, seqlen_q, seqlen_k, group,
         np.float32(scale * math.log2(math.e)))
 
 
