@@ -260,11 +260,9 @@ def _images(out: list[str], directory: str, archs: list[str], name: str,
 
 
 def _coarse_launch(entry: Entry, k: int, n: int, params: int) -> list[str]:
-    """The launch of a kernel with a coarse entry, by the JIT's and the loader's rule
-    (``ModuleKernel.entry``): at least ``kj_coarse_min_threads()`` threads in x, no cluster,
-    no dynamic shared memory, a block the coarse entry's registers allow; it then runs
-    ``ceil(grid.x / 4)`` blocks and is told ``grid.x``. An entry that does not load leaves the
-    kernel's own entry for every launch, as in Python."""
+    """A coarse entry's launch by the JIT's rule (``ModuleKernel.entry``): at least
+    ``kj_coarse_min_threads()`` threads in x, no cluster or dynamic shared memory, a block its
+    registers allow; ``ceil(grid.x / 4)`` blocks, told ``grid.x``. Else the own entry's."""
     return [
         "    {",
         "        unsigned gx = kj_dim(config->grid[0]);",
@@ -366,8 +364,7 @@ static CUresult kj_function(kj_loaded *slot, const kj_image *images, int n, cons
     return CUDA_SUCCESS;
 }
 
-/* A coarse entry: loaded as the kernel's own, tried once per context (a failure leaves the
-   kernel's own entry, as the Python loader does). */
+/* A coarse entry, tried once per context (a failure leaves the kernel's own, as in Python). */
 static CUresult kj_coarse_function(kj_loaded *slot, const kj_image *images, int n,
                                    const char *name)
 {
@@ -376,7 +373,8 @@ static CUresult kj_coarse_function(kj_loaded *slot, const kj_image *images, int 
     if (rc != CUDA_SUCCESS) return rc;
     if (slot->failed && slot->ctx == ctx) return CUDA_ERROR_NOT_FOUND;
     rc = kj_function(slot, images, n, name);
-    if (rc != CUDA_SUCCESS) { slot->failed = 1; slot->ctx = ctx; }
+    slot->failed = rc != CUDA_SUCCESS;
+    if (slot->failed) slot->ctx = ctx;
     return rc;
 }
 

@@ -104,7 +104,7 @@ DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 def driver_sees_devices() -> bool:
     """Whether the CUDA driver library loads, initializes and counts at least one device,
     asked through ctypes (``cuInit``, ``cuDeviceGetCount``) without importing
-    ``cuda.bindings`` (and its ``cuda.pathfinder``, about 40 ms of a cold start): on a machine
+    ``cuda.bindings`` (and its ``cuda.pathfinder``, about 30 ms of a cold start): on a machine
     with no driver or no device, the answer "no" costs a failed ``dlopen``. Never raises."""
     try:
         lib = ctypes.CDLL(DRIVER_LIBRARY)

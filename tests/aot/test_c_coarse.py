@@ -49,6 +49,10 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 {
     (void)m;
     *f = (CUfunction)(uintptr_t)name;
+#ifdef FAIL_COARSE  /* a coarse entry the driver cannot find: said once a try */
+    printf("get %s\n", name);
+    if (strstr(name, "__coarse")) return CUDA_ERROR_NOT_FOUND;
+#endif
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
@@ -111,18 +115,20 @@ def built(tmp_path_factory):
     assert entry.coarse_symbol == entry.symbol + "__coarse4"
     trailing = len(c_parameters(entry)[1])  # the coarse entry's grid.x: after the arguments
     programs = {}
-    for max_threads in (1024, 256):
-        where = os.path.join(out, f"max{max_threads}")
+    for variant, max_threads in (("1024", 1024), ("256", 256), ("fail", 1024)):
+        where = os.path.join(out, variant)
         os.makedirs(where)
         for name, text in (("stub.c", STUB_DRIVER), ("main.c", PROGRAM)):
             with open(os.path.join(where, name), "w") as f:
                 f.write(text)
         _cc(["-shared", "-fPIC", f"-I{include}", f"-DTRAILING={trailing}",
-             f"-DCOARSE_MAX_THREADS={max_threads}", "-o", "libcuda.so", "stub.c"], where)
+             f"-DCOARSE_MAX_THREADS={max_threads}", *(["-DFAIL_COARSE"] if variant == "fail"
+                                                       else []),
+             "-o", "libcuda.so", "stub.c"], where)
         _cc(["-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{include}", f"-I{out}", "-o",
              "main", "main.c", os.path.join(out, "kaiojit_kernels.c"), "-L.", "-lcuda",
              f"-Wl,-rpath,{where}"], where)
-        programs[max_threads] = os.path.join(where, "main")
+        programs[variant] = os.path.join(where, "main")
     return out, entry, programs
 
 
@@ -131,15 +137,20 @@ def _cc(args: list[str], cwd: str) -> None:
     assert done.returncode == 0, f"cc {' '.join(args)}\n{done.stderr}"
 
 
-def _c_launches(program: str, launches: list[tuple[int, int, int, int]],
-                min_threads: int | None) -> list[tuple[str, int, int, int]]:
+def _c_output(program: str, launches: list[tuple[int, int, int, int]],
+              min_threads: int | None) -> list[list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "KAIOJIT_COARSE_MIN_THREADS"}
     if min_threads is not None:
         env["KAIOJIT_COARSE_MIN_THREADS"] = str(min_threads)
     done = subprocess.run([program, *(str(v) for launch in launches for v in launch)],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    rows = [line.split() for line in done.stdout.splitlines()]
+    return [line.split() for line in done.stdout.splitlines()]
+
+
+def _c_launches(program: str, launches: list[tuple[int, int, int, int]],
+                min_threads: int | None) -> list[tuple[str, int, int, int]]:
+    rows = _c_output(program, launches, min_threads)
     return [(name, int(g), int(b), int(e)) for name, g, b, e in rows]
 
 
@@ -151,7 +162,7 @@ def test_the_c_launcher_takes_the_coarse_entry_as_the_loader_does(built, mock, m
     big = threshold // 64 + int(rng.integers(1, 30))  # blocks of 64: past it, not a multiple of 4
     launches = [(3, 64, 0, 0), (threshold // 64, 64, 0, 0), (big, 64, 0, 0),
                 (big, 64, 256, 0), (big // 2 + 1, 128, 0, 0)]
-    got = _c_launches(programs[1024], launches, threshold)
+    got = _c_launches(programs["1024"], launches, threshold)
     assert got == [(own, 3, 64, -1), (coarse, (threshold // 64 + 3) // 4, 64, threshold // 64),
                    (coarse, (big + 3) // 4, 64, big), (own, big, 64, -1),
                    (coarse, (big // 2 + 4) // 4, 128, big // 2 + 1)]
@@ -171,10 +182,19 @@ def test_a_cluster_a_large_block_and_the_default_threshold_keep_the_own_entry(bu
     _, entry, programs = built
     own, coarse = entry.symbol, entry.coarse_symbol
     # a cluster: the kernel's own entry, whatever the size
-    assert _c_launches(programs[1024], [(64, 64, 0, 1)], 0) == [(own, 64, 64, -1)]
+    assert _c_launches(programs["1024"], [(64, 64, 0, 1)], 0) == [(own, 64, 64, -1)]
     # a block the coarse entry's registers do not allow (it says 256 threads at most)
-    assert _c_launches(programs[256], [(64, 512, 0, 0), (64, 256, 0, 0)], 0) == [
+    assert _c_launches(programs["256"], [(64, 512, 0, 0), (64, 256, 0, 0)], 0) == [
         (own, 64, 512, -1), (coarse, 16, 256, 64)]
     # unset: the JIT's default, 4194304 threads (2^22)
-    assert _c_launches(programs[1024], [(16383, 256, 0, 0), (16384, 256, 0, 0)], None) == [
+    assert _c_launches(programs["1024"], [(16383, 256, 0, 0), (16384, 256, 0, 0)], None) == [
         (own, 16383, 256, -1), (coarse, 4096, 256, 16384)]
+
+
+def test_a_coarse_entry_that_does_not_load_leaves_the_own_entry(built):
+    """Tried once (per context), as the Python loader tries it once per device."""
+    _, entry, programs = built
+    own, coarse = entry.symbol, entry.coarse_symbol
+    rows = _c_output(programs["fail"], [(64, 256, 0, 0), (96, 256, 0, 0)], 0)
+    assert rows == [["get", own], ["get", coarse], [own, "64", "256", "-1"],
+                    [own, "96", "256", "-1"]]
