@@ -353,8 +353,8 @@ def check() -> None:
 def resources(schedules=None) -> None:
     """No GPU needed: ptxas's registers, spills and numbered notes (sm_90a) of every kernel
     configuration, and for the forward's split (GPU) form an outline of its SASS loop: the
-    exponentials computed under a P V GEMM, the named barriers."""
-    import kaiojit as kj
+    exponentials computed under a P V GEMM, the named barriers; the backward in both dQ
+    modes."""
     from kaiojit.lib.attention import backward as B
     from kaiojit.lib.attention import forward as F
     from kaiojit.lib.attention import inspect
@@ -382,17 +382,13 @@ def resources(schedules=None) -> None:
                                  f"{inspect.softmax_under_pv(outline)} EX2 under P V, "
                                  f"{bars} named-barrier ops")
                     print(line, flush=True)
-            _, main, _ = B.kernels(B.BackwardConfig(d, "bf16", causal, False))
-            m = "tensormap(bfloat16, 3)"
-            ptx = kj.compile_ptx(main, (
-                f"void(float32[:, :, ::1], bfloat16[:, :, ::1], bfloat16[:, :, ::1], {m}, {m}, "
-                f"{m}, {m}, float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, "
-                "int64, int64, float32)"), arch="sm_90")
-            r = ptxas_resources(ptx, "sm_90a")
-            notes = ",".join(sorted({c for c, _ in ptxas_notes(ptx, "sm_90a")}))
-            print(f"backward d={d:3d} causal={causal:d} {r.registers} regs, spill "
-                  f"{r.spill_store_bytes}/{r.spill_load_bytes} B, notes: {notes or 'none'}",
-                  flush=True)
+            for dq in ("atomics", "reduce"):
+                ptx = inspect.backward_ptx(B.BackwardConfig(d, "bf16", causal, False, dq=dq))
+                r = ptxas_resources(ptx, "sm_90a")
+                notes = ",".join(sorted({c for c, _ in ptxas_notes(ptx, "sm_90a")}))
+                print(f"backward d={d:3d} causal={causal:d} dq={dq:7s} {r.registers} regs, "
+                      f"spill {r.spill_store_bytes}/{r.spill_load_bytes} B, notes: "
+                      f"{notes or 'none'}", flush=True)
 
 
 def main() -> None:

@@ -76,8 +76,9 @@ for step in $steps; do
         timeout ${ATTN_TIMEOUT:-360} python3 benchmarks/attention.py --no-backward --budget 200 --schedules \
             overlap,overlap+pingpong,overlap/smem,overlap+pingpong/smem,overlap/persistent,overlap+pingpong/persistent \
             2>&1 | tee "$OUT/attention_forms.log" | tail -150 ;;
-    attnbwd)  # what the attention backward's dQ atomics cost (attention_bwd_probe.py, ~1 min)
-        timeout ${ATTN_TIMEOUT:-200} python3 benchmarks/attention_bwd_probe.py 2>&1 | tee "$OUT/attention_bwd_probe.log" | tail -8 ;;
+    attnbwd)  # the attention backward's dQ modes side by side: atomics, reduce (TMA reduce-adds),
+        # gemm only, none, and cuDNN (attention_bwd_probe.py, ~2 min)
+        timeout ${ATTN_TIMEOUT:-300} python3 benchmarks/attention_bwd_probe.py 2>&1 | tee "$OUT/attention_bwd_probe.log" | tail -8 ;;
     torchop|all)
         timeout 240 python3 benchmarks/torch_op.py 2>&1 | tee "$OUT/torch_op.log" | tail -12 ;;&
     coldstart|all)

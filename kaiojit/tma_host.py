@@ -37,6 +37,12 @@ What the copies do, as the PTX ISA and the driver define tiled mode:
 * A load fills elements outside ``[0, dims[d])`` in any dimension with zeros (or, with NaN
   fill, with the bits 0x7FF7 in every 16 bits: the NaN an H200 writes for float16, float32 and
   float64 alike); a store does not write them.
+* A reduce-add (``cp.reduce.async.bulk.tensor ... .add``) adds each element of the shared box
+  to the tensor's element, as an atomic add (the blocks run on several host threads), for the
+  types PTX's tensor ``.add`` takes (float32, float16, bfloat16, int32, uint32, uint64; any
+  other map is refused). It reads the box as a store does and skips every element outside
+  the tensor, including the row padding a store writes on to (unmeasured on a GPU for the
+  reduction: nothing is added where nothing belongs).
 * What the H200 refuses with an illegal instruction (checked on one) the copies refuse with a
   status and copy nothing: an innermost coordinate whose byte offset is not a multiple of 16
   (the box must start 16-byte aligned), and, for a store, any negative coordinate.
@@ -94,10 +100,12 @@ OK = 0
 ERR_NOT_A_HOST_MAP = 1
 ERR_MISALIGNED_COORDINATE = 2      # innermost coordinate * element size not a multiple of 16
 ERR_NEGATIVE_STORE_COORDINATE = 3  # a store's box must not start below 0 in any dimension
+ERR_REDUCE_TYPE = 4                # a reduce-add into a map of a type PTX's .add does not take
 OOB_NAN_BITS = 0x7FF7  # the 16-bit pattern of the NaN fill, repeated to the element's width
 
 SYMBOL_LOAD = "kaiojit_tma_load"
 SYMBOL_STORE = "kaiojit_tma_store"
+SYMBOL_REDUCE_ADD = "kaiojit_tma_reduce_add"
 SYMBOL_MBARRIER_INIT = "kaiojit_mbarrier_init"
 SYMBOL_MBARRIER_ARRIVE = "kaiojit_mbarrier_arrive"
 SYMBOL_MBARRIER_ARRIVE_EXPECT_TX = "kaiojit_mbarrier_arrive_expect_tx"
@@ -165,6 +173,8 @@ def decode(data: bytes) -> HostTensorMap:
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 _WORD = {1: I8, 2: I16, 4: I32, 8: I64}
+F32 = ir.FloatType()
+REDUCE_ADD_TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
 
 # mbarrier fields (see the module docstring)
 _PENDING_BITS, _EXPECTED_SHIFT, _TX_SHIFT, _TX_BITS, _PHASE_SHIFT = 20, 20, 40, 23, 63
@@ -224,6 +234,7 @@ class _TileGeometry:
         span = b.shl(_const(16), swizzle)
         self.pitch = b.select(b.icmp_unsigned("==", swizzle, _const(0)), row_bytes, span)
         self.nan_fill = b.icmp_unsigned("!=", _field(b, tmap, OFF_OOB, I8), _const(0))
+        self.dtype = _field(b, tmap, OFF_DTYPE, I8)
 
     def box_bytes(self, b: ir.IRBuilder) -> ir.Value:
         total = self.elem
@@ -244,9 +255,11 @@ def _refuse_if(b: ir.IRBuilder, condition: ir.Value, status: int) -> None:
         b.ret(_const(status, I32))
 
 
-def _define_tile_copy(mod: ir.Module, name: str, load: bool,
+def _define_tile_copy(mod: ir.Module, name: str, op: str,
                       complete_tx: ir.Function | None) -> ir.Function:
-    """``i32 load(smem, tmap, c0..c4, mbar)`` or ``i32 store(tmap, c0..c4, smem)``."""
+    """``i32 load(smem, tmap, c0..c4, mbar)``, or ``i32 store(tmap, c0..c4, smem)`` and
+    ``i32 reduce_add(...)`` with the store's operands (``op``: "load", "store" or "add")."""
+    load = op == "load"
     coords_ty = [I32] * MAX_RANK
     params = [PTR, PTR, *coords_ty, PTR] if load else [PTR, *coords_ty, PTR]
     fn = ir.Function(mod, ir.FunctionType(I32, params), name)
@@ -266,6 +279,11 @@ def _define_tile_copy(mod: ir.Module, name: str, load: bool,
     starts = [b.sext(c, I64) for c in coords]
     misaligned = b.icmp_unsigned("!=", b.and_(b.mul(starts[0], g.elem), _const(15)), _const(0))
     _refuse_if(b, misaligned, ERR_MISALIGNED_COORDINATE)
+    if op == "add":
+        supported = ir.Constant(ir.IntType(1), 0)
+        for code in _ADDS:
+            supported = b.or_(supported, b.icmp_unsigned("==", g.dtype, _const(code)))
+        _refuse_if(b, b.not_(supported), ERR_REDUCE_TYPE)
     if not load:
         negative = ir.Constant(ir.IntType(1), 0)
         for start in starts:
@@ -276,8 +294,11 @@ def _define_tile_copy(mod: ir.Module, name: str, load: bool,
     def outer(d: int, row: ir.Value, inside: ir.Value, gaddr: ir.Value) -> None:
         """Loops over dimensions d..1; ``row`` counts box rows, ``gaddr`` the global row."""
         if d == 0:
-            _row_copy(b, g, starts[0], b.add(smem_base, b.mul(row, g.pitch)), inside, gaddr,
-                      load)
+            srow = b.add(smem_base, b.mul(row, g.pitch))
+            if op == "add":
+                _row_add(b, g, starts[0], srow, inside, gaddr)
+            else:
+                _row_copy(b, g, starts[0], srow, inside, gaddr, load)
             return
         with _counted_loop(b, g.counts[d], f"i{d}") as i:
             coord = b.add(starts[d], b.mul(i, g.estrides[d]))
@@ -315,9 +336,7 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
         with _counted_loop(b, g.counts[0], f"j{size}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
             ok = b.and_(inside, b.icmp_unsigned("<", coord, limit))
-            saddr = b.add(srow, b.mul(j, _const(size)))
-            chunk = b.and_(b.lshr(saddr, _const(7)), g.swizzle_mask)
-            sptr = b.inttoptr(b.xor(saddr, b.shl(chunk, _const(4))), PTR)
+            sptr = _shared_element(b, g, srow, j, size)
             gptr_int = b.add(grow, b.mul(coord, _const(size)))
             if load:
                 with b.if_else(ok) as (then, otherwise):
@@ -330,6 +349,70 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
                 with b.if_then(ok):
                     b.store(b.load(sptr, typ=word, align=size), b.inttoptr(gptr_int, PTR),
                             align=size)
+        b.branch(done)
+    b.position_at_end(done)
+
+
+def _shared_element(b: ir.IRBuilder, g: _TileGeometry, srow: ir.Value, j: ir.Value,
+                    size: int) -> ir.Value:
+    """The (swizzled) shared memory address of element ``j`` of a box row at ``srow``."""
+    saddr = b.add(srow, b.mul(j, _const(size)))
+    chunk = b.and_(b.lshr(saddr, _const(7)), g.swizzle_mask)
+    return b.inttoptr(b.xor(saddr, b.shl(chunk, _const(4))), PTR)
+
+
+def _atomic_add(ty: ir.Type, rmw: str, size: int):
+    """``add(b, global, shared)``: the shared element added to the global one by an
+    ``atomicrmw`` (relaxed, as the GPU's ``red`` is)."""
+    def add(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
+        b.atomic_rmw(rmw, gptr, b.load(sptr, typ=ty, align=size), "monotonic")
+    return add
+
+
+def _widen_bf16(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    return b.bitcast(b.shl(b.zext(bits, I32), _const(16, I32)), F32)
+
+
+def _atomic_add_bf16(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
+    """bfloat16 (llvmlite has no type for it): the sum in float32, which holds two bfloat16s'
+    sum closely enough that rounding it to bfloat16 (nearest, ties to even; NaN 0x7FFF, as
+    ``cvt.rn.bf16.f32``) gives the correctly rounded sum; swapped in by compare-and-swap."""
+    v = _widen_bf16(b, b.load(sptr, typ=I16, align=2))
+
+    def added(old: ir.Value) -> ir.Value:
+        total = b.fadd(_widen_bf16(b, old), v)
+        bits = b.bitcast(total, I32)
+        lsb = b.and_(b.lshr(bits, _const(16, I32)), _const(1, I32))
+        rounded = b.lshr(b.add(bits, b.add(_const(0x7FFF, I32), lsb)), _const(16, I32))
+        nan = b.fcmp_unordered("uno", total, total)
+        return b.trunc(b.select(nan, _const(0x7FFF, I32), rounded), I16)
+    _update(b, gptr, added, I16)
+
+
+# the map types a reduce-add takes (PTX's tensor .add): data type code -> (size, adder)
+_ADDS = {DATA_TYPES[name][0]: (DATA_TYPES[name][1], add) for name, add in (
+    ("FLOAT32", _atomic_add(F32, "fadd", 4)), ("FLOAT16", _atomic_add(ir.HalfType(), "fadd", 2)),
+    ("BFLOAT16", _atomic_add_bf16), ("INT32", _atomic_add(I32, "add", 4)),
+    ("UINT32", _atomic_add(I32, "add", 4)), ("UINT64", _atomic_add(I64, "add", 8)))}
+
+
+def _row_add(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value,
+             inside: ir.Value, grow: ir.Value) -> None:
+    """One innermost run of a reduce-add: each element inside the tensor added atomically,
+    a loop specialized for each type the map may have."""
+    fn = b.function
+    done = fn.append_basic_block("add.done")
+    switch = b.switch(g.dtype, done)
+    for code, (size, add) in _ADDS.items():
+        block = fn.append_basic_block(f"add.{code}")
+        switch.add_case(_const(code), block)
+        b.position_at_end(block)
+        with _counted_loop(b, g.counts[0], f"k{code}") as j:
+            coord = b.add(start, b.mul(j, g.estrides[0]))
+            ok = b.and_(inside, b.icmp_unsigned("<", coord, g.dims[0]))
+            with b.if_then(ok):
+                add(b, b.inttoptr(b.add(grow, b.mul(coord, _const(size))), PTR),
+                    _shared_element(b, g, srow, j, size))
         b.branch(done)
     b.position_at_end(done)
 
@@ -393,17 +476,17 @@ def _define_mbarrier(mod: ir.Module) -> dict[str, ir.Function]:
     return fns
 
 
-def _update(b: ir.IRBuilder, ptr: ir.Value, change) -> ir.Value:
+def _update(b: ir.IRBuilder, ptr: ir.Value, change, ty: ir.IntType = I64) -> ir.Value:
     """Replace the word at ``ptr`` by ``change(word)`` atomically (a compare-and-swap loop:
     the blocks of a cluster run on threads of their own and arrive on each other's barriers);
     returns the word before."""
     before = b.block
     loop = b.append_basic_block("update")
     done = b.append_basic_block("updated")
-    first = b.load_atomic(ptr, "seq_cst", 8, typ=I64)
+    first = b.load_atomic(ptr, "seq_cst", ty.width // 8, typ=ty)
     b.branch(loop)
     b.position_at_end(loop)
-    word = b.phi(I64)
+    word = b.phi(ty)
     word.add_incoming(first, before)
     pair = b.cmpxchg(ptr, word, change(word), "seq_cst", "seq_cst")
     word.add_incoming(b.extract_value(pair, 0), loop)
@@ -416,8 +499,9 @@ def build_module() -> ir.Module:
     """The LLVM module of every host TMA and mbarrier function (target set by the caller)."""
     mod = ir.Module(name="kaiojit_tma_host")
     barrier = _define_mbarrier(mod)
-    _define_tile_copy(mod, SYMBOL_LOAD, True, barrier[SYMBOL_MBARRIER_COMPLETE_TX])
-    _define_tile_copy(mod, SYMBOL_STORE, False, None)
+    _define_tile_copy(mod, SYMBOL_LOAD, "load", barrier[SYMBOL_MBARRIER_COMPLETE_TX])
+    _define_tile_copy(mod, SYMBOL_STORE, "store", None)
+    _define_tile_copy(mod, SYMBOL_REDUCE_ADD, "add", None)
     return mod
 
 
@@ -446,6 +530,7 @@ class _Native:
         protos = {
             SYMBOL_LOAD: ctypes.CFUNCTYPE(i32, p, p, *coords, p),
             SYMBOL_STORE: ctypes.CFUNCTYPE(i32, p, *coords, p),
+            SYMBOL_REDUCE_ADD: ctypes.CFUNCTYPE(i32, p, *coords, p),
             SYMBOL_MBARRIER_INIT: ctypes.CFUNCTYPE(None, p, i32),
             SYMBOL_MBARRIER_ARRIVE: ctypes.CFUNCTYPE(u64, p),
             SYMBOL_MBARRIER_ARRIVE_EXPECT_TX: ctypes.CFUNCTYPE(u64, p, i32),
@@ -490,6 +575,8 @@ _REFUSALS = {
                                "illegal instruction on the GPU)",
     ERR_NEGATIVE_STORE_COORDINATE: "a store's box starts at a negative coordinate (an illegal "
                                    "instruction on the GPU)",
+    ERR_REDUCE_TYPE: "a reduce-add needs a tensor map of float32, float16, bfloat16, int32, "
+                     "uint32 or uint64 elements (PTX's tensor .add)",
 }
 
 
@@ -523,6 +610,12 @@ def tile_store(tensormap: int, coords: Sequence[int], src: int) -> int:
     """Copy the box in shared memory at ``src`` to the tensor at ``coords`` (in-bounds
     elements only). Returns OK or an ERR_* status."""
     return _native().call[SYMBOL_STORE](tensormap, *_coords(coords), src)
+
+
+def tile_reduce_add(tensormap: int, coords: Sequence[int], src: int) -> int:
+    """Add the box in shared memory at ``src`` to the tensor at ``coords``, element by element
+    (in-bounds elements only, each add atomic). Returns OK or an ERR_* status."""
+    return _native().call[SYMBOL_REDUCE_ADD](tensormap, *_coords(coords), src)
 
 
 def mbarrier_init(bar: int, count: int) -> None:

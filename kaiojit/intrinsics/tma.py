@@ -8,7 +8,9 @@
 * ``kj.tma.load(dst, tmap, c..., bar)``: the box of ``tmap`` at the coordinates (the array's
   order, as ``box`` and ``shape``) into the shared array ``dst``; its bytes complete on ``bar``.
   ``kj.tma.store(tmap, c..., src)``: the box in shared ``src`` to the tensor, in the current
-  bulk group; ``kj.tma.commit_group()``, ``kj.tma.wait_group(n)`` (writes done) and
+  bulk group; ``kj.tma.reduce_add(tmap, c..., src)``: the box added to the tensor, element by
+  element, each add atomic (float32, float16, bfloat16, int32, uint32, uint64), in the
+  current bulk group; ``kj.tma.commit_group()``, ``kj.tma.wait_group(n)`` (writes done) and
   ``kj.tma.wait_group_read(n)`` (sources read), ``n`` a constant; ``kj.tma.prefetch(tmap)``.
 * ``kj.fence_proxy_async()``: orders this thread's shared memory accesses with the copies.
 * Clusters (``docs/clusters.md``): ``kj.mbarrier.arrive_cluster(bar, rank)`` arrives on the
@@ -150,13 +152,20 @@ def _arrive_cluster_typing(typer, node):
                             typer.coerce(rank, T.uint32, node.args[1])), node)
 
 
-def _store_typing(typer, node):
-    what = "kj.tma.store"
-    args = call_args(typer, node, 3, 2 + P.MAX_RANK, what)
-    tmap = _tensormap(typer, args[0], node.args[0], what)
-    coords = _coordinates(typer, args[1:-1], node.args[1:-1], tmap, node, what)
-    src = _box(typer, args[-1], node.args[-1], tmap, what, "source")
-    return typer.intrinsic("tma.store", T.void, (args[0], *coords, src), node)
+def _store_typing(op: str):
+    """``kj.tma.store`` and ``kj.tma.reduce_add``: (tmap, coordinates..., src)."""
+    what = f"kj.tma.{op}"
+
+    def typing(typer, node):
+        args = call_args(typer, node, 3, 2 + P.MAX_RANK, what)
+        tmap = _tensormap(typer, args[0], node.args[0], what)
+        coords = _coordinates(typer, args[1:-1], node.args[1:-1], tmap, node, what)
+        src = _box(typer, args[-1], node.args[-1], tmap, what, "source")
+        if op == "reduce_add" and src.type.dtype.name not in H.REDUCE_ADD_TYPES:
+            typer.error(f"{what}() adds {', '.join(H.REDUCE_ADD_TYPES)} elements (PTX's "
+                        f"tensor .add), got a source of {src.type.dtype}", node.args[-1])
+        return typer.intrinsic(f"tma.{op}", T.void, (args[0], *coords, src), node)
+    return typing
 
 
 def _prefetch_typing(typer, node):
@@ -254,10 +263,13 @@ def _nvptx_arrive_cluster(fl, e: Expr):
     _asm(fl, CP.mbarrier_arrive_cluster(), VOID, [_shared_address(fl, bar), rank])
 
 
-def _nvptx_store(fl, e: Expr):
-    tmap, *coords, src = (fl.expr(a) for a in e.args)
-    _asm(fl, P.tma_store(len(coords)), VOID, [tmap, *reversed(coords),
-                                                       _shared_address(fl, src)])
+def _nvptx_store(template):
+    """tma.store / tma.reduce_add: ``template(rank)`` of (tmap, coordinates..., src)."""
+    def lower(fl, e: Expr):
+        tmap, *coords, src = (fl.expr(a) for a in e.args)
+        _asm(fl, template(len(coords)), VOID, [tmap, *reversed(coords),
+                                               _shared_address(fl, src)])
+    return lower
 
 
 def _nvptx_plain(template):
@@ -353,11 +365,14 @@ def _host_arrive_cluster(fl, e: Expr):
                [CH.map_pointer(fl, _data(fl, bar), r)])
 
 
-def _host_store(fl, e: Expr):
-    tmap, *coords, src = e.args
-    args = [fl.expr(tmap), *_host_coords(fl, coords), _data(fl, src)]
-    status = _host_call(fl, H.SYMBOL_STORE, I32, [PTR] + [I32] * H.MAX_RANK + [PTR], args)
-    _refused(fl, e, status)
+def _host_store(symbol: str):
+    """tma.store / tma.reduce_add: the native copy ``symbol`` (the host's are synchronous)."""
+    def lower(fl, e: Expr):
+        tmap, *coords, src = e.args
+        args = [fl.expr(tmap), *_host_coords(fl, coords), _data(fl, src)]
+        status = _host_call(fl, symbol, I32, [PTR] + [I32] * H.MAX_RANK + [PTR], args)
+        _refused(fl, e, status)
+    return lower
 
 
 def _host_nothing(fl, e: Expr):
@@ -468,10 +483,12 @@ register(Intrinsic(
     lowering={"nvptx": _nvptx_arrive_cluster, "host": _host_arrive_cluster},
     calls={"kj.mbarrier.arrive_cluster": _arrive_cluster_typing}, min_arch=ARCH,
     host_symbols=(H.SYMBOL_MBARRIER_ARRIVE,)))
-register(Intrinsic(
-    name="tma.store", operands=_copy_operands(False),
-    lowering={"nvptx": _nvptx_store, "host": _host_store},
-    calls={"kj.tma.store": _store_typing}, min_arch=ARCH, host_symbols=(H.SYMBOL_STORE,)))
+for _op, _template, _symbol in (("store", P.tma_store, H.SYMBOL_STORE),
+                                ("reduce_add", P.tma_reduce_add, H.SYMBOL_REDUCE_ADD)):
+    register(Intrinsic(
+        name=f"tma.{_op}", operands=_copy_operands(False),
+        lowering={"nvptx": _nvptx_store(_template), "host": _host_store(_symbol)},
+        calls={f"kj.tma.{_op}": _store_typing(_op)}, min_arch=ARCH, host_symbols=(_symbol,)))
 register(Intrinsic(
     name="tma.commit_group", operands=Operands(result=T.void),
     lowering={"nvptx": _nvptx_plain(P.bulk_commit_group), "host": _host_nothing},

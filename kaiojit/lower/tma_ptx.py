@@ -115,8 +115,20 @@ def tma_store(rank: int) -> InlinePtx:
         "l," + "r," * rank + "r,~{memory}")
 
 
+def tma_reduce_add(rank: int) -> InlinePtx:
+    """``(tensormap: i64 generic, c0..c{rank-1}: i32, src: i32 shared)``: add the box in shared
+    memory to the tensor at the coordinates, element by element (each add atomic; the type is
+    the map's: f32, f16, bf16, s32, u32 or u64), in the current bulk async-group."""
+    _check_rank(rank)
+    return InlinePtx(
+        f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile.bulk_group"
+        f" [$0, {{{_coords(1, rank)}}}], [${rank + 1}];",
+        "l," + "r," * rank + "r,~{memory}")
+
+
 def bulk_commit_group() -> InlinePtx:
-    """``()``: close the current bulk async-group (the stores issued since the last one)."""
+    """``()``: close the current bulk async-group (the stores and reduce-adds issued since the
+    last one)."""
     return InlinePtx("cp.async.bulk.commit_group;", "~{memory}")
 
 

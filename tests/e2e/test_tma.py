@@ -26,14 +26,10 @@ MAP2 = "tensormap(float32, 2)"
 NAN_FILL_F32 = 0x7FF77FF7  # the NaN an H200 writes for an out-of-bounds float32 (0x7FF7 twice)
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def backend(request):
-    """Runs the test on the cpu backend, and on cuda under the gpu marker."""
-    previous = set_backend(_backend(request.param))
-    try:
-        yield request.param
-    finally:
-        set_backend(previous)
+@pytest.fixture
+def backend(cpu_and_cuda):
+    """The cpu backend, and cuda under the gpu marker (``tests/e2e/conftest.py``)."""
+    return cpu_and_cuda
 
 
 @kj.jit

@@ -269,6 +269,74 @@ def test_a_store_over_a_rows_edge_writes_on_to_its_16_byte_boundary(dtype):
     assert edge - cols > 0  # bytes past the tensor were written: the case is the one meant
 
 
+REDUCE_DTYPES = [np.float32, np.float16, "bfloat16", np.int32, np.uint32, np.uint64]
+
+
+def reduce_case_tensor(shape, dtype) -> np.ndarray:
+    """Random values of a type a reduce-add takes (bfloat16: ml_dtypes', from float32)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+        a = random_tensor(shape, np.uint16).view(ml_dtypes.bfloat16)  # rows padded as any
+        a[...] = RNG.standard_normal(a.shape).astype(ml_dtypes.bfloat16)
+        return a
+    return random_tensor(shape, dtype)
+
+
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=str)
+@pytest.mark.parametrize("swizzle", [None, "128B"])
+def test_tile_reduce_add_adds_the_box_inside_the_tensor_only(dtype, swizzle):
+    """Each element of the box inside the tensor added once, in the tensor's type (NumPy's
+    rounding for floats, wrapping for integers); nothing outside, not even the row padding a
+    store writes on to; a box starting below 0 refused as a store's."""
+    for rank in (1, 2, 3, 5):
+        a, box, estrides = random_case(np.float32 if dtype == "bfloat16" else dtype, rank,
+                                       swizzle)
+        if dtype == "bfloat16":  # the same case in 2-byte elements: twice the innermost box
+            a = reduce_case_tensor(a.shape[:-1] + (2 * a.shape[-1],), dtype)
+            box = box[:-1] + (2 * box[-1],)
+        pad = (-a.shape[-1] * a.itemsize) % 16 // a.itemsize  # each row's padding
+        parent = np.lib.stride_tricks.as_strided(a, a.shape[:-1] + (a.shape[-1] + pad,),
+                                                 a.strides)
+        span = SWIZZLE_SPAN[swizzle]
+        counts = box_counts(box, estrides)
+        rows, row_bytes, pitch = smem_layout(counts, a.itemsize, span)
+        tmap = as_buffer(encode(a, box, swizzle=swizzle, element_strides=estrides))
+        for coords in coordinates(a, box, estrides):
+            before = np.array(parent, copy=True)
+            smem = aligned_zeros(rows * pitch, 1024)
+            where = physical(smem.ctypes.data, row_bytes, rows, pitch, span)
+            values = reduce_case_tensor(counts, dtype)
+            smem[where.ravel()] = np.ascontiguousarray(values).view(np.uint8).ravel()
+            status = H.tile_reduce_add(tmap.ctypes.data, coords[::-1], smem.ctypes.data)
+            if min(coords) < 0:
+                assert status == H.ERR_NEGATIVE_STORE_COORDINATE
+                np.testing.assert_array_equal(parent.view(np.uint8), before.view(np.uint8))
+                continue
+            assert status == H.OK
+            _, inside, index = model_box(a, box, estrides, coords, 0)
+            want = before.copy()
+            at = np.nonzero(inside)
+            cells = tuple(g[k] for g, k in zip(index, at))
+            with np.errstate(over="ignore"):
+                want[cells] = want[cells] + values[at]
+            np.testing.assert_array_equal(parent.view(np.uint8), want.view(np.uint8),
+                                          err_msg=f"box {box} at {coords} of {a.shape}")
+
+
+def test_a_reduce_add_into_a_map_of_another_type_is_refused():
+    for dtype in (np.float64, np.int64, np.int16, np.uint8):
+        a = random_tensor((8, 32), dtype)
+        before = a.copy()
+        smem = aligned_zeros(8 * 32 * a.itemsize, 1024)
+        smem[:] = RNG.integers(0, 256, smem.size, dtype=np.uint8)
+        tmap = as_buffer(encode(a, (8, 32)))
+        assert H.tile_reduce_add(tmap.ctypes.data, (0, 0), smem.ctypes.data) == \
+            H.ERR_REDUCE_TYPE
+        np.testing.assert_array_equal(a.view(np.uint8), before.view(np.uint8))
+    assert "float32, float16, bfloat16, int32, uint32 or uint64" in H.device_fault(
+        "k", "kj.tma.reduce_add", True, H.ERR_REDUCE_TYPE, "f.py:3")
+
+
 def test_a_store_then_a_load_round_trips():
     a = random_tensor((40, 24), np.float32)
     b = random_tensor((40, 24), np.float32)

@@ -25,6 +25,8 @@ SINGLE = {
                     "i32 %bar"),
     "tma_store_4d": (P.tma_store(4), "void", "ptr %tm", "i32 %n", "i32 1", "i32 -2", "i32 3",
                      "i32 %buf"),
+    "tma_reduce_add_2d": (P.tma_reduce_add(2), "void", "ptr %tm", "i32 %n", "i32 16",
+                          "i32 %buf"),
     "bulk_commit_group": (P.bulk_commit_group(), "void"),
     "bulk_wait_group_read": (P.bulk_wait_group_read(2), "void"),
     "bulk_wait_group": (P.bulk_wait_group(0), "void"),
@@ -47,6 +49,8 @@ def test_every_instruction_in_one_kernel_assembles_for_sm_90():
                          rf"mbarrier::complete_tx::bytes \[%r\d+\], \[{tm}, \{{", ptx)
         assert re.search(rf"cp\.async\.bulk\.tensor\.{rank}d\.global\.shared::cta\.tile\."
                          rf"bulk_group \[{tm}, \{{", ptx)
+        assert re.search(rf"cp\.reduce\.async\.bulk\.tensor\.{rank}d\.global\.shared::cta\."
+                         rf"add\.tile\.bulk_group \[{tm}, \{{", ptx)
     assert ptx.count("$kj_wait:") == 2  # the scoped label may repeat
 
 
@@ -82,3 +86,9 @@ def test_the_templates_check_their_arguments():
     store = P.tma_store(5)
     assert store.constraints == "l,r,r,r,r,r,r,~{memory}"
     assert store.text.endswith("[$0, {$1, $2, $3, $4, $5}], [$6];")
+    add = P.tma_reduce_add(3)
+    assert add.constraints == "l,r,r,r,r,~{memory}"
+    assert add.text == ("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+                        " [$0, {$1, $2, $3}], [$4];")
+    with pytest.raises(ValueError, match=r"^a tensor copy has 1 to 5 dimensions, got 6$"):
+        P.tma_reduce_add(6)

@@ -41,8 +41,9 @@ def ptx_of(ir_text: str, arch: str = "sm_90", ptx_version: int = 80) -> str:
 
 
 def every_instruction_ir() -> str:
-    """One kernel that issues every template: loads and stores of rank 1 to 5, the mbarrier
-    operations (the wait loop twice, so its label appears twice), fences, groups, elect."""
+    """One kernel that issues every template: loads, stores and reduce-adds of rank 1 to 5, the
+    mbarrier operations (the wait loop twice, so its label appears twice), fences, groups,
+    elect."""
     body = [
         "%bar = ptrtoint ptr addrspace(3) @bars to i32",
         "%buf = ptrtoint ptr addrspace(3) @box to i32",
@@ -59,6 +60,7 @@ def every_instruction_ir() -> str:
         coords = ["i32 %tid"] + ["i32 %e"] * (rank - 1)
         body.append(asm(P.tma_load(rank), "void", "i32 %buf", "ptr %tm", *coords, "i32 %bar"))
         body.append(asm(P.tma_store(rank), "void", "ptr %tm", *coords, "i32 %buf"))
+        body.append(asm(P.tma_reduce_add(rank), "void", "ptr %tm", *coords, "i32 %buf"))
     body += [
         "%s1 = " + asm(P.mbarrier_arrive(), "i64", "i32 %bar"),
         "%ok = " + asm(P.mbarrier_try_wait_parity(), "i32", "i32 %bar", "i32 0"),

@@ -13,8 +13,10 @@ With ``P = exp(S * scale - lse)`` recomputed from the forward's log-sum-exp and
   by wgmma from shared memory, ``P^T`` and ``dS^T`` in registers, then ``dV += P^T dO`` and
   ``dK += dS^T Q`` with P^T and dS^T as register-A operands (Q and dO read MN-major). dS^T also
   goes to shared memory (bf16/f16), from which ``dQ = dS K`` is computed (A MN-major) and
-  added to the float32 accumulator with atomics. The query heads of a GQA group are walked
-  inside the block, so dK and dV need no atomics.
+  added to the float32 accumulator: with an atomic add an element (``dq="atomics"``), or
+  (``dq="reduce"``) staged in shared memory and added by two TMA reduce-adds a warpgroup (see
+  ``BackwardConfig``). The query heads of a GQA group are walked inside the block, so dK and
+  dV need no atomics.
 * ``finish``: dQ = scale * accumulator, in the input type.
 
 Rows that saw no key in the forward (lse = -inf) get ``P = 0``.
@@ -31,6 +33,10 @@ BM, BN = 64, 128      # queries a tile, keys a block
 ATOM = 64
 THREADS = 256
 LOG2E = 1.0 / math.log(2.0)
+DQ_HALF = 32                  # columns of a dQ reduce-add box: 128 bytes of float32, the span
+DQ_BUFFER = BM * ATOM * 4     # bytes of a warpgroup's dQ part (two 64 x 32 boxes)
+DQ_MODES = ("atomics", "reduce", "gemm", "none")
+DQ_MODE = "atomics"  # the mode attention_backward runs (benchmarks and tests set it)
 
 
 @dataclass(frozen=True)
@@ -40,13 +46,18 @@ class BackwardConfig:
     causal: bool
     varlen: bool
     # what the dQ part of a step does: "atomics" (dQ = dS K by wgmma, added to the float32
-    # accumulator with atomics: the kernel), or, for benchmarks/attention_bwd_probe.py only
-    # (dQ is then wrong), "gemm" (the wgmma, no atomics) or "none" (neither): what dQ costs
+    # accumulator with an atomic add an element: the default until "reduce" is timed on a GPU),
+    # "reduce" (each warpgroup's 64 x 64 part written to shared memory, 128B-swizzled, and
+    # added by one thread with two TMA reduce-adds of 64 x 32, one bulk group a step), or,
+    # for benchmarks/attention_bwd_probe.py only (dQ is then wrong), "gemm" (the wgmma, no
+    # adds) or "none" (neither): what dQ costs
     dq: str = "atomics"
 
     def shared_bytes(self) -> int:
-        """K and V tiles, two stages of Q and dO tiles, and dS^T (BN x BM)."""
-        return 2 * self.head_dim * (2 * BN + 4 * BM) + 2 * BN * BM
+        """K and V tiles, two stages of Q and dO tiles, dS^T (BN x BM) and, in the reduce mode,
+        a float32 dQ buffer a warpgroup computing dQ."""
+        staged = DQ_BUFFER * (self.head_dim // ATOM) if self.dq == "reduce" else 0
+        return 2 * self.head_dim * (2 * BN + 4 * BM) + 2 * BN * BM + staged
 
 
 def make_prepare(dtype_name: str, head_dim: int):
@@ -105,14 +116,19 @@ def make_main(cfg: BackwardConfig):
     C_IDX = tuple(range(BM // 4))       # a thread's 16 words of P^T or dS^T (64 x 64)
     D_IDX = tuple(range(D // 2))        # of dK and dV
     Q_IDX = tuple(range(ATOM // 2))     # of its dQ part (64 x 64)
+    if cfg.dq not in DQ_MODES:
+        raise ValueError(f"BackwardConfig.dq must be one of {DQ_MODES}, got {cfg.dq!r}")
     DQ_WGS = ATOMS if cfg.dq != "none" else 0  # warpgroups computing dQ: one per 64 columns
     DQ_ADD = int(cfg.dq == "atomics")   # 0: the probe's timing without the atomics
+    DQ_REDUCE = int(cfg.dq == "reduce")
+    DQ_WORDS = (2 * DS_BASE + 2 * BN * BM) // 4  # the dQ buffers (32-bit words), 1024-aligned
 
     @kj.jit(max_registers=255)
-    def main(dq_acc, dk, dv, q_map, k_map, v_map, do_map, lse, delta, cu_q, cu_k, seqlen_q,
-             seqlen_k, group, scale_log2):
+    def main(dq_acc, dk, dv, q_map, k_map, v_map, do_map, dq_map, lse, delta, cu_q, cu_k,
+             seqlen_q, seqlen_k, group, scale_log2):
         smem = kj.shared.array(0, dtype)
         words = kj.shared.array(0, kj.uint32)     # the same memory, as 32-bit words
+        floats = kj.shared.array(0, kj.float32)   # ... and as float32 (the dQ buffers)
         bars = kj.shared.array(3, kj.uint64)      # kv, stage 0, stage 1
         t = kj.threadIdx.x
         c = t // 128
@@ -244,7 +260,9 @@ def make_main(cfg: BackwardConfig):
                     smem, qs + kk * 16 * ATOM, swizzle=128, leading_byte_offset=BM * 128,
                     stride_byte_offset=1024), shape=(64, D, 16), dtype=dtype, trans_b=1)
             kj.wgmma.commit_group()
-            kj.syncthreads()                                    # all of dS^T is stored
+            if DQ_REDUCE and t % 128 == 0 and c < DQ_WGS:
+                kj.tma.wait_group_read(0)  # the last step's reduce-adds have read my buffer
+            kj.syncthreads()                    # all of dS^T is stored, the dQ buffers free
             # dQ[:, 64c:64c+64] = dS K[:, 64c:64c+64]: A = dS (queries x keys) M-major
             if c < DQ_WGS:
                 kj.wgmma.fence()
@@ -268,7 +286,35 @@ def make_main(cfg: BackwardConfig):
                         col = 64 * c + 8 * (i // 4) + 2 * qd + i % 2
                         if row < len_q:
                             kj.atomic.add(dq_acc, (q0 + row, h, col), dq_part[i])
-            kj.syncthreads()                                    # stage s and dS^T are free
+                for _ in kj.static_range(DQ_REDUCE):
+                    # my part to my buffer: two 64 x 32 boxes, rows of 128 bytes (32 words)
+                    # whose 16-byte chunks are XOR-ed with the row % 8 (the 128B swizzle).
+                    # Element i sits at row 16 warp + g + 8 ((i // 2) % 2), column 8 (i // 4)
+                    # + 2 qd + i % 2: box i // 16, chunk (2 ((i // 4) % 4) + qd // 2) ^ g, so
+                    # its word is mine + (swz ^ 8 ((i // 4) % 4)) + a constant; four registers
+                    # of addresses, the rest immediate offsets. Rows past the sequence hold
+                    # +0.0: a box over its end adds nothing to the next sequence's rows.
+                    mine = (DQ_WORDS + c * (DQ_BUFFER // 4) + (16 * warp + g) * DQ_HALF
+                            + 2 * (qd % 2))
+                    # (m0 + g) % 8 is g % 8 (m0 is a multiple of 64), but LLVM cannot know
+                    # it: the addresses stay in the loop instead of 16 64-bit ones hoisted out
+                    # of it and held across it (ptxas then spilled 300 B at head dim 128)
+                    swz = 4 * ((qd // 2) ^ ((m0 + g) % 8))
+                    for i in Q_IDX:
+                        v = kj.float32(0.0)
+                        if m0 + 16 * warp + g + 8 * ((i // 2) % 2) < len_q:
+                            v = dq_part[i]
+                        floats[mine + (swz ^ (8 * ((i // 4) % 4))) + (i // 16) * (BM * DQ_HALF)
+                               + ((i // 2) % 2) * 8 * DQ_HALF + i % 2] = v
+                    kj.fence_proxy_async()  # my stores, before the async proxy reads them
+            kj.syncthreads()                    # stage s and dS^T are free, dQ parts stored
+            for _ in kj.static_range(DQ_REDUCE):  # (typed only in this mode: dq_map's)
+                if t % 128 == 0 and c < DQ_WGS:
+                    for half in kj.static_range(2):
+                        kj.tma.reduce_add(dq_map, q0 + m0, h, 64 * c + DQ_HALF * half,
+                                          floats[DQ_WORDS + c * (DQ_BUFFER // 4)
+                                                 + half * (BM * DQ_HALF):])
+                    kj.tma.commit_group()
             if t == 0 and step + 2 < total:
                 nh = hk * group + (step + 2) // n_tiles
                 nm = m_start + ((step + 2) % n_tiles) * BM
@@ -278,6 +324,8 @@ def make_main(cfg: BackwardConfig):
                                 bars[1 + s:])
                     kj.tma.load(smem[dos + a * Q_ATOM:], do_map, q0 + nm, nh, a * ATOM,
                                 bars[1 + s:])
+        if DQ_REDUCE and t % 128 == 0 and c < DQ_WGS:
+            kj.tma.wait_group(0)  # the reduce-adds done before the block's memory goes
         # dK (scaled) and dV for this warpgroup's 64 keys
         for i in D_IDX:
             key = key_a + 8 * ((i // 2) % 2)
@@ -301,4 +349,4 @@ def kernels(cfg: BackwardConfig):
     return found
 
 
-__all__ = ["BM", "BN", "THREADS", "BackwardConfig", "kernels"]
+__all__ = ["BM", "BN", "DQ_HALF", "DQ_MODES", "THREADS", "BackwardConfig", "kernels"]

@@ -1,4 +1,4 @@
-"""What ptxas made of the attention forward, without a GPU: its registers, spills and numbered
+"""What ptxas made of the attention kernels, without a GPU: its registers, spills and numbered
 notes for each configuration, and an outline of the SASS (the order of the tensor-core
 instructions, their waits, the exponentials and the barriers), which shows whether a schedule
 is the one written: with the overlap, ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` (S_j done, P V still
@@ -29,6 +29,26 @@ def forward_ptx(cfg: F.ForwardConfig) -> str:
     import kaiojit as kj
     t = {"bf16": "bfloat16", "f16": "float16"}[cfg.dtype]
     return kj.compile_ptx(F.forward_kernel(cfg), forward_signature(t), arch="sm_90")
+
+
+def backward_signature(t: str, dq: str = "atomics") -> str:
+    """The backward's main kernel's signature for element type ``t``: its fifth map is the
+    float32 dQ accumulator's in the reduce mode, Q's stand-in otherwise."""
+    m = MAP.format(t=t)
+    dq_map = MAP.format(t="float32") if dq == "reduce" else m
+    return (f"void(float32[:, :, ::1], {t}[:, :, ::1], {t}[:, :, ::1], {m}, {m}, {m}, {m}, "
+            f"{dq_map}, float32[:, ::1], float32[:, ::1], int32[::1], int32[::1], int64, int64, "
+            "int64, float32)")
+
+
+def backward_ptx(cfg) -> str:
+    """The PTX of the backward's main kernel for ``cfg`` (a ``backward.BackwardConfig``)."""
+    import kaiojit as kj
+
+    from . import backward as B
+    t = {"bf16": "bfloat16", "f16": "float16"}[cfg.dtype]
+    _, main, _ = B.kernels(cfg)
+    return kj.compile_ptx(main, backward_signature(t, cfg.dq), arch="sm_90")
 
 
 def sass_outline(sass: str) -> list[str]:

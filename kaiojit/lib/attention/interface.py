@@ -301,7 +301,7 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
     heads, kv_heads = qs[-2], ks[-2]
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     varlen = cu_q is not None
-    cfg = B.BackwardConfig(d, DTYPES[dtype], bool(causal), varlen)
+    cfg = B.BackwardConfig(d, DTYPES[dtype], bool(causal), varlen, dq=B.DQ_MODE)
     prepare, main, finish = B.kernels(cfg)
     total_q, total_k = q3.shape[0], k3.shape[0]
     dq = _new(q3, (total_q, heads, d), dtype)
@@ -315,6 +315,10 @@ def _backward(do, q3, k3, v3, o3, lse, qs, ks, dtype, causal, scale, cu_q, cu_k,
         maps = [kj.TensorMap.tiled(x, box, swizzle="128B") for x, box in (
             (q3, (B.BM, 1, ATOM)), (k3, (B.BN, 1, ATOM)), (v3, (B.BN, 1, ATOM)),
             (do, (B.BM, 1, ATOM)))]
+        # the float32 accumulator's map for the reduce-adds (other modes never read it: Q's
+        # stands in, no encoding)
+        maps.append(kj.TensorMap.tiled(dq_acc, (B.BM, 1, B.DQ_HALF), swizzle="128B")
+                    if cfg.dq == "reduce" else maps[0])
         if cu_q is None:
             cu_q = cu_k = _no_lengths()
         main[(-(-int(max_k) // B.BN), kv_heads, batch), B.THREADS, 0, cfg.shared_bytes()](
