@@ -29,6 +29,14 @@ class _KaiojitLogger:
 
         return getattr(logging.getLogger("kaiojit"), name)
 
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        """An INFO message. While ``logging`` is not imported nothing can show it (no handler,
+        no level set: the root's WARNING and the last-resort handler drop it), so it is
+        dropped without importing ``logging``."""
+        if "logging" in sys.modules:
+            kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1  # the caller's line
+            self.__getattr__("info")(msg, *args, **kwargs)
+
     def __repr__(self) -> str:
         return "<the 'kaiojit' logger>"
 

@@ -5,15 +5,17 @@ targets, so a C or C++ program is written once. Arrays are a pointer plus their 
 layout 'A', their strides in bytes); scalars come by value (float16, bfloat16 and fp8 as their
 bits); a tensor map as a pointer to its 128 bytes. An array of records (a NumPy structured
 dtype) is a pointer too; the header defines a C struct of the record's exact layout, named by a
-hash of it (``kaiojit_rec<hash>``), with its size and offsets checked by the C compiler. The function writes them into kaiojit's
-8-byte parameter slots (``kaiojit.runtime.slots``: a tensor map on a 64-byte boundary) and
-launches.
+hash of it (``kaiojit_rec<hash>``), with its size and offsets checked by the C compiler. The
+function writes them into kaiojit's 8-byte parameter slots (``kaiojit.runtime.slots``: a tensor
+map on a 64-byte boundary) and launches.
 
 The GPU source is written on the CUDA driver API (``cuda.h``, link ``-lcuda``): it embeds each
 signature's cubins and PTX, picks the cubin for the current device and falls back to the
-driver's JIT of the PTX. The host source (``-lkaiojit_kernels -lpthread``) runs the exported
-host code as the cpu backend does: the grid's blocks on a thread with a large stack, or every
-block on a thread of its own when the kernel synchronizes its grid.
+driver's JIT of the PTX. A kernel exported with a coarse entry launches it for large grids by
+the JIT's rule (``KAIOJIT_COARSE_MIN_THREADS`` included), as the Python loader does. The host
+source (``-lkaiojit_kernels -lpthread``) runs the exported host code as the cpu backend does:
+the grid's blocks on a thread with a large stack, or every block on a thread of its own when
+the kernel synchronizes its grid.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from __future__ import annotations
 import hashlib
 import os
 
+from kaiojit import env
 from kaiojit import target as H
 from kaiojit import types as kt
 from kaiojit.aot.manifest import Entry, Manifest
+from kaiojit.runtime.slots import SlotLayout
 
+_COARSE_KNOB = env.KNOBS["KAIOJIT_COARSE_MIN_THREADS"]  # the C launcher reads it as the JIT does
 HEADER = "kaiojit_kernels.h"
 SOURCE = "kaiojit_kernels.c"
 
@@ -203,12 +208,13 @@ def _alignment_checks(entry: Entry) -> list[str]:
     return out
 
 
-def _pack(entry: Entry) -> list[str]:
-    """C statements that fill ``slots`` and ``params`` for ``entry``."""
+def _pack(entry: Entry, trailing: bool = False) -> list[str]:
+    """C statements that fill ``slots`` and ``params`` for ``entry``; ``trailing``: room for
+    one more parameter after them (a coarse entry's grid extent, :func:`_trailing_slot`)."""
     _, writes = c_parameters(entry)
-    out = [*_alignment_checks(entry), f"    uint64_t raw[{entry.slot_count + 8}];",
+    out = [*_alignment_checks(entry), f"    uint64_t raw[{entry.slot_count + 1 + 8}];",
            "    uint64_t *slots = (uint64_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);",
-           f"    void *params[{max(len(writes), 1)}];",
+           f"    void *params[{max(len(writes) + int(trailing), 1)}];",
            f"    memset(slots, 0, {entry.slot_count} * sizeof(uint64_t));"]
     for i, ((expr, ctype), slot) in enumerate(zip(writes, entry.first_slot)):
         out.append(f"    {{ {ctype} v = {expr}; memcpy(&slots[{slot}], &v, sizeof v); }}")
@@ -229,34 +235,84 @@ def _arch_cc(arch: str) -> tuple[int, int]:
     return int(digits), 1 if arch.endswith("a") else 0
 
 
+def _trailing_slot(entry: Entry) -> int:
+    """The slot of a coarse entry's last parameter, the user's ``grid.x`` (an int64 after the
+    kernel's own parameters, as ``kaiojit.runtime.args.ArgPacker(trailing=True)`` packs it)."""
+    return SlotLayout.for_kinds([*entry.param_kinds, "int64"]).first_slot[-1]
+
+
+def _images(out: list[str], directory: str, archs: list[str], name: str,
+            files: dict[str, dict[str, str]]) -> int:
+    """Embed the cubin and the PTX of each arch as ``kj_image`` rows of ``kj_images_<name>``;
+    how many rows."""
+    images = []
+    for arch in archs:
+        cc, specific = _arch_cc(arch)
+        for kind in ("cubin", "ptx"):
+            with open(os.path.join(directory, files[kind][arch]), "rb") as f:
+                data = f.read()
+            array = f"kj_{kind}_{name}_{arch}"
+            out.append(_bytes_array(array, data))
+            size = len(data) if kind == "cubin" else len(data) + 1  # PTX: with its NUL
+            images.append(f"{{{cc}, {specific}, {int(kind == 'ptx')}, {array}, {size}}}")
+    out.append(f"static const kj_image kj_images_{name}[] = {{{', '.join(images)}}};")
+    return len(images)
+
+
+def _coarse_launch(entry: Entry, k: int, n: int, params: int) -> list[str]:
+    """A coarse entry's launch by the JIT's rule (``ModuleKernel.entry``): at least
+    ``kj_coarse_min_threads()`` threads in x, no cluster or dynamic shared memory, a block its
+    registers allow; ``ceil(grid.x / 4)`` blocks, told ``grid.x``. Else the own entry's."""
+    return [
+        "    {",
+        "        unsigned gx = kj_dim(config->grid[0]);",
+        "        unsigned long long threads = (unsigned long long)kj_dim(config->block[0])",
+        "            * kj_dim(config->block[1]) * kj_dim(config->block[2]);",
+        "        if (gx * threads >= kj_coarse_min_threads() && !config->shared_bytes",
+        "            && !(config->cluster[0] || config->cluster[1] || config->cluster[2])",
+        f"            && kj_coarse_function(&kj_loaded_{k}c, kj_images_{k}c, {n}, "
+        f'"{entry.coarse_symbol}") == CUDA_SUCCESS',
+        f"            && threads <= (unsigned long long)kj_loaded_{k}c.max_threads) {{",
+        "            kaiojit_launch_config coarse = *config;",
+        "            int64_t extent = gx;",
+        f"            coarse.grid[0] = (gx + {H.COARSE_FACTOR - 1}) / {H.COARSE_FACTOR};",
+        f"            memcpy(&slots[{_trailing_slot(entry)}], &extent, sizeof extent);",
+        f"            params[{params}] = &slots[{_trailing_slot(entry)}];",
+        f"            return (int)kj_launch(kj_loaded_{k}c.fn, &coarse, params, "
+        f"{int(entry.cooperative)});",
+        "        }",
+        "    }",
+    ]
+
+
 def cuda_source(manifest: Manifest, directory: str) -> str:
     out = [f"/* Generated by kaiojit {manifest.kaiojit_version}: GPU launchers on the CUDA "
            "driver API. Build: cc -c kaiojit_kernels.c; link -lcuda. */",
-           f'#include "{HEADER}"', "#include <cuda.h>", "#include <string.h>", "",
+           f'#include "{HEADER}"', "#include <cuda.h>", "#include <stdlib.h>",
+           "#include <string.h>", "",
            "typedef struct { int cc; int specific; int is_ptx; const unsigned char *data; "
            "size_t size; } kj_image;",
-           "typedef struct { CUcontext ctx; CUmodule module; CUfunction fn; } kj_loaded;", "",
-           _CUDA_HELPERS]
+           "typedef struct { CUcontext ctx; CUmodule module; CUfunction fn; int max_threads; "
+           "int failed; } kj_loaded;", "",
+           _CUDA_HELPERS.replace("@COARSE_KNOB@", _COARSE_KNOB.name)
+           .replace("@COARSE_MIN_THREADS@", str(_COARSE_KNOB.default))]
     for k, e in enumerate(manifest.entries):
-        images = []
-        for arch in manifest.archs:
-            cc, specific = _arch_cc(arch)
-            for kind, files in (("cubin", e.cubins), ("ptx", e.ptx)):
-                with open(os.path.join(directory, files[arch]), "rb") as f:
-                    data = f.read()
-                name = f"kj_{kind}_{k}_{arch}"
-                out.append(_bytes_array(name, data))
-                size = len(data) if kind == "cubin" else len(data) + 1  # PTX: with its NUL
-                images.append(f"{{{cc}, {specific}, {int(kind == 'ptx')}, {name}, {size}}}")
-        out.append(f"static const kj_image kj_images_{k}[] = {{{', '.join(images)}}};")
+        n = _images(out, directory, manifest.archs, str(k), {"cubin": e.cubins, "ptx": e.ptx})
         out.append(f"static kj_loaded kj_loaded_{k};")
+        coarse = bool(e.coarse_symbol)
+        if coarse:
+            nc = _images(out, directory, manifest.archs, f"{k}c",
+                         {"cubin": e.coarse_cubins, "ptx": e.coarse_ptx})
+            out.append(f"static kj_loaded kj_loaded_{k}c;")
         out.append("")
         out.append(_prototype(e))
         out.append("{")
-        out += _pack(e)
+        out += _pack(e, trailing=coarse)
         out.append(f"    CUresult rc = kj_function(&kj_loaded_{k}, kj_images_{k}, "
-                   f"{len(images)}, \"{e.symbol}\");")
+                   f"{n}, \"{e.symbol}\");")
         out.append("    if (rc != CUDA_SUCCESS) return (int)rc;")
+        if coarse:
+            out += _coarse_launch(e, k, nc, len(c_parameters(e)[1]))
         out.append(f"    return (int)kj_launch(kj_loaded_{k}.fn, config, params, "
                    f"{int(e.cooperative)});")
         out.append("}")
@@ -300,9 +356,42 @@ static CUresult kj_function(kj_loaded *slot, const kj_image *images, int n, cons
     rc = cuModuleLoadData(&slot->module, images[best].data);
     if (rc != CUDA_SUCCESS) return rc;
     rc = cuModuleGetFunction(&slot->fn, slot->module, name);
+    if (rc == CUDA_SUCCESS)
+        rc = cuFuncGetAttribute(&slot->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                slot->fn);
     if (rc != CUDA_SUCCESS) { cuModuleUnload(slot->module); slot->fn = NULL; return rc; }
     slot->ctx = ctx;
     return CUDA_SUCCESS;
+}
+
+/* A coarse entry, tried once per context (a failure leaves the kernel's own, as in Python). */
+static CUresult kj_coarse_function(kj_loaded *slot, const kj_image *images, int n,
+                                   const char *name)
+{
+    CUcontext ctx;
+    CUresult rc = cuCtxGetCurrent(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (slot->failed && slot->ctx == ctx) return CUDA_ERROR_NOT_FOUND;
+    rc = kj_function(slot, images, n, name);
+    slot->failed = rc != CUDA_SUCCESS;
+    if (slot->failed) slot->ctx = ctx;
+    return rc;
+}
+
+/* The smallest launch (grid.x times the block's threads) that takes a coarse entry:
+   KAIOJIT_COARSE_MIN_THREADS where set to a whole number, as for the JIT, read once. */
+static unsigned long long kj_coarse_min_threads(void)
+{
+    static unsigned long long value;
+    static int read;
+    if (!read) {
+        const char *s = getenv("@COARSE_KNOB@");
+        char *end = NULL;
+        unsigned long long v = s && *s ? strtoull(s, &end, 10) : 0;
+        value = s && *s && end && !*end ? v : @COARSE_MIN_THREADS@ULL;
+        read = 1;
+    }
+    return value;
 }
 
 static unsigned kj_dim(unsigned d) { return d ? d : 1; }

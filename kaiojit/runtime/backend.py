@@ -256,11 +256,17 @@ def _instance(name: str) -> GpuBackend:
 
 
 def is_cuda_available() -> bool:
-    """Whether the CUDA driver loads and sees at least one device. Never raises; cached."""
+    """Whether the CUDA driver loads and sees at least one device. Never raises; cached.
+
+    The one place that decides (the default backend, the pytest plugin, ``kj.cuda``). The
+    driver library is asked first through ctypes: where it does not load or sees no device
+    the answer is no, and ``cuda.bindings`` is never imported. Where it sees one, the
+    bindings confirm it (an install without them is "no", as before), and the cuda backend
+    imports them anyway."""
     global _cuda_available
     if _cuda_available is None:
         try:
-            _cuda_available = driver.probe_device_count() > 0
+            _cuda_available = driver.driver_sees_devices() and driver.probe_device_count() > 0
         except Exception:  # no driver library, no device, broken install: all mean "no"
             _cuda_available = False
     return _cuda_available

@@ -7,12 +7,14 @@ per launch or per module (``cuLaunchKernel``, ``cuModuleLoadDataEx``,
 ctypes with prebuilt argument types (:func:`entry_point`).
 
 ``cuda.bindings`` is imported on first use, so importing kaiojit on a machine without a
-driver stays cheap and harmless.
+driver stays cheap and harmless; :func:`driver_sees_devices` asks the driver library itself,
+through ctypes, whether there is anything to talk to before anything imports it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any
 
 from kaiojit.errors import CudaError
@@ -93,6 +95,24 @@ def initialized() -> Any:
         check(drv.cuInit(0))
         _initialized = True
     return drv
+
+
+# The driver library's name, as the loader looks it up (numba's and CuPy's choice too).
+DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+
+
+def driver_sees_devices() -> bool:
+    """Whether the CUDA driver library loads, initializes and counts at least one device,
+    asked through ctypes (``cuInit``, ``cuDeviceGetCount``) without importing
+    ``cuda.bindings`` (and its ``cuda.pathfinder``, about 30 ms of a cold start): on a machine
+    with no driver or no device, the answer "no" costs a failed ``dlopen``. Never raises."""
+    try:
+        lib = ctypes.CDLL(DRIVER_LIBRARY)
+        count = ctypes.c_int(0)
+        return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+            and count.value > 0
+    except (OSError, AttributeError):  # no library, or one without the driver API
+        return False
 
 
 def probe_device_count() -> int:

@@ -11,7 +11,6 @@ raised at the launch that caused it.
 from __future__ import annotations
 
 import threading
-import traceback
 import warnings
 import weakref
 from collections import OrderedDict
@@ -156,6 +155,8 @@ def debug_sync(backend: GpuBackend, stream: int, name: str, config: LaunchConfig
     try:
         backend.stream_synchronize(stream)
     except CudaError as e:
+        import traceback  # a fault's report only
+
         where = "".join(traceback.format_stack()[:-2])
         context = (f"{launch_context(name, config.grid, config.block, config.shared_mem)}; "
                    f"KAIOJIT_DEBUG_SYNC caught this fault right after that launch, which was "

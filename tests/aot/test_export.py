@@ -171,6 +171,43 @@ print(sorted(m for m in set(sys.modules) - before if m.startswith(
     assert done.stdout.strip() == "[]"
 
 
+NO_DRIVER = """
+import ctypes, os
+class NoDriver(ctypes.CDLL):  # the CUDA driver library cannot load: a machine with no GPU
+    def __init__(self, name, *args, **kwargs):
+        if os.path.basename(str(name)) in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            raise OSError(f"{name}: cannot open shared object file: No such file or directory")
+        super().__init__(name, *args, **kwargs)
+ctypes.CDLL = NoDriver
+"""
+
+
+def test_without_a_driver_the_cpu_backend_runs_and_cuda_bindings_stay_unimported(host_export):
+    """With no CUDA driver and no ``KAIOJIT_BACKEND``, the default backend is cpu, decided
+    without importing ``cuda.bindings`` (tens of ms of a cold start): not by ``import kaiojit``,
+    nor ``kj.to_device``, nor an AOT load and launch."""
+    code = NO_DRIVER + f"""
+import sys, numpy as np
+def cuda_modules():
+    return sorted(m for m in sys.modules if m == "cuda" or m.startswith("cuda."))
+import kaiojit as kj, kaiojit.aot as aot
+print("import", cuda_modules())
+x = np.random.default_rng().standard_normal(100, np.float32)
+y = np.random.default_rng().standard_normal(100, np.float32)
+dx, dy, out = kj.to_device(x), kj.to_device(y), kj.to_device(np.full(100, np.nan, np.float32))
+print("to_device", cuda_modules(), kj.backend())
+aot.load({host_export!r}).saxpy[1, 128](out, dx, dy, np.float32(3), np.int32(100))
+assert np.allclose(out.copy_to_host(), 3 * x + y)
+print("launch", cuda_modules(), kj.runtime.is_cuda_available())
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("KAIOJIT_BACKEND",
+                                                            "KAIOJIT_MOCK_BACKEND")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(env, PYTHONPATH=ROOT), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["import []", "to_device [] cpu", "launch [] False"]
+
+
 def test_host_export_refuses_a_gpu_target_and_back(host_export, gpu_export, mock):
     with pytest.raises(aot.ArtifactError, match="holds kernels for host, which needs cpu; this "
                                                 "process runs the mock backend"):

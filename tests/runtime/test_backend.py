@@ -27,6 +27,42 @@ def test_import_does_not_load_the_driver_bindings():
     assert r.stdout.strip() == "False", r.stderr
 
 
+class _FakeDriver:
+    """A driver library whose ``cuInit`` returns ``init`` and which counts ``count`` devices."""
+
+    def __init__(self, init: int, count: int):
+        self.init, self.count = init, count
+
+    def cuInit(self, flags: int) -> int:  # the driver API's names
+        return self.init
+
+    def cuDeviceGetCount(self, out) -> int:
+        out._obj.value = self.count
+        return 0
+
+
+@pytest.mark.parametrize("library, sees", [
+    (OSError("libcuda.so.1: cannot open shared object file"), False),
+    (_FakeDriver(init=100, count=0), False),  # CUDA_ERROR_NO_DEVICE from cuInit
+    (_FakeDriver(init=0, count=0), False),
+    (_FakeDriver(init=0, count=2), True),
+])
+def test_the_driver_library_is_asked_before_the_bindings(monkeypatch, library, sees):
+    """The cheap answer: whether the driver library loads and counts a device, by ctypes."""
+    import ctypes
+
+    from kaiojit.runtime import driver
+
+    def load(name):
+        assert name == driver.DRIVER_LIBRARY
+        if isinstance(library, OSError):
+            raise library
+        return library
+
+    monkeypatch.setattr(ctypes, "CDLL", load)
+    assert driver.driver_sees_devices() is sees
+
+
 def test_environment_chooses_the_backend():
     r = _run("import kaiojit.runtime as rt; print(rt.backend())", KAIOJIT_BACKEND="CPU")
     assert r.stdout.strip() == "cpu", r.stderr

@@ -43,6 +43,7 @@ def test_the_guard_refuses_other_interpreters(monkeypatch):
     assert guard.interpreter_problem() == "CPython 3.14 is outside the tested 3.10 to 3.13"
     monkeypatch.undo()
     real = sysconfig.get_config_var
+    monkeypatch.setattr(sys, "version_info", (3, 13, 0, "final", 0))  # free-threaded from 3.13
     monkeypatch.setattr(sysconfig, "get_config_var",
                         lambda name: 1 if name == "Py_GIL_DISABLED" else real(name))
     assert guard.interpreter_problem() == "this CPython is a free-threaded build"

@@ -14,7 +14,6 @@ ctypes launch trampoline): slower by a few hundred nanoseconds a launch, the sam
 from __future__ import annotations
 
 import sys
-import sysconfig
 
 from kaiojit import env
 
@@ -27,7 +26,7 @@ def interpreter_problem() -> str | None:
     """Why this interpreter is not one the helpers were written for, or None."""
     if sys.implementation.name != "cpython":
         return f"the interpreter is {sys.implementation.name}, not CPython"
-    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    if sys.version_info >= (3, 13) and _free_threaded():
         return "this CPython is a free-threaded build"
     low, high = TESTED_VERSIONS
     version = sys.version_info[:2]
@@ -35,6 +34,14 @@ def interpreter_problem() -> str | None:
         return (f"CPython {version[0]}.{version[1]} is outside the tested "
                 f"{low[0]}.{low[1]} to {high[0]}.{high[1]}")
     return None
+
+
+def _free_threaded() -> bool:
+    """Whether this CPython was built without the GIL (3.13 and later only; ``sysconfig``,
+    a few ms of a cold start, is imported only there)."""
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 _PROBLEM = interpreter_problem()  # the interpreter does not change while it runs
