@@ -53,13 +53,7 @@ What the copies do, as the PTX ISA and the driver define tiled mode:
   ^= bits [7, 7 + b) with b = 1, 2, 3 for 32B, 64B, 128B. As on the GPU the pattern follows
   the absolute shared memory address, so it repeats every 256, 512 or 1024 bytes.
 * A load completes ``box bytes`` of transactions on its mbarrier, as ``complete_tx::bytes``.
-
-The mbarrier is 8 bytes of shared memory, on the host laid out as: pending arrivals (bits
-0-19), expected arrivals (20-39), the transaction count (40-62, two's complement) and the
-phase parity (bit 63). A phase completes when no arrival and no transaction is pending; the
-parity flips and the pending arrivals are reset. A block's threads do not run concurrently on
-the host, but the blocks of a cluster do and reach each other's barriers (a remote arrive, a
-multicast copy), so every operation is atomic: a compare-and-swap of the word.
+The mbarrier operations are kaiojit/mbarrier_host.py's.
 """
 
 from __future__ import annotations
@@ -72,6 +66,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from llvmlite import ir
+
+from kaiojit.mbarrier_host import (
+    I32,
+    I64,
+    PTR,
+    SYMBOL_MBARRIER_ARRIVE,
+    SYMBOL_MBARRIER_ARRIVE_EXPECT_TX,
+    SYMBOL_MBARRIER_COMPLETE_TX,
+    SYMBOL_MBARRIER_EXPECT_TX,
+    SYMBOL_MBARRIER_INIT,
+    SYMBOL_MBARRIER_TRY_WAIT_PARITY,
+    atomic_update,
+    const,
+    define_mbarrier,
+)
 
 MAGIC = b"KJTM"
 VERSION = 1
@@ -106,12 +115,6 @@ OOB_NAN_BITS = 0x7FF7  # the 16-bit pattern of the NaN fill, repeated to the ele
 SYMBOL_LOAD = "kaiojit_tma_load"
 SYMBOL_STORE = "kaiojit_tma_store"
 SYMBOL_REDUCE_ADD = "kaiojit_tma_reduce_add"
-SYMBOL_MBARRIER_INIT = "kaiojit_mbarrier_init"
-SYMBOL_MBARRIER_ARRIVE = "kaiojit_mbarrier_arrive"
-SYMBOL_MBARRIER_ARRIVE_EXPECT_TX = "kaiojit_mbarrier_arrive_expect_tx"
-SYMBOL_MBARRIER_EXPECT_TX = "kaiojit_mbarrier_expect_tx"
-SYMBOL_MBARRIER_COMPLETE_TX = "kaiojit_mbarrier_complete_tx"
-SYMBOL_MBARRIER_TRY_WAIT_PARITY = "kaiojit_mbarrier_try_wait_parity"
 
 
 def _prefixed(name: str, prefix: str) -> str:
@@ -170,20 +173,10 @@ def decode(data: bytes) -> HostTensorMap:
 
 # --- native code ----------------------------------------------------------------------------
 
-I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-PTR = ir.PointerType()
+I8, I16 = ir.IntType(8), ir.IntType(16)
 _WORD = {1: I8, 2: I16, 4: I32, 8: I64}
 F32 = ir.FloatType()
 REDUCE_ADD_TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
-
-# mbarrier fields (see the module docstring)
-_PENDING_BITS, _EXPECTED_SHIFT, _TX_SHIFT, _TX_BITS, _PHASE_SHIFT = 20, 20, 40, 23, 63
-_COUNT_MASK = (1 << _PENDING_BITS) - 1
-_TX_MASK = (1 << _TX_BITS) - 1
-
-
-def _const(value: int, ty: ir.IntType = I64) -> ir.Constant:
-    return ir.Constant(ty, value)
 
 
 @contextmanager
@@ -196,18 +189,18 @@ def _counted_loop(b: ir.IRBuilder, n: ir.Value, name: str) -> Iterator[ir.Value]
     b.branch(cond)
     b.position_at_end(cond)
     i = b.phi(I64, name=name)
-    i.add_incoming(_const(0), before)
+    i.add_incoming(const(0), before)
     b.cbranch(b.icmp_unsigned("<", i, n), body, end)
     b.position_at_end(body)
     yield i
-    i.add_incoming(b.add(i, _const(1)), b.block)
+    i.add_incoming(b.add(i, const(1)), b.block)
     b.branch(cond)
     b.position_at_end(end)
 
 
 def _field(b: ir.IRBuilder, tmap: ir.Value, offset: int, ty: ir.IntType) -> ir.Value:
     """The tensor map field at ``offset``, zero-extended to i64."""
-    p = b.gep(tmap, [_const(offset)], source_etype=I8)
+    p = b.gep(tmap, [const(offset)], source_etype=I8)
     v = b.load(p, typ=ty, align=1)
     return v if ty == I64 else b.zext(v, I64)
 
@@ -225,15 +218,15 @@ class _TileGeometry:
         self.estrides = estrides
         # elements loaded along each dimension: ceil(box / element stride)
         self.counts = [b.udiv(b.add(_field(b, tmap, OFF_BOX + 2 * d, I16),
-                                    b.sub(es, _const(1))), es)
+                                    b.sub(es, const(1))), es)
                        for d, es in enumerate(estrides)]
         swizzle = _field(b, tmap, OFF_SWIZZLE, I8)
         # 16-byte chunk bits XOR-ed with address bits 7 and up: (1 << swizzle) - 1 of them
-        self.swizzle_mask = b.sub(b.shl(_const(1), swizzle), _const(1))
+        self.swizzle_mask = b.sub(b.shl(const(1), swizzle), const(1))
         row_bytes = b.mul(self.counts[0], self.elem)
-        span = b.shl(_const(16), swizzle)
-        self.pitch = b.select(b.icmp_unsigned("==", swizzle, _const(0)), row_bytes, span)
-        self.nan_fill = b.icmp_unsigned("!=", _field(b, tmap, OFF_OOB, I8), _const(0))
+        span = b.shl(const(16), swizzle)
+        self.pitch = b.select(b.icmp_unsigned("==", swizzle, const(0)), row_bytes, span)
+        self.nan_fill = b.icmp_unsigned("!=", _field(b, tmap, OFF_OOB, I8), const(0))
         self.dtype = _field(b, tmap, OFF_DTYPE, I8)
 
     def box_bytes(self, b: ir.IRBuilder) -> ir.Value:
@@ -244,15 +237,15 @@ class _TileGeometry:
 
 
 def _valid_map(b: ir.IRBuilder, tmap: ir.Value) -> ir.Value:
-    magic = b.load(b.gep(tmap, [_const(OFF_MAGIC)], source_etype=I8), typ=I32, align=1)
-    version = b.load(b.gep(tmap, [_const(OFF_VERSION)], source_etype=I8), typ=I8, align=1)
-    return b.and_(b.icmp_unsigned("==", magic, _const(int.from_bytes(MAGIC, "little"), I32)),
-                  b.icmp_unsigned("==", version, _const(VERSION, I8)))
+    magic = b.load(b.gep(tmap, [const(OFF_MAGIC)], source_etype=I8), typ=I32, align=1)
+    version = b.load(b.gep(tmap, [const(OFF_VERSION)], source_etype=I8), typ=I8, align=1)
+    return b.and_(b.icmp_unsigned("==", magic, const(int.from_bytes(MAGIC, "little"), I32)),
+                  b.icmp_unsigned("==", version, const(VERSION, I8)))
 
 
 def _refuse_if(b: ir.IRBuilder, condition: ir.Value, status: int) -> None:
     with b.if_then(condition, likely=False):
-        b.ret(_const(status, I32))
+        b.ret(const(status, I32))
 
 
 def _define_tile_copy(mod: ir.Module, name: str, op: str,
@@ -273,21 +266,21 @@ def _define_tile_copy(mod: ir.Module, name: str, op: str,
     good = fn.append_basic_block("good")
     b.cbranch(_valid_map(b, tmap), good, bad)
     b.position_at_end(bad)
-    b.ret(_const(ERR_NOT_A_HOST_MAP, I32))
+    b.ret(const(ERR_NOT_A_HOST_MAP, I32))
     b.position_at_end(good)
     g = _TileGeometry(b, tmap)
     starts = [b.sext(c, I64) for c in coords]
-    misaligned = b.icmp_unsigned("!=", b.and_(b.mul(starts[0], g.elem), _const(15)), _const(0))
+    misaligned = b.icmp_unsigned("!=", b.and_(b.mul(starts[0], g.elem), const(15)), const(0))
     _refuse_if(b, misaligned, ERR_MISALIGNED_COORDINATE)
     if op == "add":
         supported = ir.Constant(ir.IntType(1), 0)
         for code in _ADDS:
-            supported = b.or_(supported, b.icmp_unsigned("==", g.dtype, _const(code)))
+            supported = b.or_(supported, b.icmp_unsigned("==", g.dtype, const(code)))
         _refuse_if(b, b.not_(supported), ERR_REDUCE_TYPE)
     if not load:
         negative = ir.Constant(ir.IntType(1), 0)
         for start in starts:
-            negative = b.or_(negative, b.icmp_signed("<", start, _const(0)))
+            negative = b.or_(negative, b.icmp_signed("<", start, const(0)))
         _refuse_if(b, negative, ERR_NEGATIVE_STORE_COORDINATE)
     smem_base = b.ptrtoint(smem, I64)
 
@@ -307,12 +300,12 @@ def _define_tile_copy(mod: ir.Module, name: str, op: str,
             outer(d - 1, b.add(b.mul(row, g.counts[d]), i), ok,
                   b.add(gaddr, b.mul(coord, g.strides[d])))
 
-    outer(MAX_RANK - 1, _const(0), ir.Constant(ir.IntType(1), 1), g.address)
+    outer(MAX_RANK - 1, const(0), ir.Constant(ir.IntType(1), 1), g.address)
     if load and complete_tx is not None:
-        has_bar = b.icmp_unsigned("!=", b.ptrtoint(mbar, I64), _const(0))
+        has_bar = b.icmp_unsigned("!=", b.ptrtoint(mbar, I64), const(0))
         with b.if_then(has_bar):
             b.call(complete_tx, [mbar, b.trunc(g.box_bytes(b), I32)])
-    b.ret(_const(OK, I32))
+    b.ret(const(OK, I32))
     return fn
 
 
@@ -324,20 +317,20 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
     cases = {size: fn.append_basic_block(f"row.{size}") for size in _WORD}
     switch = b.switch(g.elem, done)
     for size, block in cases.items():
-        switch.add_case(_const(size), block)
+        switch.add_case(const(size), block)
         b.position_at_end(block)
         word = _WORD[size]
         nan = int.from_bytes(OOB_NAN_BITS.to_bytes(2, "little") * (size // 2), "little")
-        fill = b.select(g.nan_fill, _const(nan, word), _const(0, word))
+        fill = b.select(g.nan_fill, const(nan, word), const(0, word))
         # the H200 stores whole 16-byte chunks: a row whose size in bytes is no multiple of 16
         # is written on up to the next 16-byte boundary (into the row pitch's padding)
         limit = g.dims[0] if load else b.udiv(
-            b.and_(b.add(b.mul(g.dims[0], _const(size)), _const(15)), _const(~15)), _const(size))
+            b.and_(b.add(b.mul(g.dims[0], const(size)), const(15)), const(~15)), const(size))
         with _counted_loop(b, g.counts[0], f"j{size}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
             ok = b.and_(inside, b.icmp_unsigned("<", coord, limit))
             sptr = _shared_element(b, g, srow, j, size)
-            gptr_int = b.add(grow, b.mul(coord, _const(size)))
+            gptr_int = b.add(grow, b.mul(coord, const(size)))
             if load:
                 with b.if_else(ok) as (then, otherwise):
                     with then:
@@ -356,9 +349,9 @@ def _row_copy(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value
 def _shared_element(b: ir.IRBuilder, g: _TileGeometry, srow: ir.Value, j: ir.Value,
                     size: int) -> ir.Value:
     """The (swizzled) shared memory address of element ``j`` of a box row at ``srow``."""
-    saddr = b.add(srow, b.mul(j, _const(size)))
-    chunk = b.and_(b.lshr(saddr, _const(7)), g.swizzle_mask)
-    return b.inttoptr(b.xor(saddr, b.shl(chunk, _const(4))), PTR)
+    saddr = b.add(srow, b.mul(j, const(size)))
+    chunk = b.and_(b.lshr(saddr, const(7)), g.swizzle_mask)
+    return b.inttoptr(b.xor(saddr, b.shl(chunk, const(4))), PTR)
 
 
 def _atomic_add(ty: ir.Type, rmw: str, size: int):
@@ -370,7 +363,7 @@ def _atomic_add(ty: ir.Type, rmw: str, size: int):
 
 
 def _widen_bf16(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
-    return b.bitcast(b.shl(b.zext(bits, I32), _const(16, I32)), F32)
+    return b.bitcast(b.shl(b.zext(bits, I32), const(16, I32)), F32)
 
 
 def _atomic_add_bf16(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
@@ -382,11 +375,11 @@ def _atomic_add_bf16(b: ir.IRBuilder, gptr: ir.Value, sptr: ir.Value) -> None:
     def added(old: ir.Value) -> ir.Value:
         total = b.fadd(_widen_bf16(b, old), v)
         bits = b.bitcast(total, I32)
-        lsb = b.and_(b.lshr(bits, _const(16, I32)), _const(1, I32))
-        rounded = b.lshr(b.add(bits, b.add(_const(0x7FFF, I32), lsb)), _const(16, I32))
+        lsb = b.and_(b.lshr(bits, const(16, I32)), const(1, I32))
+        rounded = b.lshr(b.add(bits, b.add(const(0x7FFF, I32), lsb)), const(16, I32))
         nan = b.fcmp_unordered("uno", total, total)
-        return b.trunc(b.select(nan, _const(0x7FFF, I32), rounded), I16)
-    _update(b, gptr, added, I16)
+        return b.trunc(b.select(nan, const(0x7FFF, I32), rounded), I16)
+    atomic_update(b, gptr, added, I16)
 
 
 # the map types a reduce-add takes (PTX's tensor .add): data type code -> (size, adder)
@@ -405,100 +398,22 @@ def _row_add(b: ir.IRBuilder, g: _TileGeometry, start: ir.Value, srow: ir.Value,
     switch = b.switch(g.dtype, done)
     for code, (size, add) in _ADDS.items():
         block = fn.append_basic_block(f"add.{code}")
-        switch.add_case(_const(code), block)
+        switch.add_case(const(code), block)
         b.position_at_end(block)
         with _counted_loop(b, g.counts[0], f"k{code}") as j:
             coord = b.add(start, b.mul(j, g.estrides[0]))
             ok = b.and_(inside, b.icmp_unsigned("<", coord, g.dims[0]))
             with b.if_then(ok):
-                add(b, b.inttoptr(b.add(grow, b.mul(coord, _const(size))), PTR),
+                add(b, b.inttoptr(b.add(grow, b.mul(coord, const(size))), PTR),
                     _shared_element(b, g, srow, j, size))
         b.branch(done)
     b.position_at_end(done)
 
 
-def _define_mbarrier(mod: ir.Module) -> dict[str, ir.Function]:
-    """The mbarrier operations; returns them by symbol name."""
-    count_mask = _const(_COUNT_MASK)
-    tx_field = _const(_TX_MASK << _TX_SHIFT)
-
-    def settle(b: ir.IRBuilder, word: ir.Value) -> ir.Value:
-        """``word``, or the next phase's word when nothing is pending any more."""
-        idle = b.icmp_unsigned("==", b.and_(word, b.or_(count_mask, tx_field)), _const(0))
-        expected = b.and_(b.lshr(word, _const(_EXPECTED_SHIFT)), count_mask)
-        flipped = b.xor(word, _const(1 << _PHASE_SHIFT))
-        return b.select(idle, b.or_(flipped, expected), word)
-
-    def add_tx(b: ir.IRBuilder, word: ir.Value, delta: ir.Value) -> ir.Value:
-        tx = b.add(b.lshr(word, _const(_TX_SHIFT)), delta)
-        tx = b.shl(b.and_(tx, _const(_TX_MASK)), _const(_TX_SHIFT))
-        return b.or_(b.and_(word, b.not_(tx_field)), tx)
-
-    def define(name: str, ret: ir.Type, params: list[ir.Type]):
-        fn = ir.Function(mod, ir.FunctionType(ret, params), name)
-        fn.attributes.add("nounwind")
-        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
-
-    fns = {}
-    fn, b = define(SYMBOL_MBARRIER_INIT, ir.VoidType(), [PTR, I32])
-    count = b.and_(b.zext(fn.args[1], I64), count_mask)
-    b.atomic_rmw("xchg", fn.args[0], b.or_(count, b.shl(count, _const(_EXPECTED_SHIFT))),
-                 "seq_cst")
-    b.ret_void()
-    fns[fn.name] = fn
-
-    for name, expect in ((SYMBOL_MBARRIER_ARRIVE, False),
-                         (SYMBOL_MBARRIER_ARRIVE_EXPECT_TX, True)):
-        fn, b = define(name, I64, [PTR, I32] if expect else [PTR])
-
-        def arrive(word, b=b, fn=fn, expect=expect):
-            if expect:
-                word = add_tx(b, word, b.zext(fn.args[1], I64))
-            return settle(b, b.sub(word, _const(1)))
-        word = _update(b, fn.args[0], arrive)
-        b.ret(b.lshr(word, _const(_PHASE_SHIFT)))  # the parity of the phase arrived on
-        fns[fn.name] = fn
-
-    for name, sign in ((SYMBOL_MBARRIER_EXPECT_TX, 1), (SYMBOL_MBARRIER_COMPLETE_TX, -1)):
-        fn, b = define(name, ir.VoidType(), [PTR, I32])
-        delta = b.zext(fn.args[1], I64)
-        delta = delta if sign > 0 else b.neg(delta)
-        _update(b, fn.args[0], lambda word, b=b, delta=delta: settle(b, add_tx(b, word, delta)))
-        b.ret_void()
-        fns[fn.name] = fn
-
-    fn, b = define(SYMBOL_MBARRIER_TRY_WAIT_PARITY, I32, [PTR, I32])
-    phase = b.lshr(b.load_atomic(fn.args[0], "seq_cst", 8, typ=I64), _const(_PHASE_SHIFT))
-    parity = b.zext(b.and_(fn.args[1], _const(1, I32)), I64)
-    # the phase of that parity has completed once the current phase has the other parity
-    b.ret(b.zext(b.icmp_unsigned("!=", phase, parity), I32))
-    fns[fn.name] = fn
-    return fns
-
-
-def _update(b: ir.IRBuilder, ptr: ir.Value, change, ty: ir.IntType = I64) -> ir.Value:
-    """Replace the word at ``ptr`` by ``change(word)`` atomically (a compare-and-swap loop:
-    the blocks of a cluster run on threads of their own and arrive on each other's barriers);
-    returns the word before."""
-    before = b.block
-    loop = b.append_basic_block("update")
-    done = b.append_basic_block("updated")
-    first = b.load_atomic(ptr, "seq_cst", ty.width // 8, typ=ty)
-    b.branch(loop)
-    b.position_at_end(loop)
-    word = b.phi(ty)
-    word.add_incoming(first, before)
-    pair = b.cmpxchg(ptr, word, change(word), "seq_cst", "seq_cst")
-    word.add_incoming(b.extract_value(pair, 0), loop)
-    b.cbranch(b.extract_value(pair, 1), done, loop)
-    b.position_at_end(done)
-    return word
-
-
 def build_module() -> ir.Module:
     """The LLVM module of every host TMA and mbarrier function (target set by the caller)."""
     mod = ir.Module(name="kaiojit_tma_host")
-    barrier = _define_mbarrier(mod)
+    barrier = define_mbarrier(mod)
     _define_tile_copy(mod, SYMBOL_LOAD, "load", barrier[SYMBOL_MBARRIER_COMPLETE_TX])
     _define_tile_copy(mod, SYMBOL_STORE, "store", None)
     _define_tile_copy(mod, SYMBOL_REDUCE_ADD, "add", None)

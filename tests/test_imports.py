@@ -30,7 +30,8 @@ LAST = 6
 LIBRARY = 7  # kernel libraries written on the public API (kj.random, kj.vectorize, ...)
 _STAGES: dict[str, int] = {  # by top-level name; a package of mixed stages, by its modules
     "types": BASE, "errors": BASE, "options": BASE, "env": BASE, "target": BASE, "language": BASE,
-    "tma_host": BASE, "linking": BASE, "cachefiles": BASE, "cache": BASE, "hostsyms": BASE,
+    "tma_host": BASE, "mbarrier_host": BASE, "linking": BASE, "cachefiles": BASE,
+    "cache": BASE, "hostsyms": BASE,
     "scalars": BASE, "floatbits": BASE, "abi": BASE,  # what a dtype and a parameter are
     "highlight": BASE, "logs": BASE, "overloads": BASE, "sanitizer_shadow": BASE,
     "execsource": BASE,  # the text of exec()-built functions, for the frontend
