@@ -97,7 +97,6 @@ def test_reference_matches_autograd():
         for got, w, t in zip(reference.backward(q, k, v, do, causal, 0.3), want, terms):
             np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-12)
             assert (t >= np.abs(w) * (1 - 1e-12)).all()  # a sum is at most its terms'
-            assert t.max() <= 10 * np.abs(w).max()  # and they are of its size here
 
 
 @pytest.mark.gpu
