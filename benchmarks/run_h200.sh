@@ -9,7 +9,7 @@
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}  # a caller's extra path (cffi) kept
 NP22=/tmp/np22
 if ls .whl/numpy-2.2*.whl >/dev/null 2>&1 && [ ! -d "$NP22" ]; then
     python3 -m pip install -q --no-index --no-deps --target "$NP22" .whl/numpy-2.2*.whl

@@ -140,6 +140,10 @@ def _cc(args: list[str], cwd: str) -> None:
 def _c_output(program: str, launches: list[tuple[int, int, int, int]],
               min_threads: int | None) -> list[list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "KAIOJIT_COARSE_MIN_THREADS"}
+    # the stand-in driver before any real one (a GPU machine's LD_LIBRARY_PATH, searched
+    # before the program's runpath, may hold the driver's libcuda.so)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        [os.path.dirname(program), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])])
     if min_threads is not None:
         env["KAIOJIT_COARSE_MIN_THREADS"] = str(min_threads)
     done = subprocess.run([program, *(str(v) for launch in launches for v in launch)],
